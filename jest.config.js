@@ -1,0 +1,23 @@
+/**
+ * One `jest` run covers the unit specs beside the source (libs/, src/) and the
+ * end-to-end, contract and multi-process suites in test/. Every suite imports the
+ * library as a user would: by its package name, `nestjs-serialized`.
+ */
+/** @type {import('jest').Config} */
+module.exports = {
+  rootDir: '.',
+  testEnvironment: 'node',
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  testRegex: ['(libs|src)/.*\\.spec\\.ts$', 'test/.*\\.(e2e-spec|spec)\\.ts$'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+  },
+  moduleNameMapper: {
+    '^nestjs-serialized$': '<rootDir>/libs/serialized/src',
+    '^nestjs-serialized/(.*)$': '<rootDir>/libs/serialized/src/$1',
+  },
+  globalSetup: '<rootDir>/test/setup/global-setup.ts',
+  globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,27 @@
+import type { SerializedMode } from '../lock.service';
+import type { ParsedSerializationKey, SerializationKey } from '../key/serialization-key';
+
+/** Options of `@Serialized(key, options)`; unset fields fall back to the module's options. */
+export interface SerializedOptions {
+  /**
+   * Namespace of the lock key `<keyPrefix>:<scope>:<value>`. Defaults to
+   * `<Class>.<method>`; give handlers that must exclude each other (or a job and
+   * an HTTP handler) the same explicit scope.
+   */
+  scope?: string;
+  /** `wait` (default): queue up to `waitTimeoutMs`. `reject`: 429 / `LockBusyError` at once when busy. */
+  mode?: SerializedMode;
+  waitTimeoutMs?: number;
+  leaseMs?: number;
+  /** Most waiters of one key in this process; beyond it `LockBusyError` (429). */
+  maxPending?: number;
+}
+
+/** What `@Serialized` stores under `serialized:options`. */
+export interface SerializedMetadata {
+  readonly key: SerializationKey;
+  readonly parsedKey: ParsedSerializationKey;
+  readonly options: Readonly<SerializedOptions>;
+  /** Scope when `options.scope` is unset: `<Class>.<method>` (or `<Class>` on a class). */
+  readonly defaultScope: string;
+}

@@ -1,0 +1,12 @@
+import type { RunOptions } from '../lock.service';
+import type { SerializedMetadata } from './serialized-options.interface';
+
+/** `<scope>:<value>`; the provider puts it under `keyPrefix`. */
+export function lockKeyOf(metadata: SerializedMetadata, value: string): string {
+  return `${metadata.options.scope ?? metadata.defaultScope}:${value}`;
+}
+
+export function runOptionsOf(metadata: SerializedMetadata, handler: string, signal?: AbortSignal): RunOptions {
+  const { mode, waitTimeoutMs, leaseMs, maxPending } = metadata.options;
+  return { mode, waitTimeoutMs, leaseMs, maxPending, handler, signal };
+}

@@ -1,0 +1,110 @@
+import { Inject, UseInterceptors } from '@nestjs/common';
+import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
+import { resolveArgumentsKey } from '../key/arguments-key.resolver';
+import { parseSerializationKey, type SerializationKey } from '../key/serialization-key';
+import { LockService } from '../lock.service';
+import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
+import { SerializedInterceptor } from '../interceptors/serialized.interceptor';
+import { lockKeyOf, runOptionsOf } from './serialized-run-options';
+import type { SerializedMetadata, SerializedOptions } from './serialized-options.interface';
+
+/**
+ * Serializes calls per key: one at a time, in arrival order.
+ *
+ * ```ts
+ * @Post('users/:userId/rewards')
+ * @Serialized('userId')
+ * claimDailyReward(@Param('userId') userId: string) { ... }
+ * ```
+ *
+ * On a route handler (HTTP, RPC, WebSocket, GraphQL) the `SerializedInterceptor`
+ * reads the key from the request and holds the lock until the handler's promise
+ * settles or its Observable completes, errors or is unsubscribed. On a class, it
+ * applies to every route handler of that controller.
+ *
+ * On any other provider method (a service, a BullMQ `WorkerHost.process(job)`)
+ * the method itself is wrapped: the key is read from its arguments and the method
+ * then returns a Promise. Metadata other decorators put on the method is kept.
+ *
+ * The lock key is `<keyPrefix>:<scope>:<value>`; `scope` defaults to `<Class>.<method>`.
+ */
+export function Serialized(key: SerializationKey, options: SerializedOptions = {}): MethodDecorator & ClassDecorator {
+  validateOptions(options);
+  return ((target: object, propertyKey?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (descriptor) return decorateMethod(target, propertyKey!, descriptor, key, options);
+    const cls = target as { name: string };
+    const metadata: SerializedMetadata = {
+      key,
+      parsedKey: parseSerializationKey(key, cls.name),
+      options,
+      defaultScope: cls.name,
+    };
+    Reflect.defineMetadata(SERIALIZED_OPTIONS_METADATA, metadata, target);
+    UseInterceptors(SerializedInterceptor)(target as never);
+  }) as MethodDecorator & ClassDecorator;
+}
+
+function decorateMethod(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: PropertyDescriptor,
+  key: SerializationKey,
+  options: SerializedOptions,
+): PropertyDescriptor {
+  const original = descriptor.value as (...args: unknown[]) => unknown;
+  const className = target.constructor.name;
+  const handler = `${className}#${String(propertyKey)}`;
+  if (typeof original !== 'function') throw new TypeError(`@Serialized on ${handler}: only methods can be serialized`);
+
+  const metadata: SerializedMetadata = {
+    key,
+    parsedKey: parseSerializationKey(key, handler),
+    options,
+    defaultScope: `${className}.${String(propertyKey)}`,
+  };
+
+  const serialized = async function (this: Record<symbol, LockService | undefined>, ...args: unknown[]): Promise<unknown> {
+    const lockService = this?.[SERIALIZED_LOCK_SERVICE];
+    if (!lockService) {
+      throw new Error(
+        `@Serialized on ${handler}: no LockService on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`,
+      );
+    }
+    if (lockService.consumePassThrough(serialized)) return original.apply(this, args);
+    const value = await resolveArgumentsKey(metadata.parsedKey, args, handler);
+    return lockService.run(lockKeyOf(metadata, value), () => original.apply(this, args), runOptionsOf(metadata, handler));
+  };
+  Object.defineProperty(serialized, 'name', { value: original.name });
+  // Decorators applied before this one (written below it) put their metadata on the original.
+  for (const metadataKey of Reflect.getMetadataKeys(original)) {
+    Reflect.defineMetadata(metadataKey, Reflect.getMetadata(metadataKey, original), serialized);
+  }
+  Reflect.defineMetadata(SERIALIZED_OPTIONS_METADATA, metadata, serialized);
+  descriptor.value = serialized;
+
+  // Nest sets this property when it creates the instance: no global registry, so
+  // two apps in one process each use their own LockService.
+  const injected = (Reflect.getOwnMetadata(PROPERTY_DEPS_METADATA, target.constructor) ?? []) as { key: unknown }[];
+  if (!injected.some((dependency) => dependency.key === SERIALIZED_LOCK_SERVICE)) {
+    Inject(LockService)(target, SERIALIZED_LOCK_SERVICE as unknown as string);
+  }
+  UseInterceptors(SerializedInterceptor)(target, propertyKey, descriptor);
+  return descriptor;
+}
+
+function validateOptions(options: SerializedOptions): void {
+  const problems: string[] = [];
+  if (options.mode !== undefined && options.mode !== 'wait' && options.mode !== 'reject') {
+    problems.push(`mode must be 'wait' or 'reject', got ${JSON.stringify(options.mode)}`);
+  }
+  for (const name of ['waitTimeoutMs', 'leaseMs', 'maxPending'] as const) {
+    const value = options[name];
+    if (value !== undefined && (!Number.isInteger(value) || value < (name === 'leaseMs' ? 100 : 0))) {
+      problems.push(`${name} must be an integer ${name === 'leaseMs' ? '>= 100' : '>= 0'}, got ${JSON.stringify(value)}`);
+    }
+  }
+  if (options.scope !== undefined && (typeof options.scope !== 'string' || options.scope === '')) {
+    problems.push(`scope must be a non-empty string, got ${JSON.stringify(options.scope)}`);
+  }
+  if (problems.length) throw new TypeError(`@Serialized: ${problems.join('; ')}`);
+}

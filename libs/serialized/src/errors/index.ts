@@ -1,0 +1,6 @@
+export * from './serialized.error';
+export * from './lock-busy.error';
+export * from './lock-timeout.error';
+export * from './lock-lost.error';
+export * from './lock-backend.error';
+export * from './serialization-key.error';

@@ -1,0 +1,95 @@
+import {
+  Injectable,
+  Logger,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { Observable, type Subscription } from 'rxjs';
+import { lockKeyOf, runOptionsOf } from '../decorators/serialized-run-options';
+import { resolveContextKey } from '../key/context-key.resolver';
+import { LockService, type HeldKey } from '../lock.service';
+import { SerializedMetadataAccessor } from '../metadata/serialized-metadata.accessor';
+import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
+import { watchClientGone } from './client-gone';
+import { toTransportError } from './serialized-error.mapper';
+
+/**
+ * Serializes a handler per key. `@Serialized` applies it; register it as
+ * `APP_INTERCEPTOR` only if you prefer that (undecorated handlers pass through).
+ *
+ * The lock is taken before the handler runs and released when its result settles:
+ * after the promise resolves or rejects, or the Observable completes, errors or
+ * is unsubscribed. A client that leaves while waiting leaves the queue and its
+ * handler never runs; a client that leaves while its handler runs does not stop it.
+ */
+@Injectable()
+export class SerializedInterceptor implements NestInterceptor {
+  private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
+
+  constructor(
+    private readonly lockService: LockService,
+    private readonly metadata: SerializedMetadataAccessor,
+  ) {}
+
+  intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const metadata = this.metadata.get(ctx.getHandler(), ctx.getClass());
+    if (!metadata) return next.handle();
+    const handler = `${ctx.getClass().name}#${ctx.getHandler().name}`;
+
+    return new Observable<unknown>((subscriber) => {
+      const waiting = new AbortController();
+      const stopWatching = watchClientGone(ctx, () => {
+        this.logger.debug(`Client left while waiting (${handler}); it leaves the queue`);
+        waiting.abort(new ClientGoneError(handler));
+      });
+      let held: HeldKey | undefined;
+      let inner: Subscription | undefined;
+      let done = false;
+
+      const finish = (emit: () => void): void => {
+        if (done) return;
+        done = true;
+        const release = held?.release() ?? Promise.resolve();
+        held = undefined;
+        // Release before the response goes out, so a client's next request finds the key free.
+        void release.then(emit);
+      };
+
+      (async () => {
+        const value = await resolveContextKey(metadata.parsedKey, ctx, handler);
+        const acquired = await this.lockService.acquire(lockKeyOf(metadata, value), runOptionsOf(metadata, handler, waiting.signal));
+        stopWatching();
+        if (subscriber.closed || done) return acquired.release();
+        held = acquired;
+        inner = this.lockService.runHolding(acquired, () =>
+          next.handle().subscribe({
+            next: (result) => subscriber.next(result),
+            error: (error) => finish(() => subscriber.error(error)),
+            complete: () => finish(() => subscriber.complete()),
+          }),
+          ctx.getHandler(),
+        );
+      })().catch((error) => {
+        stopWatching();
+        if (error instanceof ClientGoneError) return; // nobody is listening
+        if (!subscriber.closed) subscriber.error(toTransportError(error, ctx));
+      });
+
+      return () => {
+        stopWatching();
+        waiting.abort(new ClientGoneError(handler));
+        inner?.unsubscribe();
+        finish(() => undefined);
+      };
+    });
+  }
+}
+
+/** Why a waiter left: its client disconnected or unsubscribed. */
+class ClientGoneError extends Error {
+  override readonly name = 'ClientGoneError';
+  constructor(handler: string) {
+    super(`The caller of ${handler} left before it got the lock`);
+  }
+}

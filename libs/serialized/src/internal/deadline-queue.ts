@@ -1,0 +1,120 @@
+import { AsyncResource } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+
+/** A scheduled call; pass it to `cancel`. */
+export interface Deadline {
+  readonly at: number;
+  /** Position in the heap, -1 once fired or cancelled. */
+  index: number;
+  readonly fire: () => void;
+}
+
+/**
+ * Many deadlines, one timer. Waiters get a heap entry instead of a `setTimeout`
+ * each: a hundred waiters cost one timer, and the timer is created in the
+ * provider's own async scope, so it never pins a request's AsyncLocalStorage
+ * context. With no deadline pending there is no timer at all.
+ */
+export class DeadlineQueue {
+  private readonly heap: Deadline[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private readonly scope = new AsyncResource('nestjs-serialized.deadlines');
+
+  get size(): number {
+    return this.heap.length;
+  }
+
+  /** Whether a timer is armed (tests check that an idle queue holds none). */
+  get armed(): boolean {
+    return this.timer !== undefined;
+  }
+
+  schedule(delayMs: number, fire: () => void): Deadline {
+    const entry: Deadline = { at: performance.now() + delayMs, index: this.heap.length, fire };
+    this.heap.push(entry);
+    this.up(entry.index);
+    if (entry.index === 0) this.arm();
+    return entry;
+  }
+
+  cancel(entry: Deadline): void {
+    const i = entry.index;
+    if (i < 0) return;
+    entry.index = -1;
+    const last = this.heap.pop()!;
+    if (i < this.heap.length) {
+      this.heap[i] = last;
+      last.index = i;
+      this.down(i);
+      this.up(last.index);
+    }
+    if (i === 0) this.arm();
+  }
+
+  /** Drops every deadline without firing it. */
+  clear(): void {
+    for (const entry of this.heap) entry.index = -1;
+    this.heap.length = 0;
+    this.arm();
+  }
+
+  private arm(): void {
+    const next = this.heap[0]?.at ?? Infinity;
+    if (next === this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = next;
+    if (next === Infinity) return;
+    const delay = Math.max(0, Math.ceil(next - performance.now()));
+    this.timer = this.scope.runInAsyncScope(() => setTimeout(() => this.expire(), delay));
+  }
+
+  private expire(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    // Timers may fire up to a millisecond early relative to performance.now().
+    const now = performance.now() + 1;
+    while (this.heap.length && this.heap[0].at <= now) {
+      const entry = this.heap[0];
+      this.cancel(entry);
+      try {
+        entry.fire();
+      } catch {
+        // A deadline callback only rejects a promise; it has no one to report to.
+      }
+    }
+    this.arm();
+  }
+
+  private up(i: number): void {
+    const heap = this.heap;
+    const entry = heap[i];
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (heap[parent].at <= entry.at) break;
+      heap[i] = heap[parent];
+      heap[i].index = i;
+      i = parent;
+    }
+    heap[i] = entry;
+    entry.index = i;
+  }
+
+  private down(i: number): void {
+    const heap = this.heap;
+    const n = heap.length;
+    const entry = heap[i];
+    for (;;) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && heap[child + 1].at < heap[child].at) child++;
+      if (heap[child].at >= entry.at) break;
+      heap[i] = heap[child];
+      heap[i].index = i;
+      i = child;
+    }
+    heap[i] = entry;
+    entry.index = i;
+  }
+}

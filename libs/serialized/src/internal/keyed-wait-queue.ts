@@ -1,0 +1,154 @@
+import { DeadlineQueue, type Deadline } from './deadline-queue';
+
+/** How one caller waits for a key. */
+export interface WaitOptions {
+  /** 0 means: do not wait at all. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Most waiters for this key (the holder does not count). */
+  maxPending: number;
+  /** The error for a waiter whose time ran out. */
+  timeoutError: () => Error;
+  /** The error when `maxPending` waiters already queue. */
+  busyError: () => Error;
+}
+
+interface Waiter {
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
+  entry: KeyEntry;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  deadline: Deadline | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+interface KeyEntry {
+  key: string;
+  first: Waiter | undefined;
+  last: Waiter | undefined;
+  waiting: number;
+}
+
+/**
+ * Strict FIFO ownership of keys inside one process: the in-memory provider is
+ * this queue, and the PostgreSQL provider uses it as its first level so that at
+ * most one caller per key and process talks to the server.
+ *
+ * A key has an entry only while it is held; the entry's waiters form a linked
+ * list, so a waiter that times out or is aborted leaves at once (O(1)), and
+ * release hands the key straight to the head waiter (no barging: a newcomer sees
+ * the key held until the head has taken it). An idle key leaves nothing behind.
+ */
+export class KeyedWaitQueue {
+  private readonly entries = new Map<string, KeyEntry>();
+
+  constructor(private readonly deadlines: DeadlineQueue = new DeadlineQueue()) {}
+
+  /** Keys held or waited for (0 when idle: nothing is retained). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  isHeld(key: string): boolean {
+    return this.entries.has(key);
+  }
+
+  waiting(key: string): number {
+    return this.entries.get(key)?.waiting ?? 0;
+  }
+
+  /** Takes the key if nobody holds or waits for it. */
+  tryTake(key: string): boolean {
+    if (this.entries.has(key)) return false;
+    this.entries.set(key, { key, first: undefined, last: undefined, waiting: 0 });
+    return true;
+  }
+
+  /**
+   * Takes the key at once (returns `undefined`) or returns a promise that resolves
+   * when the key is handed over, in arrival order. The promise rejects with the
+   * timeout or busy error, or with the signal's reason; the caller then holds nothing.
+   */
+  take(key: string, options: WaitOptions): Promise<void> | undefined {
+    if (options.signal?.aborted) return Promise.reject(options.signal.reason);
+    const entry = this.entries.get(key);
+    if (!entry) {
+      this.entries.set(key, { key, first: undefined, last: undefined, waiting: 0 });
+      return undefined;
+    }
+    if (options.timeoutMs <= 0) return Promise.reject(options.timeoutError());
+    if (entry.waiting >= options.maxPending) return Promise.reject(options.busyError());
+
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        prev: entry.last,
+        next: undefined,
+        entry,
+        resolve,
+        reject,
+        deadline: undefined,
+        signal: options.signal,
+        onAbort: undefined,
+      };
+      if (entry.last) entry.last.next = waiter;
+      else entry.first = waiter;
+      entry.last = waiter;
+      entry.waiting++;
+      waiter.deadline = this.deadlines.schedule(options.timeoutMs, () => this.leave(waiter, options.timeoutError()));
+      if (options.signal) {
+        const signal = options.signal;
+        waiter.onAbort = () => this.leave(waiter, signal.reason);
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+    });
+  }
+
+  /**
+   * The holder lets go: the head waiter now holds the key, or the key is idle and
+   * its entry is gone. Returns whether a waiter took it.
+   */
+  release(key: string): boolean {
+    const entry = this.entries.get(key);
+    if (!entry) return false;
+    const head = entry.first;
+    if (!head) {
+      this.entries.delete(key);
+      return false;
+    }
+    this.unlink(head);
+    head.resolve();
+    return true;
+  }
+
+  /** Rejects every waiter of every key (shutdown); holders keep their keys. */
+  rejectAll(error: (key: string) => Error): void {
+    for (const entry of this.entries.values()) {
+      while (entry.first) {
+        const waiter = entry.first;
+        this.unlink(waiter);
+        waiter.reject(error(entry.key));
+      }
+    }
+  }
+
+  private leave(waiter: Waiter, error: unknown): void {
+    if (waiter.entry.first !== waiter && !waiter.prev) return; // already handed over or gone
+    this.unlink(waiter);
+    waiter.reject(error);
+  }
+
+  private unlink(waiter: Waiter): void {
+    const entry = waiter.entry;
+    if (waiter.prev) waiter.prev.next = waiter.next;
+    else entry.first = waiter.next;
+    if (waiter.next) waiter.next.prev = waiter.prev;
+    else entry.last = waiter.prev;
+    waiter.prev = waiter.next = undefined;
+    entry.waiting--;
+    if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
+    if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
+    waiter.deadline = waiter.onAbort = undefined;
+  }
+}

@@ -1,0 +1,49 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+/** Value a key function may return; `undefined`, `null` and `''` mean "missing" (400). */
+export type SerializationKeyValue = string | number | bigint | null | undefined;
+
+/**
+ * A function key. On a route handler (through the interceptor) it receives the
+ * `ExecutionContext`; on any other method it receives the method's arguments.
+ */
+export type SerializationKeyFn =
+  | ((context: ExecutionContext) => SerializationKeyValue | Promise<SerializationKeyValue>)
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  | ((...args: any[]) => SerializationKeyValue | Promise<SerializationKeyValue>);
+
+/**
+ * What a handler is serialized on:
+ * - a name (`'userId'`): route params, then `req.user`, then body, then query;
+ * - a path with its source (`'params.userId'`, `'user.id'`, `'body.accountId'`,
+ *   `'query.tenant'`, `'headers.idempotency-key'`);
+ * - on a method that is not a route handler, a path into its first argument
+ *   (`'data.userId'` → `job.data.userId`) or, when the first segment is a number,
+ *   into that argument (`'1.userId'`; `'0'` is the first argument itself);
+ * - or a function.
+ */
+export type SerializationKey = string | SerializationKeyFn;
+
+/** The request sources a path may name. */
+export const REQUEST_SOURCES = ['params', 'user', 'body', 'query', 'headers'] as const;
+export type RequestSource = (typeof REQUEST_SOURCES)[number];
+/** Where a bare name is looked for, in order. */
+export const NAME_LOOKUP_ORDER: readonly RequestSource[] = ['params', 'user', 'body', 'query'];
+
+/** A key as checked once, when the decorator is applied. */
+export type ParsedSerializationKey =
+  | { kind: 'function'; text: string; fn: SerializationKeyFn }
+  | { kind: 'path'; text: string; segments: readonly string[] };
+
+/** Checks the key's form; a malformed key is a programming error, thrown at decoration time. */
+export function parseSerializationKey(key: SerializationKey, where: string): ParsedSerializationKey {
+  if (typeof key === 'function') return { kind: 'function', text: `function ${key.name || '(anonymous)'}`, fn: key };
+  if (typeof key !== 'string' || key.trim() === '') {
+    throw new TypeError(`@Serialized on ${where}: the key must be a non-empty string or a function, got ${JSON.stringify(key)}`);
+  }
+  const segments = key.split('.');
+  if (segments.some((s) => s === '')) {
+    throw new TypeError(`@Serialized on ${where}: the key "${key}" has an empty path segment`);
+  }
+  return { kind: 'path', text: key, segments };
+}

@@ -1,0 +1,25 @@
+import type { LockProvider } from './lock.provider';
+import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
+import type { ResolvedSerializedOptions } from './serialized-options.interface';
+
+/**
+ * Builds the provider `driver` names. The Redis and PostgreSQL providers are
+ * loaded only when chosen, so an app on the in-memory default needs neither
+ * `ioredis` nor `pg`.
+ */
+export function createLockProvider(options: ResolvedSerializedOptions): LockProvider {
+  switch (options.driver) {
+    case 'memory':
+      return new InMemoryLockProvider(options);
+    case 'redis': {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { RedisLockProvider } = require('./providers/redis/redis-lock.provider') as typeof import('./providers/redis/redis-lock.provider');
+      return RedisLockProvider.fromModuleOptions(options);
+    }
+    case 'postgres': {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { PostgresLockProvider } = require('./providers/postgres/postgres-lock.provider') as typeof import('./providers/postgres/postgres-lock.provider');
+      return PostgresLockProvider.fromModuleOptions(options);
+    }
+  }
+}

@@ -1,0 +1,104 @@
+import type { BeforeApplicationShutdown, OnApplicationShutdown } from '@nestjs/common';
+import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
+import { DeadlineQueue } from '../../internal/deadline-queue';
+import { HeldLocks } from '../../internal/held-locks';
+import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import type { Lock } from '../../lock.interface';
+import { LockProvider } from '../../lock.provider';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { InMemoryLock } from './in-memory-lock';
+
+/** Options of {@link InMemoryLockProvider}; module options fill them in. */
+export interface InMemoryLockProviderOptions {
+  waitTimeoutMs?: number;
+  maxPending?: number;
+  shutdownGraceMs?: number;
+}
+
+/**
+ * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
+ * Map entry and no timer; waiting costs a list node and a heap entry; an idle key
+ * costs nothing. Leases are meaningless here (a holder cannot crash without the
+ * whole process), so held locks never expire.
+ */
+export class InMemoryLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly deadlines = new DeadlineQueue();
+  private readonly queue = new KeyedWaitQueue(this.deadlines);
+  private readonly held = new HeldLocks<InMemoryLock>();
+  private lastToken = 0n;
+  private readonly waitTimeoutMs: number;
+  private readonly maxPending: number;
+  private readonly shutdownGraceMs: number;
+  private readonly onRelease = (lock: InMemoryLock): void => {
+    this.held.delete(lock);
+    this.queue.release(lock.key);
+  };
+
+  constructor(options: InMemoryLockProviderOptions = {}) {
+    super();
+    this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
+    this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
+    this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
+  }
+
+  /** Keys held or waited for right now (0 when idle). */
+  get activeKeys(): number {
+    return this.queue.size;
+  }
+
+  /** Whether a timer is armed (none when nobody waits). */
+  get timerArmed(): boolean {
+    return this.deadlines.armed;
+  }
+
+  async acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+    this.held.assertOpen(key);
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const maxPending = options.maxPending ?? this.maxPending;
+    const waiting = this.queue.take(key, {
+      timeoutMs: waitTimeoutMs,
+      signal: options.signal,
+      maxPending,
+      timeoutError: () => new LockTimeoutError(key, waitTimeoutMs),
+      busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
+    });
+    if (waiting) {
+      await waiting;
+      // Handed over in the same tick the caller gave up: pass it on, never run.
+      if (options.signal?.aborted) {
+        this.queue.release(key);
+        throw options.signal.reason;
+      }
+    }
+    return this.grant(key);
+  }
+
+  async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
+    this.held.assertOpen(key);
+    if (options.signal?.aborted) throw options.signal.reason;
+    return this.queue.tryTake(key) ? this.grant(key) : null;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.held.close();
+    this.queue.rejectAll((key) => new LockBackendError('The lock provider is shutting down', { key }));
+    await this.held.drain(this.shutdownGraceMs);
+  }
+
+  onApplicationShutdown(): void {
+    this.deadlines.clear();
+  }
+
+  /** Shuts down outside Nest: rejects waiters, waits for holders (grace period), clears timers. */
+  async close(): Promise<void> {
+    await this.beforeApplicationShutdown();
+    this.onApplicationShutdown();
+  }
+
+  private grant(key: string): InMemoryLock {
+    const lock = new InMemoryLock(key, ++this.lastToken, this.onRelease);
+    this.held.add(lock);
+    return lock;
+  }
+}

@@ -1,0 +1,8 @@
+/** Metadata key of `@Serialized` (on the handler or the class). */
+export const SERIALIZED_OPTIONS_METADATA = 'serialized:options';
+/** DI token of the resolved module options (`ResolvedSerializedOptions`). */
+export const SERIALIZED_OPTIONS = 'serialized:resolved-options';
+/** Property through which a decorated provider reaches its app's `LockService` (set by Nest's property injection). */
+export const SERIALIZED_LOCK_SERVICE = Symbol.for('serialized:lock-service');
+/** Nest logger context of every message the library logs. */
+export const SERIALIZED_LOGGER_CONTEXT = 'nestjs-serialized';
