@@ -1,1 +1,5 @@
-export default async function globalTeardown(): Promise<void> {}
+import { stopRedisCluster } from './redis-cluster';
+
+export default async function globalTeardown(): Promise<void> {
+  await stopRedisCluster();
+}
