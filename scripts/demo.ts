@@ -1,0 +1,201 @@
+/**
+ * `npm run demo [-- --instances 2] [-- --driver redis|postgres]`
+ *
+ * Boots the example app (in this process, or as N OS processes sharing one
+ * backend), fires 20 concurrent duplicate requests at each naive and each
+ * serialized endpoint, prints what happened, and exits non-zero if a serialized
+ * outcome is wrong.
+ */
+import 'reflect-metadata';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import { createApp } from '../src/app.factory';
+
+const DUPLICATES = 20;
+
+interface Args {
+  instances: number;
+  driver: string | undefined;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { instances: 1, driver: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split('=');
+    const value = inline ?? argv[++i];
+    if (flag === '--instances') args.instances = Number(value);
+    else if (flag === '--driver') args.driver = value;
+    else throw new Error(`Unknown option ${argv[i]}; accepted: --instances N, --driver memory|redis|postgres`);
+  }
+  if (!Number.isInteger(args.instances) || args.instances < 1 || args.instances > 8) {
+    throw new Error('--instances accepts an integer from 1 to 8');
+  }
+  if (args.driver && !['memory', 'redis', 'postgres'].includes(args.driver)) {
+    throw new Error('--driver accepts memory, redis or postgres');
+  }
+  return args;
+}
+
+/** Where the app runs: base URLs, round-robin, and how to stop it. */
+interface Deployment {
+  urls: string[];
+  stop(): Promise<void>;
+}
+
+async function startInProcess(): Promise<Deployment> {
+  const app: INestApplication = await createApp({ logger: ['error', 'warn'] });
+  await app.listen(0, '127.0.0.1');
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  return { urls: [url], stop: () => app.close() };
+}
+
+async function startProcesses(count: number): Promise<Deployment> {
+  const root = path.resolve(__dirname, '..');
+  const children: ChildProcess[] = [];
+  const urls: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const port = 3400 + Math.floor(Math.random() * 400) * 10 + i;
+    const child = spawn(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', path.join(root, 'src/main.ts')],
+      { cwd: root, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    children.push(child);
+    urls.push(`http://127.0.0.1:${port}`);
+  }
+  const stop = async (): Promise<void> => {
+    await Promise.all(
+      children.map((child) => new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      })),
+    );
+  };
+  try {
+    await Promise.all(urls.map((url) => waitUntilUp(url, children)));
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { urls, stop };
+}
+
+async function waitUntilUp(url: string, children: ChildProcess[]): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (children.some((c) => c.exitCode !== null)) throw new Error('An app instance exited during start-up (see its output above)');
+    try {
+      const response = await fetch(`${url}/users/ping/rewards`);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not come up within 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function fire(urls: string[], pathOf: string, body?: object): Promise<number[]> {
+  return Promise.all(
+    Array.from({ length: DUPLICATES }, (_, i) =>
+      fetch(`${urls[i % urls.length]}${pathOf}`, {
+        method: 'POST',
+        headers: body ? { 'content-type': 'application/json' } : {},
+        body: body ? JSON.stringify(body) : undefined,
+      }).then((response) => response.status),
+    ),
+  );
+}
+
+const count = (statuses: number[], status: number): number => statuses.filter((s) => s === status).length;
+const getJson = async <T>(url: string): Promise<T> => (await fetch(url)).json() as Promise<T>;
+
+interface Row {
+  scenario: string;
+  requests: string;
+  naive: string;
+  serialized: string;
+  ok: boolean;
+}
+
+async function rewardScenario(urls: string[]): Promise<Row> {
+  const naiveUser = `demo-${randomUUID().slice(0, 8)}`;
+  const serializedUser = `demo-${randomUUID().slice(0, 8)}`;
+  const [naive, serialized] = await Promise.all([
+    fire(urls, `/naive/users/${naiveUser}/rewards/daily`),
+    fire(urls, `/users/${serializedUser}/rewards/daily`),
+  ]);
+  const naiveState = await getJson<{ rewardCount: number }>(`${urls[0]}/users/${naiveUser}/rewards`);
+  const serializedState = await getJson<{ rewardCount: number }>(`${urls[0]}/users/${serializedUser}/rewards`);
+  return {
+    scenario: 'daily reward (once per 24 h)',
+    requests: `${DUPLICATES} × POST …/rewards/daily`,
+    naive: `${naiveState.rewardCount} rewards credited (${count(naive, 201)}×201)`,
+    serialized: `${serializedState.rewardCount} reward credited (${count(serialized, 201)}×201, ${count(serialized, 409)}×409)`,
+    ok: serializedState.rewardCount === 1 && count(serialized, 201) === 1 && count(serialized, 409) === DUPLICATES - 1,
+  };
+}
+
+async function resourceScenario(urls: string[]): Promise<Row> {
+  const naiveUser = `demo-${randomUUID().slice(0, 8)}`;
+  const serializedUser = `demo-${randomUUID().slice(0, 8)}`;
+  const body = { name: 'monthly-report' };
+  const [, serialized] = await Promise.all([
+    fire(urls, `/naive/users/${naiveUser}/resources`, body),
+    fire(urls, `/users/${serializedUser}/resources`, body),
+  ]);
+  const naiveList = await getJson<unknown[]>(`${urls[0]}/users/${naiveUser}/resources`);
+  const serializedList = await getJson<unknown[]>(`${urls[0]}/users/${serializedUser}/resources`);
+  return {
+    scenario: 'create resource if absent',
+    requests: `${DUPLICATES} × POST …/resources`,
+    naive: `${naiveList.length} resources created`,
+    serialized: `${serializedList.length} resource created (${count(serialized, 201)}×201, ${count(serialized, 200)}×200)`,
+    ok: serializedList.length === 1 && count(serialized, 201) === 1 && count(serialized, 200) === DUPLICATES - 1,
+  };
+}
+
+function printTable(rows: Row[]): void {
+  const header: Row = { scenario: 'scenario', requests: 'requests', naive: 'naive outcome', serialized: 'serialized outcome', ok: true };
+  const columns = ['scenario', 'requests', 'naive', 'serialized'] as const;
+  const widths = columns.map((c) => Math.max(...[header, ...rows].map((r) => r[c].length)));
+  const line = (r: Row, mark: string) => `| ${columns.map((c, i) => r[c].padEnd(widths[i])).join(' | ')} | ${mark} |`;
+  console.log(line(header, 'ok'));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|----|`);
+  for (const row of rows) console.log(line(row, row.ok ? '✔ ' : '✘ '));
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.driver) process.env.SERIALIZED_DRIVER = args.driver;
+  const driver = process.env.SERIALIZED_DRIVER || 'memory';
+  if (args.instances > 1 && driver === 'memory') {
+    throw new Error(
+      `--instances ${args.instances} needs a backend the instances share: add --driver redis (REDIS_URL) or --driver postgres (DATABASE_URL). ` +
+        'The in-memory driver serializes inside one process only.',
+    );
+  }
+  console.log(`nestjs-serialized demo — driver: ${driver}, instances: ${args.instances}, ${DUPLICATES} concurrent duplicates per endpoint\n`);
+  const deployment = args.instances === 1 ? await startInProcess() : await startProcesses(args.instances);
+  let rows: Row[];
+  try {
+    rows = [await rewardScenario(deployment.urls), await resourceScenario(deployment.urls)];
+  } finally {
+    await deployment.stop();
+  }
+  printTable(rows);
+  const failed = rows.filter((r) => !r.ok);
+  if (failed.length) {
+    console.error(`\nFAILED: the serialized outcome is wrong for: ${failed.map((r) => r.scenario).join(', ')}`);
+    process.exit(1);
+  }
+  console.log('\nEvery serialized endpoint did its work exactly once.');
+}
+
+main().catch((error) => {
+  console.error(`demo failed: ${error instanceof Error ? error.message : error}`);
+  process.exit(1);
+});

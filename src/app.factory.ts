@@ -1,0 +1,30 @@
+import { ValidationPipe, type INestApplication, type LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { AppModule, type AppModuleOptions } from './app.module';
+import { loadAppConfig, type AppConfig } from './config/app.config';
+
+export interface CreateAppOptions extends Omit<AppModuleOptions, 'config'> {
+  /** Overrides of the environment's app settings. */
+  config?: Partial<AppConfig>;
+  logger?: false | LogLevel[];
+}
+
+/**
+ * Builds the example app on Express or Fastify (`HTTP_ADAPTER`), initialised and
+ * ready for `listen()` or supertest. Used by `main.ts`, the demo, the e2e suites
+ * and the benchmarks.
+ */
+export async function createApp(options: CreateAppOptions = {}): Promise<INestApplication> {
+  const config: AppConfig = { ...loadAppConfig(), ...options.config };
+  const module = AppModule.register({ config, serialized: options.serialized, imports: options.imports });
+  const logger = options.logger ?? ['error', 'warn', 'log'];
+  const app =
+    config.adapter === 'fastify'
+      ? await NestFactory.create(module, new FastifyAdapter(), { logger })
+      : await NestFactory.create(module, { logger });
+  app.useGlobalPipes(new ValidationPipe({ whitelist: true }));
+  await app.init();
+  if (config.adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
+  return app;
+}

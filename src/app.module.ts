@@ -1,0 +1,35 @@
+import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
+import { SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
+import { AppConfigModule } from './config/app-config.module';
+import type { AppConfig } from './config/app.config';
+import { OverheadModule } from './overhead/overhead.module';
+import { ResourcesModule } from './resources/resources.module';
+import { RewardsModule } from './rewards/rewards.module';
+import { StoreModule } from './store/store.module';
+
+export interface AppModuleOptions {
+  config: AppConfig;
+  /** Library options; left empty, the library reads SERIALIZED_* / REDIS_URL / DATABASE_URL. */
+  serialized?: SerializedModuleOptions;
+  /** More modules (the BullMQ reports flow, test fixtures). */
+  imports?: ModuleMetadata['imports'];
+}
+
+/** The example app: the two seed scenarios, each serialized and naive, plus the overhead probe. */
+@Module({})
+export class AppModule {
+  static register(options: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        AppConfigModule.register(options.config),
+        SerializedModule.forRoot(options.serialized ?? {}),
+        StoreModule,
+        RewardsModule,
+        ResourcesModule,
+        OverheadModule,
+        ...(options.imports ?? []),
+      ],
+    };
+  }
+}

@@ -1,0 +1,58 @@
+import { IsIn, IsInt, IsOptional, Max, Min, validateSync } from 'class-validator';
+
+/** What each variable of the example app accepts (the start-up error quotes it). */
+const ACCEPTS = {
+  PORT: 'an integer from 1 to 65535 (default 3000)',
+  HTTP_ADAPTER: 'express or fastify (default express)',
+  APP_STORE: 'memory, redis or postgres (default: the lock driver, SERIALIZED_DRIVER)',
+  REWARD_TASK_MS: 'an integer number of milliseconds from 0 to 60000 (default 200)',
+  RESOURCE_TASK_MS: 'an integer number of milliseconds from 0 to 60000 (default 50)',
+} as const;
+
+class AppEnvironment {
+  @IsOptional() @IsInt() @Min(1) @Max(65535) PORT?: number;
+  @IsOptional() @IsIn(['express', 'fastify']) HTTP_ADAPTER?: 'express' | 'fastify';
+  @IsOptional() @IsIn(['memory', 'redis', 'postgres']) APP_STORE?: 'memory' | 'redis' | 'postgres';
+  @IsOptional() @IsInt() @Min(0) @Max(60000) REWARD_TASK_MS?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(60000) RESOURCE_TASK_MS?: number;
+}
+
+const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS']);
+
+/** The example app's own settings (the library reads its SERIALIZED_* variables itself). */
+export interface AppConfig {
+  port: number;
+  adapter: 'express' | 'fastify';
+  store: 'memory' | 'redis' | 'postgres';
+  rewardTaskMs: number;
+  resourceTaskMs: number;
+  redisUrl: string;
+  databaseUrl: string;
+}
+
+/** Reads and validates the app's variables; a bad value stops start-up naming every bad variable. */
+export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const values = new AppEnvironment() as unknown as Record<string, unknown>;
+  for (const name of Object.keys(ACCEPTS)) {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') continue;
+    values[name] = NUMERIC.has(name) && /^\d{1,9}$/.test(raw) ? Number(raw) : raw;
+  }
+  const problems = validateSync(values, { forbidUnknownValues: false }).map(
+    (e) => `${e.property}=${JSON.stringify(String(e.value))} is invalid: accepts ${ACCEPTS[e.property as keyof typeof ACCEPTS]}`,
+  );
+  if (problems.length) throw new Error(`Invalid environment for the example app:\n  - ${problems.join('\n  - ')}`);
+  const env_ = values as unknown as AppEnvironment;
+  const driver = env.SERIALIZED_DRIVER?.trim();
+  return {
+    port: env_.PORT ?? 3000,
+    adapter: env_.HTTP_ADAPTER ?? 'express',
+    store: env_.APP_STORE ?? (driver === 'redis' || driver === 'postgres' ? driver : 'memory'),
+    rewardTaskMs: env_.REWARD_TASK_MS ?? 200,
+    resourceTaskMs: env_.RESOURCE_TASK_MS ?? 50,
+    redisUrl: env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379',
+    databaseUrl: env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres',
+  };
+}
+
+export const APP_CONFIG = 'APP_CONFIG';

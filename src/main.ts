@@ -1,0 +1,17 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { createApp } from './app.factory';
+import { loadAppConfig } from './config/app.config';
+
+async function main(): Promise<void> {
+  const config = loadAppConfig();
+  const app = await createApp({ config });
+  app.enableShutdownHooks();
+  await app.listen(config.port, '0.0.0.0');
+  Logger.log(`Example app on http://localhost:${config.port} (${config.adapter}, store: ${config.store})`, 'main');
+}
+
+main().catch((error) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,29 @@
+/** A user's reward state. */
+export interface RewardState {
+  rewardCount: number;
+  lastClaimAt: number | null;
+}
+
+/** A resource a user created. */
+export interface Resource {
+  id: string;
+  userId: string;
+  name: string;
+  createdAt: number;
+}
+
+/**
+ * Where the example app keeps its data. Every method is a plain read or a plain
+ * write — no transaction, no unique constraint, no compare-and-set — so a handler
+ * that reads, checks and then writes races when duplicates arrive together. The
+ * store is shared by every instance (Redis or PostgreSQL) so the race is real
+ * across processes too.
+ */
+export abstract class AppStore {
+  abstract getRewards(userId: string): Promise<RewardState>;
+  /** Credits one reward: an atomic increment (like Mongo's `$inc`), so every granted claim counts. */
+  abstract recordClaim(userId: string, at: number): Promise<RewardState>;
+  abstract listResources(userId: string): Promise<Resource[]>;
+  abstract addResource(resource: Resource): Promise<void>;
+  async close(): Promise<void> {}
+}

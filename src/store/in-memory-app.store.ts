@@ -1,0 +1,31 @@
+import { AppStore, type Resource, type RewardState } from './app.store';
+
+/** Data in this process. Reads and writes still cross an `await`, as a database call would. */
+export class InMemoryAppStore extends AppStore {
+  private readonly rewards = new Map<string, RewardState>();
+  private readonly resources = new Map<string, Resource[]>();
+
+  async getRewards(userId: string): Promise<RewardState> {
+    await tick();
+    return { ...(this.rewards.get(userId) ?? { rewardCount: 0, lastClaimAt: null }) };
+  }
+
+  async recordClaim(userId: string, at: number): Promise<RewardState> {
+    await tick();
+    const state = { rewardCount: (this.rewards.get(userId)?.rewardCount ?? 0) + 1, lastClaimAt: at };
+    this.rewards.set(userId, state);
+    return { ...state };
+  }
+
+  async listResources(userId: string): Promise<Resource[]> {
+    await tick();
+    return [...(this.resources.get(userId) ?? [])];
+  }
+
+  async addResource(resource: Resource): Promise<void> {
+    await tick();
+    this.resources.set(resource.userId, [...(this.resources.get(resource.userId) ?? []), resource]);
+  }
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

@@ -1,0 +1,75 @@
+import { Pool } from 'pg';
+import { AppStore, type Resource, type RewardState } from './app.store';
+
+/**
+ * Data in PostgreSQL, shared by every instance. The tables deliberately have no
+ * unique constraint on (user_id, name): duplicates are what serialization prevents.
+ */
+export class PostgresAppStore extends AppStore {
+  private readonly pool: Pool;
+  private ready: Promise<void> | undefined;
+
+  constructor(connectionString: string) {
+    super();
+    this.pool = new Pool({ connectionString, max: 10, application_name: 'example-app' });
+  }
+
+  private schema(): Promise<void> {
+    this.ready ??= (async () => {
+      const client = await this.pool.connect();
+      try {
+        // Two instances starting together: serialize the DDL itself.
+        await client.query('SELECT pg_advisory_lock(7349120811)');
+        await client.query(`CREATE TABLE IF NOT EXISTS example_rewards (
+          user_id text PRIMARY KEY, reward_count integer NOT NULL, last_claim_at bigint)`);
+        await client.query(`CREATE TABLE IF NOT EXISTS example_resources (
+          id text PRIMARY KEY, user_id text NOT NULL, name text NOT NULL, created_at bigint NOT NULL)`);
+        await client.query('SELECT pg_advisory_unlock(7349120811)');
+      } finally {
+        client.release();
+      }
+    })().catch((error) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  async getRewards(userId: string): Promise<RewardState> {
+    await this.schema();
+    const { rows } = await this.pool.query('SELECT reward_count, last_claim_at FROM example_rewards WHERE user_id = $1', [userId]);
+    if (!rows.length) return { rewardCount: 0, lastClaimAt: null };
+    return { rewardCount: rows[0].reward_count, lastClaimAt: rows[0].last_claim_at === null ? null : Number(rows[0].last_claim_at) };
+  }
+
+  async recordClaim(userId: string, at: number): Promise<RewardState> {
+    await this.schema();
+    const { rows } = await this.pool.query(
+      `INSERT INTO example_rewards (user_id, reward_count, last_claim_at) VALUES ($1, 1, $2)
+       ON CONFLICT (user_id) DO UPDATE SET reward_count = example_rewards.reward_count + 1, last_claim_at = $2
+       RETURNING reward_count`,
+      [userId, at],
+    );
+    return { rewardCount: rows[0].reward_count, lastClaimAt: at };
+  }
+
+  async listResources(userId: string): Promise<Resource[]> {
+    await this.schema();
+    const { rows } = await this.pool.query('SELECT id, user_id, name, created_at FROM example_resources WHERE user_id = $1 ORDER BY created_at, id', [userId]);
+    return rows.map((r) => ({ id: r.id, userId: r.user_id, name: r.name, createdAt: Number(r.created_at) }));
+  }
+
+  async addResource(resource: Resource): Promise<void> {
+    await this.schema();
+    await this.pool.query('INSERT INTO example_resources (id, user_id, name, created_at) VALUES ($1, $2, $3, $4)', [
+      resource.id,
+      resource.userId,
+      resource.name,
+      resource.createdAt,
+    ]);
+  }
+
+  override async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,237 @@
+import type { INestApplication } from '@nestjs/common';
+import request from 'supertest';
+import { LockProvider, type InMemoryLockProvider } from 'nestjs-serialized';
+import { sleep, uniqueId, waitFor } from '../support/timing';
+import { Recorder } from './fixtures/recorder.service';
+import { ADAPTERS, postAndAbort, startTestApp, type Adapter } from './http-app';
+
+describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: Adapter) => {
+  let app: INestApplication;
+  let url: string;
+  let recorder: Recorder;
+
+  beforeAll(async () => {
+    ({ app, url } = await startTestApp(adapter));
+    recorder = app.get(Recorder);
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  const post = (path: string) => request(url).post(path);
+  /** supertest sends lazily; this starts the request now, for tests that order requests in time. */
+  const start = (path: string) => post(path).then((response) => response);
+
+  describe('the seed scenarios', () => {
+    it('daily reward: 20 duplicates credit exactly one reward; the naive handler credits many', async () => {
+      const user = uniqueId('u');
+      const naiveUser = uniqueId('n');
+      const [serialized, naive] = await Promise.all([
+        Promise.all(Array.from({ length: 20 }, () => post(`/users/${user}/rewards/daily`))),
+        Promise.all(Array.from({ length: 20 }, () => post(`/naive/users/${naiveUser}/rewards/daily`))),
+      ]);
+      expect(serialized.filter((r) => r.status === 201)).toHaveLength(1);
+      expect(serialized.filter((r) => r.status === 409)).toHaveLength(19);
+      expect((await request(url).get(`/users/${user}/rewards`)).body.rewardCount).toBe(1);
+      // The race is real: without serialization the same handler credits more than once.
+      expect(naive.filter((r) => r.status === 201).length).toBeGreaterThan(1);
+      expect((await request(url).get(`/users/${naiveUser}/rewards`)).body.rewardCount).toBeGreaterThan(1);
+    });
+
+    it('resource creation: 20 duplicates create one resource; the naive handler creates duplicates', async () => {
+      const user = uniqueId('u');
+      const naiveUser = uniqueId('n');
+      const body = { name: 'invoice' };
+      const [serialized] = await Promise.all([
+        Promise.all(Array.from({ length: 20 }, () => post(`/users/${user}/resources`).send(body))),
+        Promise.all(Array.from({ length: 20 }, () => post(`/naive/users/${naiveUser}/resources`).send(body))),
+      ]);
+      expect(serialized.map((r) => r.status).sort()).toEqual([...Array(19).fill(200), 201]);
+      expect((await request(url).get(`/users/${user}/resources`)).body).toHaveLength(1);
+      expect((await request(url).get(`/users/${naiveUser}/resources`)).body.length).toBeGreaterThan(1);
+    });
+
+    it('different keys do not wait for each other', async () => {
+      const id = uniqueId('k');
+      const started = Date.now();
+      await Promise.all([post(`/fx/slow/${id}-a?tag=a`), post(`/fx/slow/${id}-b?tag=b`), post(`/fx/slow/${id}-c?tag=c`)]);
+      // Three 300 ms handlers on three keys run side by side, not one after another (≥ 900 ms).
+      expect(Date.now() - started).toBeLessThan(850);
+    });
+  });
+
+  describe('order and exclusion', () => {
+    it('runs requests of one key one at a time, in arrival order', async () => {
+      const id = uniqueId('o');
+      const sent: Promise<unknown>[] = [];
+      for (let n = 0; n < 6; n++) {
+        sent.push(start(`/fx/order/${id}?n=${n}`));
+        await sleep(15);
+      }
+      expect((await Promise.all(sent)).map((r) => r.status)).toEqual(Array(6).fill(201));
+      expect(recorder.started('order:')).toEqual(expect.arrayContaining(['order:0']));
+      const ours = recorder.events.filter((e) => /^(start|end):order:\d$/.test(e)).slice(-12);
+      expect(ours).toEqual([0, 1, 2, 3, 4, 5].flatMap((n) => [`start:order:${n}`, `end:order:${n}`]));
+      expect(recorder.maxInside.get(`order:${id}`)).toBe(1);
+    });
+
+    it('handlers sharing an explicit scope exclude each other', async () => {
+      const id = uniqueId('s');
+      await Promise.all([post(`/fx/shared-a/${id}`), post(`/fx/shared-b/${id}`), post(`/fx/shared-a/${id}`)]);
+      expect(recorder.maxInside.get(`shared:${id}`)).toBe(1);
+    });
+
+    it('a class-level @Serialized covers every route of the controller', async () => {
+      const id = uniqueId('c');
+      await Promise.all([post(`/fx-class/${id}/one`), post(`/fx-class/${id}/two`)]);
+      expect(recorder.maxInside.get(`class:${id}`)).toBe(1);
+    });
+
+    it('holds the lock until an Observable handler completes', async () => {
+      const id = uniqueId('st');
+      const responses = await Promise.all([request(url).get(`/fx/stream/${id}?n=1`), request(url).get(`/fx/stream/${id}?n=2`)]);
+      expect(responses.map((r) => r.status)).toEqual([200, 200]);
+      expect(recorder.maxInside.get(`stream:${id}`)).toBe(1);
+    });
+
+    it('is reentrant: a handler calling a service serialized on the same scope and key does not deadlock', async () => {
+      const id = uniqueId('w');
+      const response = await post(`/fx/reentrant/${id}`).expect(201);
+      expect(response.body.result).toBe(`debited ${id}`);
+    });
+
+    it('passes a handler error through unchanged and releases the key', async () => {
+      const id = uniqueId('b');
+      const first = await post(`/fx/boom/${id}`);
+      expect(first.status).toBe(404);
+      expect(first.body.message).toBe(`no such thing: ${id}`);
+      await post(`/fx/boom/${id}`).expect(404);
+    });
+  });
+
+  describe('busy keys → 429 with Retry-After', () => {
+    it("mode 'reject' answers 429 at once while the key is held", async () => {
+      const id = uniqueId('r');
+      const first = start(`/fx/reject/${id}`);
+      await sleep(60);
+      const started = Date.now();
+      const second = await post(`/fx/reject/${id}`);
+      expect(Date.now() - started).toBeLessThan(250);
+      expect(second.status).toBe(429);
+      expect(second.headers['retry-after']).toBe('1');
+      expect(second.body.code).toBe('LockBusyError');
+      expect(second.body.message).toContain(`FixturesController.reject:${id}`);
+      expect(second.body.message).toContain('FixturesController#reject');
+      expect((await first).status).toBe(201);
+      // Free again: a request after the first one finished is accepted.
+      expect((await post(`/fx/reject/${id}`)).status).toBe(201);
+    });
+
+    it('a waiter past waitTimeoutMs gets 429 (LockTimeoutError) and its handler never runs', async () => {
+      const id = uniqueId('t');
+      const first = start(`/fx/timeout/${id}`);
+      await sleep(60);
+      const second = await post(`/fx/timeout/${id}`);
+      expect(second.status).toBe(429);
+      expect(second.headers['retry-after']).toBe('1');
+      expect(second.body.code).toBe('LockTimeoutError');
+      expect((await first).status).toBe(201);
+      expect(recorder.started(`timeout:${id}`)).toHaveLength(1);
+    });
+
+    it('beyond maxPending waiters, 429 (LockBusyError) at once', async () => {
+      const id = uniqueId('p');
+      const holder = start(`/fx/pending/${id}`);
+      await sleep(50);
+      const waiter = start(`/fx/pending/${id}`);
+      await sleep(50);
+      const third = await post(`/fx/pending/${id}`);
+      expect(third.status).toBe(429);
+      expect(third.body.code).toBe('LockBusyError');
+      expect(third.body.message).toContain('maxPending');
+      expect([(await holder).status, (await waiter).status]).toEqual([201, 201]);
+    });
+  });
+
+  describe('a client that leaves', () => {
+    it('while waiting: leaves the queue, and its handler never runs', async () => {
+      const id = uniqueId('a');
+      const holder = start(`/fx/slow/${id}?tag=holder`);
+      await sleep(50);
+      await postAndAbort(url, `/fx/slow/${id}?tag=gone`, 60);
+      const after = start(`/fx/slow/${id}?tag=after`);
+      await Promise.all([holder, after]);
+      await sleep(50);
+      expect(recorder.started(`slow:`).filter((t) => ['slow:holder', 'slow:gone', 'slow:after'].includes(t)).slice(-2)).toEqual([
+        'slow:holder',
+        'slow:after',
+      ]);
+      expect(recorder.events).not.toContain('start:slow:gone');
+    });
+
+    it('while its handler runs: the handler finishes and then releases the key', async () => {
+      const id = uniqueId('h');
+      await postAndAbort(url, `/fx/slow/${id}?tag=left-${id}`, 100);
+      await waitFor(() => recorder.events.includes(`end:slow:left-${id}`), 3000, 'the handler to finish');
+      expect((await post(`/fx/slow/${id}?tag=next-${id}`)).status).toBe(201);
+    });
+  });
+
+  describe('keys → 400 naming the key and where it looked', () => {
+    it('a bare name is looked up in params, then user, then body, then query', async () => {
+      expect((await post('/fx/name/p1?expect=p1&tenant=q1').send({ tenant: 'b1' })).body.held).toBe(true);
+      expect((await post('/fx/name?expect=b2&tenant=q2').send({ tenant: 'b2' })).body.held).toBe(true);
+      expect((await post('/fx/name?expect=q3&tenant=q3')).body.held).toBe(true);
+      const missing = await post('/fx/name');
+      expect(missing.status).toBe(400);
+      expect(missing.body.code).toBe('SerializationKeyError');
+      expect(missing.body.message).toContain('"tenant"');
+      expect(missing.body.message).toContain('params.tenant, user.tenant, body.tenant, query.tenant');
+      expect(missing.body.message).toContain('FixturesController#name');
+    });
+
+    it('user.id reads the user a guard put on the request', async () => {
+      expect((await post('/fx/user?expect=42').set('x-user-id', '42')).body.held).toBe(true);
+      const missing = await post('/fx/user');
+      expect(missing.status).toBe(400);
+      expect(missing.body.message).toContain('"user.id"');
+      expect(missing.body.message).toContain('req.user.id');
+    });
+
+    it('headers.idempotency-key reads a header', async () => {
+      expect((await post('/fx/header?expect=abc').set('Idempotency-Key', 'abc')).body.held).toBe(true);
+      const missing = await post('/fx/header');
+      expect(missing.status).toBe(400);
+      expect(missing.body.message).toContain('headers.idempotency-key');
+    });
+
+    it('rejects empty, non-scalar and over-long values', async () => {
+      expect((await post('/fx/account').send({ accountId: 7 })).body.held).toBe(true);
+      const empty = await post('/fx/account').send({ accountId: '' });
+      expect(empty.status).toBe(400);
+      expect(empty.body.message).toContain('missing or empty');
+      const object = await post('/fx/account').send({ accountId: { $gt: '' } });
+      expect(object.status).toBe(400);
+      expect(object.body.message).toContain('must be a string or a number');
+      const long = await post('/fx/account').send({ accountId: 'x'.repeat(513) });
+      expect(long.status).toBe(400);
+      expect(long.body.message).toContain('longer than 512');
+      expect((await post('/fx/account').send({ accountId: 'x'.repeat(512) })).status).toBe(201);
+    });
+
+    it('a function key returning nothing is a 400 naming Class#method', async () => {
+      expect((await post('/fx/fn?expect=t1').set('x-tenant', 't1')).body.held).toBe(true);
+      const missing = await post('/fx/fn');
+      expect(missing.status).toBe(400);
+      expect(missing.body.message).toContain('FixturesController#fnKey');
+    });
+  });
+
+  describe('afterwards', () => {
+    it('leaves no lock state behind once every request finished', async () => {
+      const provider = app.get(LockProvider) as InMemoryLockProvider;
+      await waitFor(() => provider.activeKeys === 0, 3000, 'idle provider');
+      expect(provider.timerArmed).toBe(false);
+    });
+  });
+});
