@@ -1,4 +1,5 @@
 import { IsIn, IsInt, IsOptional, Max, Min, validateSync } from 'class-validator';
+import { resolveSerializedOptions, SerializedConfigError } from 'nestjs-serialized';
 
 /** What each variable of the example app accepts (the start-up error quotes it). */
 const ACCEPTS = {
@@ -41,6 +42,14 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const problems = validateSync(values, { forbidUnknownValues: false }).map(
     (e) => `${e.property}=${JSON.stringify(String(e.value))} is invalid: accepts ${ACCEPTS[e.property as keyof typeof ACCEPTS]}`,
   );
+  // The library checks its own variables when it starts; checking them here too
+  // puts every bad variable, the app's and the library's, in one message.
+  try {
+    resolveSerializedOptions({}, env);
+  } catch (error) {
+    if (!(error instanceof SerializedConfigError)) throw error;
+    problems.push(...error.problems);
+  }
   if (problems.length) throw new Error(`Invalid environment for the example app:\n  - ${problems.join('\n  - ')}`);
   const env_ = values as unknown as AppEnvironment;
   const driver = env.SERIALIZED_DRIVER?.trim();

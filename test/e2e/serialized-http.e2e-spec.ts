@@ -63,7 +63,7 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
   describe('order and exclusion', () => {
     it('runs requests of one key one at a time, in arrival order', async () => {
       const id = uniqueId('o');
-      const sent: Promise<unknown>[] = [];
+      const sent: Promise<request.Response>[] = [];
       for (let n = 0; n < 6; n++) {
         sent.push(start(`/fx/order/${id}?n=${n}`));
         await sleep(15);

@@ -32,7 +32,7 @@ export function resolveSerializedOptions(
   const invalidEnv = new Set(problems.map((p) => p.slice(0, p.indexOf('='))));
 
   const driver = options.driver ?? fromEnv.SERIALIZED_DRIVER ?? SERIALIZED_DEFAULTS.driver;
-  if (!(SERIALIZED_DRIVERS as readonly string[]).includes(driver)) {
+  if (options.driver !== undefined && !(SERIALIZED_DRIVERS as readonly string[]).includes(options.driver)) {
     problems.push(`options.driver=${JSON.stringify(driver)} is invalid: accepts ${SERIALIZED_ENV_ACCEPTS.SERIALIZED_DRIVER}`);
   }
 

@@ -1,5 +1,4 @@
 import { AsyncResource } from 'node:async_hooks';
-import { performance } from 'node:perf_hooks';
 
 /** A scheduled call; pass it to `cancel`. */
 export interface Deadline {

@@ -1,0 +1,73 @@
+import { SetMetadata } from '@nestjs/common';
+import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
+import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
+import { LockService } from '../lock.service';
+import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
+import { Serialized } from './serialized.decorator';
+
+class Jobs {
+  inside = 0;
+  maxInside = 0;
+  order: string[] = [];
+
+  @Serialized('data.userId')
+  @SetMetadata('other:meta', 'kept')
+  async process(job: { data: { userId: string; n: number } }): Promise<number> {
+    this.inside++;
+    this.maxInside = Math.max(this.maxInside, this.inside);
+    this.order.push(`${job.data.userId}:${job.data.n}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    this.inside--;
+    return job.data.n;
+  }
+
+  @Serialized('1', { scope: 'charge' })
+  async charge(_amount: number, accountId: string): Promise<string> {
+    return accountId;
+  }
+}
+
+describe('@Serialized on a method that is not a route handler', () => {
+  const withLocks = (): Jobs => {
+    const jobs = new Jobs();
+    (jobs as unknown as Record<symbol, LockService>)[SERIALIZED_LOCK_SERVICE] = new LockService(new InMemoryLockProvider());
+    return jobs;
+  };
+
+  it('serializes calls per key read from the arguments, in call order', async () => {
+    const jobs = withLocks();
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((n) => jobs.process({ data: { userId: n % 2 ? 'a' : 'b', n } })),
+    );
+    expect(results).toEqual([1, 2, 3, 4]);
+    expect(jobs.order.filter((o) => o.startsWith('a:'))).toEqual(['a:1', 'a:3']);
+    expect(jobs.maxInside).toBe(2); // a and b in parallel, never two of one key
+  });
+
+  it('keeps metadata other decorators put on the method, and adds its own', () => {
+    const method = Jobs.prototype.process;
+    expect(Reflect.getMetadata('other:meta', method)).toBe('kept');
+    expect(Reflect.getMetadata(SERIALIZED_OPTIONS_METADATA, method)).toMatchObject({ key: 'data.userId', defaultScope: 'Jobs.process' });
+    expect(method.name).toBe('process');
+  });
+
+  it('asks Nest to inject the LockService once per class', () => {
+    const deps = Reflect.getMetadata(PROPERTY_DEPS_METADATA, Jobs) as { key: unknown; type: unknown }[];
+    expect(deps.filter((d) => d.key === SERIALIZED_LOCK_SERVICE)).toEqual([{ key: SERIALIZED_LOCK_SERVICE, type: LockService }]);
+  });
+
+  it('says what to do when the instance was not created by Nest with the module imported', async () => {
+    await expect(new Jobs().charge(1, 'acc')).rejects.toThrow(
+      '@Serialized on Jobs#charge: no LockService on this instance. Import SerializedModule.forRoot()',
+    );
+  });
+
+  it('reads argument N when the path starts with its index', async () => {
+    await expect(withLocks().charge(5, 'acc-1')).resolves.toBe('acc-1');
+  });
+
+  it('refuses bad options when applied', () => {
+    expect(() => Serialized('id', { mode: 'later' as never })).toThrow("mode must be 'wait' or 'reject'");
+    expect(() => Serialized('id', { waitTimeoutMs: -1, leaseMs: 5 })).toThrow('waitTimeoutMs must be an integer >= 0');
+  });
+});

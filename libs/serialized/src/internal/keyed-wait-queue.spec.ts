@@ -1,0 +1,91 @@
+import { DeadlineQueue } from './deadline-queue';
+import { KeyedWaitQueue, type WaitOptions } from './keyed-wait-queue';
+
+const options = (overrides: Partial<WaitOptions> = {}): WaitOptions => ({
+  timeoutMs: 10_000,
+  maxPending: 100,
+  timeoutError: () => new Error('timeout'),
+  busyError: () => new Error('busy'),
+  ...overrides,
+});
+
+describe('KeyedWaitQueue', () => {
+  let deadlines: DeadlineQueue;
+  let queue: KeyedWaitQueue;
+  beforeEach(() => {
+    deadlines = new DeadlineQueue();
+    queue = new KeyedWaitQueue(deadlines);
+  });
+  afterEach(() => deadlines.clear());
+
+  it('takes a free key synchronously and hands it over in FIFO order', async () => {
+    expect(queue.take('k', options())).toBeUndefined();
+    const order: number[] = [];
+    const waits = [1, 2, 3].map((n) => queue.take('k', options())!.then(() => order.push(n)));
+    expect(queue.waiting('k')).toBe(3);
+    for (let i = 0; i < 3; i++) {
+      queue.release('k');
+      await Promise.resolve();
+      await Promise.resolve();
+    }
+    await Promise.all(waits);
+    expect(order).toEqual([1, 2, 3]);
+    expect(queue.release('k')).toBe(false);
+    expect(queue.size).toBe(0);
+  });
+
+  it('never lets a newcomer barge in while the key passes to the head waiter', () => {
+    queue.take('k', options());
+    void queue.take('k', options());
+    queue.release('k');
+    expect(queue.tryTake('k')).toBe(false);
+    expect(queue.isHeld('k')).toBe(true);
+  });
+
+  it('removes a timed-out waiter at once, keeping the others in order', async () => {
+    jest.useFakeTimers();
+    try {
+      queue.take('k', options());
+      const first = queue.take('k', options({ timeoutMs: 50, timeoutError: () => new Error('first timed out') }))!;
+      const second = queue.take('k', options())!;
+      jest.advanceTimersByTime(60);
+      await expect(first).rejects.toThrow('first timed out');
+      expect(queue.waiting('k')).toBe(1);
+      queue.release('k');
+      await expect(second).resolves.toBeUndefined();
+      expect(deadlines.armed).toBe(false);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('removes an aborted waiter with the signal reason, and refuses a pre-aborted signal', async () => {
+    queue.take('k', options());
+    const controller = new AbortController();
+    const waiting = queue.take('k', options({ signal: controller.signal }))!;
+    const reason = new Error('left');
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    expect(queue.waiting('k')).toBe(0);
+    await expect(queue.take('k', options({ signal: controller.signal }))).rejects.toBe(reason);
+    await expect(queue.take('free', options({ signal: controller.signal }))).rejects.toBe(reason);
+    expect(queue.isHeld('free')).toBe(false);
+  });
+
+  it('bounds waiters with maxPending and refuses to wait with timeout 0', async () => {
+    queue.take('k', options());
+    void queue.take('k', options({ maxPending: 1 }));
+    await expect(queue.take('k', options({ maxPending: 1 }))).rejects.toThrow('busy');
+    await expect(queue.take('k', options({ timeoutMs: 0 }))).rejects.toThrow('timeout');
+  });
+
+  it('rejects every waiter on shutdown but leaves holders their keys', async () => {
+    queue.take('a', options());
+    const waiter = queue.take('a', options())!;
+    queue.rejectAll((key) => new Error(`closing ${key}`));
+    await expect(waiter).rejects.toThrow('closing a');
+    expect(queue.isHeld('a')).toBe(true);
+    queue.release('a');
+    expect(queue.size).toBe(0);
+  });
+});

@@ -1,0 +1,55 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { SerializationKeyError } from '../errors';
+import { resolveArgumentsKey } from './arguments-key.resolver';
+import { resolveContextKey } from './context-key.resolver';
+import { parseSerializationKey } from './serialization-key';
+
+const http = (request: object): ExecutionContext =>
+  ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
+const key = (k: Parameters<typeof parseSerializationKey>[0]) => parseSerializationKey(k, 'Test#handler');
+
+describe('key resolution', () => {
+  it('looks a bare name up in params, user, body, query — in that order', async () => {
+    const all = { params: { id: 'p' }, user: { id: 'u' }, body: { id: 'b' }, query: { id: 'q' } };
+    await expect(resolveContextKey(key('id'), http(all), 'T#h')).resolves.toBe('p');
+    await expect(resolveContextKey(key('id'), http({ ...all, params: {} }), 'T#h')).resolves.toBe('u');
+    await expect(resolveContextKey(key('id'), http({ body: { id: 'b' }, query: { id: 'q' } }), 'T#h')).resolves.toBe('b');
+    await expect(resolveContextKey(key('id'), http({ query: { id: 7 } }), 'T#h')).resolves.toBe('7');
+  });
+
+  it('reads explicit sources, including headers case-insensitively', async () => {
+    const request = { user: { org: { id: 9 } }, headers: { 'idempotency-key': 'abc' } };
+    await expect(resolveContextKey(key('user.org.id'), http(request), 'T#h')).resolves.toBe('9');
+    await expect(resolveContextKey(key('headers.Idempotency-Key'), http(request), 'T#h')).resolves.toBe('abc');
+  });
+
+  it('throws a 400-class error naming the key, where it looked and the handler', async () => {
+    const error = await resolveContextKey(key('user.id'), http({}), 'Rewards#claim').catch((e) => e);
+    expect(error).toBeInstanceOf(SerializationKeyError);
+    expect(error.message).toBe('Serialization key "user.id" is missing or empty (looked in req.user.id) (in Rewards#claim)');
+  });
+
+  it('does not read what every object inherits', async () => {
+    await expect(resolveContextKey(key('body.constructor'), http({ body: {} }), 'T#h')).rejects.toBeInstanceOf(SerializationKeyError);
+    await expect(resolveContextKey(key('toString'), http({ params: {} }), 'T#h')).rejects.toBeInstanceOf(SerializationKeyError);
+  });
+
+  it('treats a path naming no request source as a programming error', async () => {
+    await expect(resolveContextKey(key('data.userId'), http({}), 'T#h')).rejects.toThrow(TypeError);
+  });
+
+  it('reads a method key from the first argument, argument N, or a function of the arguments', async () => {
+    const job = { data: { userId: 'u1' } };
+    await expect(resolveArgumentsKey(key('data.userId'), [job], 'T#h')).resolves.toBe('u1');
+    await expect(resolveArgumentsKey(key('1.userId'), ['x', { userId: 'u2' }], 'T#h')).resolves.toBe('u2');
+    await expect(resolveArgumentsKey(key('0'), ['u3'], 'T#h')).resolves.toBe('u3');
+    await expect(resolveArgumentsKey(key((a: string, b: number) => `${a}-${b}`), ['x', 4], 'T#h')).resolves.toBe('x-4');
+    const missing = await resolveArgumentsKey(key(() => null), [], 'Jobs#process').catch((e) => e);
+    expect(missing.message).toContain('Jobs#process');
+  });
+
+  it('refuses malformed keys when the decorator is applied', () => {
+    expect(() => key('')).toThrow(TypeError);
+    expect(() => key('a..b')).toThrow('empty path segment');
+  });
+});
