@@ -21,3 +21,5 @@ export type { SerializationKey, SerializationKeyFn, SerializationKeyValue } from
 export { SERIALIZED_DEFAULTS } from './serialized.defaults';
 export { SERIALIZED_OPTIONS, SERIALIZED_OPTIONS_METADATA } from './serialized.constants';
 export { statusOf as serializedErrorStatus } from './interceptors/serialized-error.mapper';
+export { SerializedJobs } from './bullmq/serialized-jobs.decorator';
+export type { SerializedJobsOptions } from './bullmq/serialized-jobs-options.interface';

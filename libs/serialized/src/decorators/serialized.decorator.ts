@@ -1,5 +1,6 @@
 import { Inject, UseInterceptors } from '@nestjs/common';
 import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
+import { isBullmqJob, runSerializedJob } from '../bullmq/serialized-job.dispatch';
 import { resolveArgumentsKey } from '../key/arguments-key.resolver';
 import { parseSerializationKey, type SerializationKey } from '../key/serialization-key';
 import { LockService } from '../lock.service';
@@ -71,6 +72,8 @@ function decorateMethod(
       );
     }
     if (lockService.consumePassThrough(serialized)) return original.apply(this, args);
+    // A BullMQ job never waits for its key inside a worker slot: it is parked instead (docs/bullmq.md).
+    if (isBullmqJob(args[0])) return runSerializedJob({ lockService, metadata, handler, instance: this, method: original, decorated: serialized, args });
     const value = await resolveArgumentsKey(metadata.parsedKey, args, handler);
     return lockService.run(lockKeyOf(metadata, value), () => original.apply(this, args), runOptionsOf(metadata, handler));
   };
