@@ -3,11 +3,17 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { AppModule, type AppModuleOptions } from './app.module';
 import { loadAppConfig, type AppConfig } from './config/app.config';
+import { ReportsModule } from './reports';
 
 export interface CreateAppOptions extends Omit<AppModuleOptions, 'config'> {
   /** Overrides of the environment's app settings. */
   config?: Partial<AppConfig>;
   logger?: false | LogLevel[];
+  /**
+   * Adds the BullMQ reports flow (needs Redis at `REDIS_URL`). Off unless asked for:
+   * `main.ts` follows `REPORTS_ENABLED`, the demo turns it on, tests and benchmarks leave it off.
+   */
+  reports?: boolean;
 }
 
 /**
@@ -17,7 +23,18 @@ export interface CreateAppOptions extends Omit<AppModuleOptions, 'config'> {
  */
 export async function createApp(options: CreateAppOptions = {}): Promise<INestApplication> {
   const config: AppConfig = { ...loadAppConfig(), ...options.config };
-  const module = AppModule.register({ config, serialized: options.serialized, imports: options.imports });
+  const imports = [...(options.imports ?? [])];
+  if (options.reports) {
+    imports.push(
+      ReportsModule.register({
+        connection: { url: config.redisUrl },
+        prefix: config.reports.queuePrefix,
+        durationMs: config.reports.durationMs,
+        concurrency: config.reports.concurrency,
+      }),
+    );
+  }
+  const module = AppModule.register({ config, serialized: options.serialized, imports });
   const logger = options.logger ?? ['error', 'warn', 'log'];
   const app =
     config.adapter === 'fastify'

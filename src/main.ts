@@ -5,10 +5,13 @@ import { loadAppConfig } from './config/app.config';
 
 async function main(): Promise<void> {
   const config = loadAppConfig();
-  const app = await createApp({ config });
+  const app = await createApp({ config, reports: config.reports.enabled });
   app.enableShutdownHooks();
   await app.listen(config.port, '0.0.0.0');
-  Logger.log(`Example app on http://localhost:${config.port} (${config.adapter}, store: ${config.store})`, 'main');
+  Logger.log(
+    `Example app on http://localhost:${config.port} (${config.adapter}, store: ${config.store}, reports: ${config.reports.enabled ? 'on' : 'off'})`,
+    'main',
+  );
 }
 
 main().catch((error) => {

@@ -1,4 +1,4 @@
-import { IsIn, IsInt, IsOptional, Max, Min, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, Matches, Max, Min, validateSync } from 'class-validator';
 import { resolveSerializedOptions, SerializedConfigError } from 'nestjs-serialized';
 
 /** What each variable of the example app accepts (the start-up error quotes it). */
@@ -8,6 +8,10 @@ const ACCEPTS = {
   APP_STORE: 'memory, redis or postgres (default: the lock driver, SERIALIZED_DRIVER)',
   REWARD_TASK_MS: 'an integer number of milliseconds from 0 to 60000 (default 200)',
   RESOURCE_TASK_MS: 'an integer number of milliseconds from 0 to 60000 (default 50)',
+  REPORTS_ENABLED: 'true or false (default true): the BullMQ reports flow, which needs Redis at REDIS_URL',
+  REPORT_DURATION_MS: 'an integer number of milliseconds from 0 to 600000 (default 3000)',
+  REPORTS_CONCURRENCY: 'an integer from 1 to 100 (default 4)',
+  REPORTS_QUEUE_PREFIX: '1 to 64 characters of A-Z a-z 0-9 _ . : - { } (default bull)',
 } as const;
 
 class AppEnvironment {
@@ -16,9 +20,13 @@ class AppEnvironment {
   @IsOptional() @IsIn(['memory', 'redis', 'postgres']) APP_STORE?: 'memory' | 'redis' | 'postgres';
   @IsOptional() @IsInt() @Min(0) @Max(60000) REWARD_TASK_MS?: number;
   @IsOptional() @IsInt() @Min(0) @Max(60000) RESOURCE_TASK_MS?: number;
+  @IsOptional() @IsIn(['true', 'false']) REPORTS_ENABLED?: 'true' | 'false';
+  @IsOptional() @IsInt() @Min(0) @Max(600000) REPORT_DURATION_MS?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(100) REPORTS_CONCURRENCY?: number;
+  @IsOptional() @Matches(/^[A-Za-z0-9_.:{}-]{1,64}$/) REPORTS_QUEUE_PREFIX?: string;
 }
 
-const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS']);
+const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS', 'REPORT_DURATION_MS', 'REPORTS_CONCURRENCY']);
 
 /** The example app's own settings (the library reads its SERIALIZED_* variables itself). */
 export interface AppConfig {
@@ -29,6 +37,8 @@ export interface AppConfig {
   resourceTaskMs: number;
   redisUrl: string;
   databaseUrl: string;
+  /** The BullMQ reports flow (`POST /users/:userId/reports`, `GET /jobs/:id`). */
+  reports: { enabled: boolean; durationMs: number; concurrency: number; queuePrefix: string };
 }
 
 /** Reads and validates the app's variables; a bad value stops start-up naming every bad variable. */
@@ -61,6 +71,12 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     resourceTaskMs: env_.RESOURCE_TASK_MS ?? 50,
     redisUrl: env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379',
     databaseUrl: env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres',
+    reports: {
+      enabled: env_.REPORTS_ENABLED !== 'false',
+      durationMs: env_.REPORT_DURATION_MS ?? 3000,
+      concurrency: env_.REPORTS_CONCURRENCY ?? 4,
+      queuePrefix: env_.REPORTS_QUEUE_PREFIX ?? 'bull',
+    },
   };
 }
 
