@@ -1,33 +1,536 @@
-// PLACEHOLDER — replaced by the Redis provider work (issue 3).
+import { performance } from 'node:perf_hooks';
+import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
+import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
+import { HeldLocks } from '../../internal/held-locks';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
+import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { LazyDeadlineQueue } from './lazy-deadline-queue';
+import { OwnerTokens } from './owner-tokens';
+import { RedisConnection, type RedisClient } from './redis-connection';
+import { RedisKeyWaiters } from './redis-key-waiters';
+import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
+import { RedisLock, type RedisLockContext } from './redis-lock';
+import { RedisScripts } from './redis-scripts';
+import { QUEUED, RedisWaiter, SENDING, SETTLED } from './redis-waiter';
+import { RedisWakeUps } from './redis-wake-ups';
 
+/** Options of {@link RedisLockProvider}; module options fill in all but the tuning knobs. */
 export interface RedisLockProviderOptions {
+  /** `redis://` / `rediss://` URL: the library opens (lazily) and closes its own two connections. */
   url?: string;
+  /** A standalone, Sentinel or Cluster client the app already has; the library never closes it. */
   client?: Redis | Cluster;
+  /** Namespace of every Redis key and channel of the provider (default `serialized`). */
   keyPrefix?: string;
+  /** Lease of a held lock, renewed about every third of it (default 30 000 ms). */
   leaseMs?: number;
+  /** Longest wait for a busy key (default 10 000 ms). */
   waitTimeoutMs?: number;
+  /** Most waiters per key in this process (default 1000). */
   maxPending?: number;
+  /** Bound on reaching Redis, per call, before `LockBackendError` (default 3000 ms). */
   connectTimeoutMs?: number;
+  /** How long shutdown waits for holders to release (default 10 000 ms). */
   shutdownGraceMs?: number;
+  /**
+   * How long a waiter keeps its place in the Redis queue without a heart-beat
+   * (default 5000 ms). Each process beats for its waiters of a key every third of
+   * it, in the same call as the safety check; a waiter whose process died is
+   * dropped after this long, and a hand-off grants at most this long until the new
+   * holder renews, so a waiter that died just before its turn blocks the key for
+   * at most this long. Use the same value in every process.
+   */
+  heartbeatMs?: number;
 }
 
-export class RedisLockProvider extends LockProvider {
-  constructor(readonly options: RedisLockProviderOptions) {
+/** Defaults of the Redis-only tuning knobs. */
+export const REDIS_LOCK_DEFAULTS = {
+  heartbeatMs: 5000,
+} as const;
+
+type AcquireReply = [status: number, fence: number, pttl: number, handedMember: string, handedFence: number, handedPx: number];
+type HandOffReply = [status: number, member?: string, fence?: number, px?: number];
+
+/**
+ * Distributed locks in Redis (standalone, Sentinel or Cluster, 6.2 or later), fair
+ * across every process that shares the Redis.
+ *
+ * - **Acquire** is one script, one round trip: a free key with nobody waiting is
+ *   taken at once (`SET ... PX`) with a fencing token from `INCR`; otherwise the
+ *   caller takes its place in a queue in Redis, ordered by arrival at Redis.
+ * - **Release** is an owner-checked script that hands the key straight to the
+ *   first live waiter and tells its process by a message on that process's own
+ *   channel (or, for a waiter of the releasing process, by the reply): the woken
+ *   waiter already holds the key.
+ * - **Waiting** costs no polling: one heart-beat / safety check per key and
+ *   process every `heartbeatMs / 3`, and a check when the holder's lease would end,
+ *   so a crashed holder's key passes on within one lease and a crashed waiter is
+ *   dropped after `heartbeatMs`.
+ * - **Holding** renews the lease every third of it; a lost lease aborts
+ *   `lock.signal` with `LockLostError`.
+ * - **Failing closed**: a call that cannot reach Redis within `connectTimeoutMs`
+ *   fails with `LockBackendError`; the provider recovers when Redis returns.
+ *
+ * After every lock is released, nothing is left in Redis but the fencing counter
+ * (one per prefix; with Cluster, one per hash slot in use). See docs/providers/redis.md.
+ */
+export class RedisLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
+  private readonly deadlines = new LazyDeadlineQueue();
+  private readonly held = new HeldLocks<RedisLock>();
+  private readonly tokens = new OwnerTokens();
+  private readonly connection: RedisConnection;
+  private readonly wakeUps: RedisWakeUps;
+  private readonly scripts: RedisScripts;
+  private readonly keyspace: RedisKeyspace;
+  /** This process's waiters, per key (only while someone waits). */
+  private readonly keys = new Map<string, RedisKeyWaiters>();
+  /** This process's waiters, by owner token: where hand-offs find them. */
+  private readonly waiters = new Map<string, RedisWaiter>();
+  /** Leave calls on their way (shutdown lets them finish). */
+  private readonly leaving = new Set<Promise<void>>();
+  private readonly handOffArgs: readonly [number, string, string];
+  private readonly lockContext: RedisLockContext;
+  private readonly leaseMs: number;
+  private readonly waitTimeoutMs: number;
+  private readonly maxPending: number;
+  private readonly shutdownGraceMs: number;
+  private readonly heartbeatMs: number;
+  private readonly checkIntervalMs: number;
+  private shuttingDown: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: RedisLockProviderOptions) {
     super();
+    this.leaseMs = options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs;
+    this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
+    this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
+    this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
+    this.heartbeatMs = Math.max(30, Math.ceil(options.heartbeatMs ?? REDIS_LOCK_DEFAULTS.heartbeatMs));
+    this.checkIntervalMs = this.heartbeatMs / 3;
+    this.scripts = new RedisScripts();
+    this.connection = new RedisConnection(
+      { url: options.url, client: options.client, connectTimeoutMs: options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs },
+      this.deadlines,
+      this.logger,
+    );
+    this.keyspace = new RedisKeyspace(options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix, this.connection.isCluster);
+    this.handOffArgs = [this.heartbeatMs, this.keyspace.channelPrefix, this.tokens.session];
+    this.wakeUps = new RedisWakeUps(
+      this.connection,
+      this.keyspace.channelPrefix + this.tokens.session,
+      (message) => this.onWakeUp(message),
+      () => this.checkAllSoon(),
+    );
+    this.connection.onReconnect(() => this.checkAllSoon());
+    this.lockContext = {
+      connection: this.connection,
+      scripts: this.scripts,
+      deadlines: this.deadlines,
+      handOffArgs: this.handOffArgs,
+      handedOver: (member, fence, px) => this.handedOver(member, fence, px),
+      released: (lock) => this.held.delete(lock),
+    };
   }
+
+  /** Builds the provider from `SerializedModule` options (`redis.url` or `redis.client`). */
   static fromModuleOptions(options: ResolvedSerializedOptions): RedisLockProvider {
-    return new RedisLockProvider({ ...options, ...options.redis });
+    return new RedisLockProvider({
+      url: options.redis.url,
+      client: options.redis.client,
+      keyPrefix: options.keyPrefix,
+      leaseMs: options.leaseMs,
+      waitTimeoutMs: options.waitTimeoutMs,
+      maxPending: options.maxPending,
+      connectTimeoutMs: options.connectTimeoutMs,
+      shutdownGraceMs: options.shutdownGraceMs,
+    });
   }
-  acquire(_key: string, _options?: ProviderAcquireOptions): Promise<Lock> {
-    throw new Error('not implemented');
+
+  /** The client commands go through (yours, or the one the library opened). */
+  get client(): RedisClient {
+    return this.connection.client;
   }
-  tryAcquire(_key: string, _options?: ProviderAcquireOptions): Promise<Lock | null> {
-    throw new Error('not implemented');
+
+  /** Names of the Redis keys this provider uses for `key` (for diagnostics and tests). */
+  redisKeysOf(key: string): RedisLockKeys {
+    return this.keyspace.keysOf(key);
   }
-  async close(): Promise<void> {}
+
+  /** Whether `redisKey` is one of this provider's fencing counters (the only keys meant to outlive locks). */
+  isFencingCounter(redisKey: string): boolean {
+    return this.keyspace.isFenceKey(redisKey);
+  }
+
+  /** Keys this process waits for right now (0 when nobody waits). */
+  get waitingKeys(): number {
+    return this.keys.size;
+  }
+
+  /** Locks held through this provider right now. */
+  get heldLocks(): number {
+    return this.held.size;
+  }
+
+  acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+    if (this.held.closing) return Promise.reject(this.shutdownError(key));
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const leaseMs = leaseOf(options.leaseMs ?? this.leaseMs);
+    if (leaseMs instanceof Error) return Promise.reject(leaseMs);
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const maxPending = options.maxPending ?? this.maxPending;
+    let queue = this.keys.get(key);
+
+    if (waitTimeoutMs <= 0) {
+      return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
+    }
+    const pending = queue?.pending ?? 0;
+    if (pending >= maxPending) {
+      const busy = new LockBusyError(key, 'max-pending', { maxPending });
+      // Callers of this process already wait, so the key is busy; with none allowed, it may still be free.
+      if (pending > 0) return Promise.reject(busy);
+      return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+    }
+
+    queue ??= this.openKey(key);
+    queue.pending++;
+    const token = this.tokens.next(leaseMs);
+    const waiter = new RedisWaiter(queue, token, leaseMs, waitTimeoutMs, signal, performance.now());
+    this.waiters.set(token, waiter);
+    const keys = queue.keys;
+    this.connection
+      .run(key, (client) =>
+        this.scripts.acquire.run(client, [
+          keys.lock, keys.queue, keys.heartbeats, keys.fence, token, leaseMs, 'wait', this.heartbeatMs, ...this.handOffArgs,
+        ]),
+      )
+      .then(
+        (reply) => this.enqueued(waiter, reply as AcquireReply),
+        (error: unknown) => this.enqueueFailed(waiter, error),
+      );
+    return waiter.promise;
+  }
+
+  tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
+    if (this.held.closing) return Promise.reject(this.shutdownError(key));
+    if (options.signal?.aborted) return Promise.reject(options.signal.reason);
+    const leaseMs = leaseOf(options.leaseMs ?? this.leaseMs);
+    if (leaseMs instanceof Error) return Promise.reject(leaseMs);
+    return this.take(key, leaseMs, options.signal);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await (this.shuttingDown ??= this.shutDown());
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await (this.closing ??= this.closeConnections());
+  }
+
+  /**
+   * Shuts down outside Nest: waiters and newcomers get `LockBackendError`, holders
+   * get up to `shutdownGraceMs` to release, then renewals stop and the library's own
+   * connections close (a client passed in stays open).
+   */
+  async close(): Promise<void> {
+    await this.beforeApplicationShutdown();
+    await this.onApplicationShutdown();
+  }
+
+  /** Takes the key if it is free and nobody waits (mode "try"); `null` otherwise. */
+  private take(key: string, leaseMs: number, signal: AbortSignal | undefined): Promise<Lock | null> {
+    const keys = this.keys.get(key)?.keys ?? this.keyspace.keysOf(key);
+    const token = this.tokens.next(leaseMs);
+    const sentAt = performance.now();
+    return this.connection
+      .run(key, (client) =>
+        this.scripts.acquire.run(client, [
+          keys.lock, keys.queue, keys.heartbeats, keys.fence, token, leaseMs, 'try', this.heartbeatMs, ...this.handOffArgs,
+        ]),
+      )
+      .then(
+        (reply) => {
+          const [status, fence, pttl, handedMember, handedFence, handedPx] = reply as AcquireReply;
+          if (handedMember) this.handedOver(handedMember, handedFence, handedPx);
+          if (status === 1) {
+            if (signal?.aborted) {
+              this.leave(key, keys, token);
+              throw signal.reason;
+            }
+            return this.grant(key, keys, token, fence, leaseMs, pttl, sentAt);
+          }
+          if (status === 2) {
+            this.leave(key, keys, token);
+            throw new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key });
+          }
+          return null;
+        },
+        (error: unknown) => {
+          // It may have run: undo whatever it took.
+          if (this.connection.mayHaveRun(error)) this.leave(key, keys, token);
+          throw error;
+        },
+      );
+  }
+
+  private grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number): RedisLock {
+    const lock = new RedisLock(this.lockContext, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
+    this.held.add(lock);
+    return lock;
+  }
+
+  private openKey(key: string): RedisKeyWaiters {
+    const queue = new RedisKeyWaiters(key, this.keyspace.keysOf(key), (q) => this.runCheck(q));
+    this.keys.set(key, queue);
+    return queue;
+  }
+
+  private closeKeyIfIdle(queue: RedisKeyWaiters): void {
+    if (queue.pending > 0 || queue.checking) return;
+    if (queue.check) this.deadlines.cancel(queue.check);
+    queue.check = undefined;
+    if (this.keys.get(queue.key) === queue) this.keys.delete(queue.key);
+  }
+
+  private enqueued(waiter: RedisWaiter, reply: AcquireReply): void {
+    const [status, fence, pttl, handedMember, handedFence, handedPx] = reply;
+    if (handedMember) this.handedOver(handedMember, handedFence, handedPx);
+    const { key, keys } = waiter.queue;
+    if (waiter.phase === SETTLED) {
+      // Handed the key by a message that overtook this reply (nothing to do), or it
+      // gave up meanwhile (shutdown): undo what the call took.
+      if (!waiter.granted && status !== -1) this.leave(key, keys, waiter.token);
+      return;
+    }
+    if (status === 1) {
+      this.grantWaiter(waiter, fence, pttl, waiter.startedAt);
+      return;
+    }
+    if (status !== 0) {
+      this.settle(waiter);
+      waiter.reject(new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }));
+      this.leave(key, keys, waiter.token);
+      return;
+    }
+    waiter.fence = fence;
+    if (waiter.signal?.aborted) {
+      this.giveUp(waiter, waiter.signal.reason, true);
+      return;
+    }
+    const remaining = waiter.waitTimeoutMs - (performance.now() - waiter.startedAt);
+    if (remaining <= 0) {
+      this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
+      return;
+    }
+    waiter.phase = QUEUED;
+    waiter.queue.link(waiter);
+    waiter.deadline = this.deadlines.schedule(remaining, () => this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs)));
+    const signal = waiter.signal;
+    if (signal) {
+      waiter.onAbort = () => this.giveUp(waiter, signal.reason);
+      signal.addEventListener('abort', waiter.onAbort, { once: true });
+    }
+    this.wakeUps.ensure();
+    this.scheduleCheck(waiter.queue, pttl);
+  }
+
+  private enqueueFailed(waiter: RedisWaiter, error: unknown): void {
+    const { key, keys } = waiter.queue;
+    if (waiter.granted) return;
+    if (waiter.phase !== SETTLED) {
+      this.settle(waiter);
+      waiter.reject(error);
+    }
+    // It may have run: undo whatever it took.
+    if (this.connection.mayHaveRun(error)) this.leave(key, keys, waiter.token);
+  }
+
+  /** The key is the waiter's: it resolves with the lock (or passes it on if it was just aborted). */
+  private grantWaiter(waiter: RedisWaiter, fence: number, px: number, grantedAt: number): void {
+    this.settle(waiter);
+    waiter.granted = true;
+    const { key, keys } = waiter.queue;
+    if (waiter.signal?.aborted) {
+      // Handed over in the same tick the caller gave up: pass it on, never run.
+      this.leave(key, keys, waiter.token);
+      waiter.reject(waiter.signal.reason);
+      return;
+    }
+    waiter.resolve(this.grant(key, keys, waiter.token, fence, waiter.leaseMs, px, grantedAt));
+  }
+
+  /** A waiter leaves: rejected at once; its place in Redis is given up behind the scenes. */
+  private giveUp(waiter: RedisWaiter, error: unknown, hasPlace = waiter.phase === QUEUED): void {
+    if (waiter.phase === SETTLED) return;
+    this.settle(waiter);
+    waiter.reject(error);
+    // A waiter still sending is undone when its reply arrives.
+    if (hasPlace) this.leave(waiter.queue.key, waiter.queue.keys, waiter.token);
+  }
+
+  private settle(waiter: RedisWaiter): void {
+    if (waiter.phase === SETTLED) return;
+    const queue = waiter.queue;
+    if (waiter.phase === QUEUED) queue.unlink(waiter);
+    waiter.phase = SETTLED;
+    queue.pending--;
+    this.waiters.delete(waiter.token);
+    if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
+    if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
+    waiter.deadline = waiter.onAbort = undefined;
+    this.closeKeyIfIdle(queue);
+  }
+
+  /** Leaves the queue, or passes the key on if it was handed over meanwhile. Never throws. */
+  private leave(key: string, keys: RedisLockKeys, token: string): void {
+    const call = this.connection
+      .run(key, (client) => this.scripts.leave.run(client, [keys.lock, keys.queue, keys.heartbeats, token, ...this.handOffArgs]))
+      .then(
+        (reply) => {
+          const [status, member, fence, px] = reply as HandOffReply;
+          if (status === 2) this.handedOver(member!, fence!, px!);
+        },
+        (error: unknown) => {
+          // The place expires with its heart-beats, a grant with its lease.
+          this.logger.debug(`Could not leave the queue of lock "${key}": ${(error as Error)?.message ?? error}`);
+        },
+      )
+      .finally(() => this.leaving.delete(call));
+    this.leaving.add(call);
+  }
+
+  /** A script passed the key to `member`: if it is a waiter of this process, it now holds the key. */
+  private handedOver(member: string, fence: number, px: number): void {
+    const waiter = this.waiters.get(member);
+    // Anyone else: a waiter of another process (told by message) or one of ours that
+    // gave up (its leave, sent later, passes the key on).
+    if (waiter === undefined || waiter.phase === SETTLED) return;
+    this.grantWaiter(waiter, Number(fence), Number(px), performance.now());
+  }
+
+  /** A hand-off message on this process's channel: "<member> <fence> <px>". */
+  private onWakeUp(message: string): void {
+    const first = message.indexOf(' ');
+    const second = message.indexOf(' ', first + 1);
+    if (first < 0 || second < 0) return;
+    this.handedOver(message.slice(0, first), Number(message.slice(first + 1, second)), Number(message.slice(second + 1)));
+  }
+
+  /**
+   * Plans the key's next heart-beat / safety check: after a third of the heart-beat
+   * timeout, or when the holder's lease would end, whichever comes first.
+   */
+  private scheduleCheck(queue: RedisKeyWaiters, holderPttl: number): void {
+    if (queue.queued === 0) return;
+    let delay = this.checkIntervalMs;
+    if (holderPttl === -2) delay = 0; // no holder: someone must pass the key on
+    else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
+    const at = performance.now() + delay;
+    if (queue.checking) {
+      queue.recheckAt = Math.min(queue.recheckAt, at);
+      return;
+    }
+    if (queue.check) {
+      if (queue.check.at <= at) return;
+      this.deadlines.cancel(queue.check);
+    }
+    queue.check = this.deadlines.schedule(delay, queue.fireCheck);
+  }
+
+  private runCheck(queue: RedisKeyWaiters): void {
+    if (queue.queued === 0 || queue.checking || this.keys.get(queue.key) !== queue) return;
+    queue.checking = true;
+    queue.recheckAt = Infinity;
+    const keys = queue.keys;
+    const tokens = queue.tokens();
+    this.connection
+      .run(queue.key, (client) =>
+        this.scripts.check.run(client, [keys.lock, keys.queue, keys.heartbeats, this.heartbeatMs, ...this.handOffArgs, ...tokens]),
+      )
+      .then(
+        (reply) => this.checked(queue, reply as (string | number)[]),
+        (error: unknown) => this.checkFailed(queue, error),
+      );
+  }
+
+  private checked(queue: RedisKeyWaiters, reply: (string | number)[]): void {
+    queue.checking = false;
+    const owner = reply[0] as string;
+    const pttl = reply[1] as number;
+    if (reply[2]) this.handedOver(reply[2] as string, reply[3] as number, reply[4] as number);
+    const ours = owner ? this.waiters.get(owner) : undefined;
+    // Handed the key by a message this process missed.
+    if (ours && ours.phase === QUEUED) this.grantWaiter(ours, ours.fence, pttl, performance.now());
+    for (let i = 5; i < reply.length; i++) {
+      const token = reply[i] as string;
+      const dropped = token === owner ? undefined : this.waiters.get(token);
+      if (dropped && dropped.phase === QUEUED) {
+        this.settle(dropped);
+        dropped.reject(
+          new LockBackendError(`Lost its place in the Redis queue: no heart-beat reached Redis within ${this.heartbeatMs} ms`, {
+            key: queue.key,
+          }),
+        );
+      }
+    }
+    if (queue.queued === 0) {
+      this.closeKeyIfIdle(queue);
+      return;
+    }
+    const recheck = queue.recheckAt - performance.now();
+    queue.recheckAt = Infinity;
+    this.scheduleCheck(queue, Math.min(pttl === -2 ? -2 : pttl, Number.isFinite(recheck) ? Math.max(0, recheck - 2) : Infinity));
+  }
+
+  /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
+  private checkFailed(queue: RedisKeyWaiters, error: unknown): void {
+    queue.checking = false;
+    for (let waiter = queue.first; waiter; waiter = queue.first) {
+      this.settle(waiter);
+      waiter.reject(
+        new LockBackendError(`Lost contact with Redis while waiting: ${(error as Error)?.message ?? error}`, { key: queue.key, cause: error }),
+      );
+      // Its place expires with its heart-beats if Redis stays away.
+      this.leave(queue.key, queue.keys, waiter.token);
+    }
+    this.closeKeyIfIdle(queue);
+  }
+
+  /** After a reconnect or (re)subscription: messages may have been lost, so every waiting key is checked now. */
+  private checkAllSoon(): void {
+    for (const queue of this.keys.values()) this.scheduleCheck(queue, -2);
+  }
+
+  private async shutDown(): Promise<void> {
+    this.held.close();
+    for (const waiter of [...this.waiters.values()]) {
+      this.giveUp(waiter, this.shutdownError(waiter.queue.key));
+    }
+    await Promise.allSettled([...this.leaving]);
+    await this.held.drain(this.shutdownGraceMs);
+  }
+
+  private async closeConnections(): Promise<void> {
+    await this.beforeApplicationShutdown();
+    for (const lock of this.held.values()) lock.stopRenewing();
+    await Promise.allSettled([...this.leaving]);
+    await Promise.all([this.wakeUps.close(), this.connection.close()]);
+    this.deadlines.clear();
+  }
+
+  private shutdownError(key: string): LockBackendError {
+    return new LockBackendError('The lock provider is shutting down', { key });
+  }
+}
+
+/** Leases travel inside owner tokens as whole milliseconds. */
+function leaseOf(leaseMs: number): number | RangeError {
+  if (!Number.isFinite(leaseMs) || leaseMs <= 0) return new RangeError(`leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
+  return Math.ceil(leaseMs);
 }

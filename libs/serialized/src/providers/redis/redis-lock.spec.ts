@@ -1,0 +1,125 @@
+import { LockLostError } from '../../errors';
+import { LazyDeadlineQueue } from './lazy-deadline-queue';
+import { RedisLock, type RedisLockContext } from './redis-lock';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Call {
+  script: string;
+  args: (string | number)[];
+  answer: (value: unknown) => void;
+  fail: (error: unknown) => void;
+}
+
+/** A Redis that records each script call and answers when the test says so. */
+function fakeContext() {
+  const calls: Call[] = [];
+  const script = (name: string) => ({
+    run: (_client: unknown, args: (string | number)[]) =>
+      new Promise((answer, fail) => calls.push({ script: name, args, answer, fail })),
+  });
+  const released: RedisLock[] = [];
+  const context = {
+    connection: { run: (_key: string, send: (client: unknown) => Promise<unknown>) => send({}) },
+    scripts: { extend: script('extend'), release: script('release') },
+    deadlines: new LazyDeadlineQueue(),
+    handOffArgs: [5000, 'p:wake:', 'session'],
+    handedOver: () => undefined,
+    released: (lock: RedisLock) => released.push(lock),
+  } as unknown as RedisLockContext;
+  const extends_ = () => calls.filter((c) => c.script === 'extend');
+  return { context, calls, extends_, released };
+}
+
+const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
+const make = (context: RedisLockContext, leaseMs: number) =>
+  new RedisLock(context, 'k', keys, 'session:90:1.x', 7n, leaseMs, leaseMs, performance.now());
+
+describe('RedisLock', () => {
+  it('renews about every third of the lease, owner-checked, with the full lease', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 90);
+    await sleep(50);
+    expect(extends_()).toHaveLength(1);
+    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 90]);
+    extends_()[0].answer(1);
+    await sleep(45);
+    expect(extends_()).toHaveLength(2);
+    extends_()[1].answer(1);
+    expect(lock.signal.aborted).toBe(false);
+    context.deadlines.clear();
+  });
+
+  it('stops renewing synchronously on release, and releases once however often asked', async () => {
+    const { context, calls, released } = fakeContext();
+    const lock = make(context, 60);
+    const first = lock.release();
+    const second = lock.release();
+    expect(second).toBe(first);
+    calls.find((c) => c.script === 'release')!.answer([1]);
+    await first;
+    await sleep(100);
+    expect(calls.filter((c) => c.script === 'extend')).toHaveLength(0);
+    expect(released).toEqual([lock]);
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('aborts its signal with LockLostError when a renewal finds the key no longer ours', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 60);
+    await sleep(35);
+    extends_()[0].answer(0);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as Error).message).toContain('"k"');
+    await sleep(60);
+    expect(extends_()).toHaveLength(1); // no renewals after the loss
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('lets a renewal sent in time decide, even when its reply is read after the lease end (a stall)', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 60);
+    await sleep(30);
+    expect(extends_()).toHaveLength(1);
+    await sleep(60); // the lease end passes while the reply is still unread
+    expect(lock.signal.aborted).toBe(false);
+    extends_()[0].answer(1);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(false);
+    await sleep(30);
+    expect(extends_().length).toBeGreaterThanOrEqual(2); // renewing goes on
+    extends_().forEach((c) => c.answer(1));
+    context.deadlines.clear();
+  });
+
+  it('keeps retrying a failing renewal while the lease lasts, then reports the loss with the cause', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 90);
+    const cause = new Error('connection reset');
+    const failAll = setInterval(() => extends_().forEach((c) => c.fail(cause)), 5);
+    try {
+      await sleep(150);
+    } finally {
+      clearInterval(failAll);
+    }
+    expect(extends_().length).toBeGreaterThan(1);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as Error).cause).toBe(cause);
+  });
+
+  it('extend(ms) sets the lease renewals keep from then on', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 60);
+    const extending = lock.extend(300);
+    extends_()[0].answer(1);
+    await extending;
+    expect(extends_()[0].args[2]).toBe(300);
+    while (extends_().length < 2) await sleep(10);
+    expect(extends_()[1].args[2]).toBe(300);
+    extends_()[1].answer(1);
+    context.deadlines.clear();
+  });
+});

@@ -1,0 +1,198 @@
+import { performance } from 'node:perf_hooks';
+import { LockLostError } from '../../errors';
+import type { Lock } from '../../lock.interface';
+import type { LazyDeadline, LazyDeadlineQueue } from './lazy-deadline-queue';
+import type { RedisConnection } from './redis-connection';
+import type { RedisLockKeys } from './redis-keyspace';
+import type { RedisScripts } from './redis-scripts';
+
+/** What a held lock needs from its provider. */
+export interface RedisLockContext {
+  readonly connection: RedisConnection;
+  readonly scripts: RedisScripts;
+  readonly deadlines: LazyDeadlineQueue;
+  /** The script arguments that let a release hand the key on: lease cap, channel prefix, session. */
+  readonly handOffArgs: readonly [number, string, string];
+  /** The release passed the key to `member` (perhaps a waiter of this process). */
+  handedOver(member: string, fence: number, px: number): void;
+  /** The lock is released (or its release failed): it no longer counts as held. */
+  released(lock: RedisLock): void;
+}
+
+const HELD = 0;
+const LOST = 1;
+const RELEASED = 2;
+
+/** Shortest pause before retrying a renewal that failed while the lease still runs. */
+const RENEW_RETRY_MIN_MS = 20;
+const RENEW_RETRY_MAX_MS = 1000;
+
+/**
+ * A key held in Redis under this lock's owner token. Its lease is renewed about
+ * every third of the lease while held (by the provider's one deadline timer, no
+ * timer of its own); renewal stops synchronously on `release()`. A renewal that
+ * finds the key gone or taken, or cannot reach Redis before the lease ends, aborts
+ * `signal` with `LockLostError`; nothing is ever thrown from a timer.
+ */
+export class RedisLock implements Lock {
+  private state = HELD;
+  private controller: AbortController | undefined;
+  private renewal: LazyDeadline | undefined;
+  /** The lease end, armed while a renewal is unconfirmed. */
+  private guard: LazyDeadline | undefined;
+  private leaseEnd: number;
+  private renewing = true;
+  /** A renewal is on its way to Redis. */
+  private renewalInFlight = false;
+  private lastRenewError: unknown;
+  private releasing: Promise<void> | undefined;
+  private readonly onRenewal = (): void => this.renew();
+  private readonly onLeaseEnd = (): void => {
+    this.guard = undefined;
+    // A renewal sent in time may have succeeded and its reply merely not been read
+    // yet (after a stall, timers run before I/O): an owner-checked renewal that
+    // succeeds proves the key stayed ours, so its reply decides (it is bounded by the
+    // connect timeout).
+    if (this.state === HELD && !this.renewalInFlight) {
+      this.lose('its lease ran out before a renewal reached Redis', this.lastRenewError);
+    }
+  };
+
+  constructor(
+    private readonly context: RedisLockContext,
+    readonly key: string,
+    private readonly keys: RedisLockKeys,
+    /** The owner token this acquisition holds the key under. */
+    readonly token: string,
+    readonly fencingToken: bigint,
+    private leaseMs: number,
+    grantedPx: number,
+    grantedAt: number,
+  ) {
+    // Counted from when the successful attempt was sent (or the hand-off heard of).
+    this.leaseEnd = grantedAt + grantedPx;
+    this.scheduleRenewal(grantedAt + grantedPx / 3 - performance.now());
+  }
+
+  get signal(): AbortSignal {
+    // Made on first use: most holders never look at it.
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  async extend(ms: number = this.leaseMs): Promise<void> {
+    if (this.state === RELEASED) throw new LockLostError(this.key, 'it was already released');
+    if (this.state === LOST) throw this.signal.reason;
+    if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`extend(ms) needs a positive number of milliseconds, got ${ms}`);
+    const px = Math.ceil(ms);
+    const sentAt = performance.now();
+    const ok = await this.context.connection.run(this.key, (client) =>
+      this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]),
+    );
+    if (this.state === RELEASED) throw new LockLostError(this.key, 'it was released while being extended');
+    if (ok !== 1) {
+      if (this.state === HELD) this.lose('it was no longer ours when extended (its lease had run out)');
+      throw this.signal.reason;
+    }
+    if (this.state !== HELD) throw this.signal.reason;
+    this.leaseMs = px;
+    this.leaseEnd = sentAt + px;
+    this.cancelGuard();
+    this.cancelRenewal();
+    this.scheduleRenewal(px / 3);
+  }
+
+  release(): Promise<void> {
+    if (this.releasing) return this.releasing;
+    this.state = RELEASED;
+    this.cancelRenewal();
+    this.cancelGuard();
+    const { context, keys } = this;
+    this.releasing = context.connection
+      .run(this.key, (client) =>
+        context.scripts.release.run(client, [keys.lock, keys.queue, keys.heartbeats, this.token, ...context.handOffArgs]),
+      )
+      .then(
+        (reply) => {
+          const result = reply as [number, string?, number?, number?];
+          context.released(this);
+          if (result[0] === 2) context.handedOver(result[1]!, result[2]!, result[3]!);
+        },
+        (error: unknown) => {
+          // Not released: the lease ends it (and the queue moves on then).
+          context.released(this);
+          throw error;
+        },
+      );
+    return this.releasing;
+  }
+
+  /** Shutdown past its grace period: no more renewals; the lease runs out on its own. */
+  stopRenewing(): void {
+    this.renewing = false;
+    this.cancelRenewal();
+    this.cancelGuard();
+  }
+
+  private scheduleRenewal(delayMs: number): void {
+    if (!this.renewing || this.state !== HELD) return;
+    this.renewal = this.context.deadlines.schedule(Math.max(0, delayMs), this.onRenewal);
+  }
+
+  private renew(): void {
+    this.renewal = undefined;
+    if (this.state !== HELD || !this.renewing) return;
+    const sentAt = performance.now();
+    const px = this.leaseMs;
+    this.guard ??= this.context.deadlines.schedule(Math.max(0, this.leaseEnd - sentAt), this.onLeaseEnd);
+    this.renewalInFlight = true;
+    this.context.connection
+      .run(this.key, (client) => this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]))
+      .then(
+        (ok) => this.renewed(ok === 1, sentAt, px),
+        (error: unknown) => this.renewalFailed(error),
+      );
+  }
+
+  private renewed(ok: boolean, sentAt: number, px: number): void {
+    this.renewalInFlight = false;
+    if (this.state !== HELD) return;
+    if (!ok) {
+      this.lose('its lease ran out and the key was no longer ours at renewal');
+      return;
+    }
+    this.cancelGuard();
+    this.lastRenewError = undefined;
+    this.leaseEnd = sentAt + px;
+    this.scheduleRenewal(px / 3);
+  }
+
+  private renewalFailed(error: unknown): void {
+    this.renewalInFlight = false;
+    if (this.state !== HELD) return;
+    this.lastRenewError = error;
+    const left = this.leaseEnd - performance.now();
+    if (left <= 0) {
+      this.lose('its lease could not be renewed before it ran out', error);
+      return;
+    }
+    // Keep trying while the lease lasts; the guard at the lease end decides.
+    this.scheduleRenewal(Math.min(Math.max(left / 4, RENEW_RETRY_MIN_MS), RENEW_RETRY_MAX_MS));
+  }
+
+  private lose(reason: string, cause?: unknown): void {
+    this.state = LOST;
+    this.cancelRenewal();
+    this.cancelGuard();
+    (this.controller ??= new AbortController()).abort(new LockLostError(this.key, reason, cause));
+  }
+
+  private cancelRenewal(): void {
+    if (this.renewal) this.context.deadlines.cancel(this.renewal);
+    this.renewal = undefined;
+  }
+
+  private cancelGuard(): void {
+    if (this.guard) this.context.deadlines.cancel(this.guard);
+    this.guard = undefined;
+  }
+}

@@ -1,0 +1,58 @@
+import { closeClient, type RedisClient, type RedisConnection } from './redis-connection';
+
+/**
+ * The process's single wake-up path: one subscriber connection on one channel of
+ * its own (`<prefix>:wake:<session>`). A process that releases a key to a waiter of
+ * another process publishes to that process's channel only, so nobody hears the
+ * hand-offs of others and no channel is subscribed per key.
+ *
+ * Opened when a caller first has to wait. After every (re)subscription the
+ * provider re-checks its waiting keys: a message sent while the subscriber was
+ * away is lost, and the check finds what it said.
+ */
+export class RedisWakeUps {
+  private subscriber: RedisClient | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    readonly channel: string,
+    private readonly deliver: (message: string) => void,
+    private readonly resync: () => void,
+  ) {}
+
+  /** Whether the subscriber connection was opened. */
+  get open(): boolean {
+    return this.subscriber !== undefined;
+  }
+
+  /** Starts listening, once. */
+  ensure(): void {
+    if (this.subscriber || this.closed) return;
+    const subscriber = this.connection.createSubscriber();
+    this.subscriber = subscriber;
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.channel) this.deliver(message);
+    });
+    subscriber.on('ready', () => this.subscribe());
+    if (subscriber.status === 'ready') this.subscribe();
+    else if (subscriber.status === 'wait') subscriber.connect().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const subscriber = this.subscriber;
+    if (subscriber) await closeClient(subscriber);
+  }
+
+  private subscribe(): void {
+    const subscriber = this.subscriber;
+    if (!subscriber || this.closed) return;
+    subscriber.subscribe(this.channel).then(
+      () => {
+        if (!this.closed) this.resync();
+      },
+      () => undefined, // retried on the next 'ready'; the safety check covers the gap
+    );
+  }
+}

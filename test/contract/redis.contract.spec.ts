@@ -1,0 +1,103 @@
+import { Cluster, Redis } from 'ioredis';
+import { RedisLockProvider } from 'nestjs-serialized';
+import { TEST_REDIS_URL } from '../support/services';
+import { uniqueId } from '../support/timing';
+import { describeLockProviderContract, type ClosableLockProvider } from './lock-provider.contract';
+
+/**
+ * Redis keys still under the provider's prefix, but for its fencing counter(s):
+ * every lock, queue and heart-beat key must be gone once nobody holds or waits.
+ */
+async function leftoverKeys(client: Redis, provider: RedisLockProvider, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  return found.filter((key) => !provider.isFencingCounter(key));
+}
+
+/** Deletes the fencing counters a suite's providers left (they never expire by design). */
+async function dropCounters(client: Redis, prefixes: Iterable<string>): Promise<void> {
+  for (const prefix of prefixes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:fence*`, 'COUNT', 1000);
+      // One by one: on a Cluster node, keys of different slots cannot share a DEL.
+      for (const key of keys) await client.del(key);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+}
+
+function local(provider: RedisLockProvider): number {
+  // Also in-process state: no waiting key may be left behind.
+  return provider.waitingKeys;
+}
+
+// Standalone, through a URL: the provider opens and closes its own connections.
+const standalonePrefixes = new Map<RedisLockProvider, string>();
+let standaloneInspector: Redis | undefined;
+
+describeLockProviderContract({
+  name: 'redis (standalone)',
+  create: async (options) => {
+    const keyPrefix = uniqueId('contract');
+    const provider = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix, ...options });
+    standalonePrefixes.set(provider, keyPrefix);
+    return provider;
+  },
+  leftovers: async (provider: ClosableLockProvider) => {
+    const redis = provider as RedisLockProvider;
+    standaloneInspector ??= new Redis(TEST_REDIS_URL);
+    const keys = await leftoverKeys(standaloneInspector, redis, standalonePrefixes.get(redis)!);
+    return keys.length + local(redis);
+  },
+  afterAll: async () => {
+    standaloneInspector ??= new Redis(TEST_REDIS_URL);
+    await dropCounters(standaloneInspector, standalonePrefixes.values());
+    await standaloneInspector.quit();
+  },
+});
+
+// Cluster, through a client the app passes in: the provider must leave it open.
+function clusterNodes(): { host: string; port: number }[] {
+  const nodes = process.env.TEST_REDIS_CLUSTER_NODES;
+  if (!nodes) throw new Error('TEST_REDIS_CLUSTER_NODES is not set: the jest global set-up starts the test cluster (test/setup/redis-cluster.ts)');
+  return nodes.split(',').map((node) => {
+    const [host, port] = node.split(':');
+    return { host, port: Number(port) };
+  });
+}
+
+const clusterPrefixes = new Map<RedisLockProvider, string>();
+const clusterClients: Cluster[] = [];
+
+describeLockProviderContract({
+  name: 'redis (cluster)',
+  create: async (options) => {
+    const keyPrefix = uniqueId('contract');
+    const client = new Cluster(clusterNodes());
+    clusterClients.push(client);
+    const provider = new RedisLockProvider({ client, keyPrefix, ...options });
+    clusterPrefixes.set(provider, keyPrefix);
+    return provider;
+  },
+  leftovers: async (provider: ClosableLockProvider) => {
+    const redis = provider as RedisLockProvider;
+    const cluster = redis.client as Cluster;
+    const prefix = clusterPrefixes.get(redis)!;
+    const perNode = await Promise.all(cluster.nodes('master').map((node) => leftoverKeys(node, redis, prefix)));
+    return perNode.flat().length + local(redis);
+  },
+  afterAll: async () => {
+    // The provider never closes a client it was given: still usable here.
+    await Promise.all(clusterClients.map(async (client) => expect(await client.ping()).toBe('PONG')));
+    if (clusterClients.length) {
+      await Promise.all(clusterClients[0].nodes('master').map((node) => dropCounters(node, clusterPrefixes.values())));
+    }
+    await Promise.all(clusterClients.map((client) => client.quit()));
+  },
+});

@@ -1,0 +1,172 @@
+import { Redis } from 'ioredis';
+import { LockBackendError, LockLostError, LockService, LockTimeoutError, RedisLockProvider, type Lock } from 'nestjs-serialized';
+import { sleep, uniqueId, waitFor } from '../support/timing';
+import { ThrowawayRedis } from './support/throwaway-redis';
+
+/**
+ * Redis going away and coming back, on a private redis-server of the test's own
+ * (the shared one is never stopped): fail closed with LockBackendError within the
+ * connect timeout, lose held locks visibly, recover without a restart.
+ */
+const CONNECT_TIMEOUT_MS = 500;
+
+describe('RedisLockProvider when Redis fails', () => {
+  const providers: RedisLockProvider[] = [];
+  const servers: ThrowawayRedis[] = [];
+  const make = (url: string | undefined, options: Partial<ConstructorParameters<typeof RedisLockProvider>[0]> = {}): RedisLockProvider => {
+    const provider = new RedisLockProvider({ url, keyPrefix: uniqueId('failure'), connectTimeoutMs: CONNECT_TIMEOUT_MS, ...options });
+    providers.push(provider);
+    return provider;
+  };
+  const server = async (): Promise<ThrowawayRedis> => {
+    const created = await ThrowawayRedis.create();
+    servers.push(created);
+    return created;
+  };
+  /** Retries until the provider reaches Redis again (its own reconnection, no restart). */
+  const recovered = async (provider: RedisLockProvider, key: string): Promise<Lock> => {
+    let lock: Lock | undefined;
+    await waitFor(async () => {
+      lock = await provider.acquire(key, { waitTimeoutMs: 1000 }).catch(() => undefined);
+      return lock !== undefined;
+    }, 15_000, 'the provider to reach Redis again');
+    return lock!;
+  };
+
+  afterEach(async () => {
+    await Promise.all(providers.splice(0).map((p) => p.close()));
+    await Promise.all(servers.splice(0).map((s) => s.kill()));
+  });
+
+  it('fails fast with LockBackendError while Redis was never reachable, then works once it starts', async () => {
+    const redis = await server(); // not started: nothing listens on its port
+    const provider = make(redis.url);
+    const locks = new LockService(provider);
+    let ran = false;
+    const started = Date.now();
+    const error = await locks.run('down:a', () => (ran = true), { waitTimeoutMs: 60_000 }).catch((e: unknown) => e);
+    const failedAfter = Date.now() - started;
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as Error).message).toContain('down:a');
+    expect(ran).toBe(false);
+    // Bounded by the connect timeout, nowhere near the 60 s wait timeout.
+    expect(failedAfter).toBeLessThan(CONNECT_TIMEOUT_MS + 4000);
+    await expect(provider.tryAcquire('down:a')).rejects.toBeInstanceOf(LockBackendError);
+
+    await redis.start();
+    const lock = await recovered(provider, 'down:a');
+    expect(lock.fencingToken).toBeGreaterThan(0n);
+    await lock.release();
+  }, 60_000);
+
+  it('when Redis dies: waiters and newcomers get LockBackendError, the holder\'s signal aborts with LockLostError; it recovers after', async () => {
+    const redis = await server();
+    await redis.start();
+    const provider = make(redis.url, { leaseMs: 600, heartbeatMs: 1500 });
+    const holder = await provider.acquire('outage:a');
+    const waiting = provider.acquire('outage:a', { waitTimeoutMs: 60_000 }).catch((e: unknown) => e);
+    await sleep(100);
+
+    await redis.kill();
+    const lost = new Promise<unknown>((resolve) => holder.signal.addEventListener('abort', () => resolve(holder.signal.reason), { once: true }));
+    expect(await lost).toBeInstanceOf(LockLostError);
+    expect(await waiting).toBeInstanceOf(LockBackendError);
+    const started = Date.now();
+    await expect(provider.acquire('outage:b', { waitTimeoutMs: 60_000 })).rejects.toBeInstanceOf(LockBackendError);
+    expect(Date.now() - started).toBeLessThan(CONNECT_TIMEOUT_MS + 4000);
+    await expect(holder.extend()).rejects.toBeInstanceOf(LockLostError);
+    await holder.release().catch(() => undefined);
+
+    await redis.start(); // same port, empty: the old lease and the fencing counter are gone with the data
+    const again = await recovered(provider, 'outage:a');
+    // The recreated counter starts from the clock, not from 1: fencing still increases.
+    expect(again.fencingToken).toBeGreaterThan(holder.fencingToken);
+    await again.release();
+    // Scripts were re-sent to the new server (NOSCRIPT fallback) and nothing is left behind.
+    const inspector = new Redis(redis.url);
+    try {
+      const keys = (await inspector.keys('*')).filter((k) => !provider.isFencingCounter(k));
+      expect(keys).toEqual([]);
+    } finally {
+      inspector.disconnect();
+    }
+  }, 60_000);
+
+  it('keeps working after the script cache is flushed (EVALSHA falls back on NOSCRIPT)', async () => {
+    const redis = await server();
+    await redis.start();
+    const provider = make(redis.url);
+    const first = await provider.acquire('scripts:a');
+    await first.release();
+    const admin = new Redis(redis.url);
+    try {
+      await admin.script('FLUSH');
+      const second = await provider.acquire('scripts:a');
+      expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+      await second.release();
+    } finally {
+      admin.disconnect();
+    }
+  }, 30_000);
+
+  it('still hands over when the wake-up message is lost (subscriber connection killed)', async () => {
+    const redis = await server();
+    await redis.start();
+    const keyPrefix = uniqueId('missed');
+    const holderSide = make(redis.url, { keyPrefix });
+    const waiterSide = make(redis.url, { keyPrefix, heartbeatMs: 1500 });
+    const holder = await holderSide.acquire('missed:a');
+    const waiting = waiterSide.acquire('missed:a', { waitTimeoutMs: 20_000 });
+    const admin = new Redis(redis.url);
+    try {
+      await waitFor(async () => /\bsub=1\b/.test(String(await admin.client('LIST'))), 5000, "the waiter's subscription");
+      // The waiter's process is deaf for a moment: the hand-off message goes nowhere.
+      await admin.client('KILL', 'TYPE', 'pubsub');
+      await holder.release();
+      const lock = await waiting;
+      expect(lock.key).toBe('missed:a');
+      await lock.release();
+    } finally {
+      admin.disconnect();
+    }
+  }, 30_000);
+
+  it('works through Sentinel (a client the app passes in), hand-off messages included', async () => {
+    const master = await server();
+    await master.start();
+    const sentinel = await ThrowawayRedis.sentinel(master, 'locks');
+    servers.push(sentinel);
+    await sentinel.start();
+    const client = new Redis({ sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'locks', lazyConnect: true });
+    try {
+      const keyPrefix = uniqueId('sentinel');
+      const a = make(undefined, { client, keyPrefix });
+      const b = make(undefined, { client, keyPrefix });
+      const first = await a.acquire('sentinel:a');
+      const waiting = b.acquire('sentinel:a', { waitTimeoutMs: 10_000 });
+      await sleep(100);
+      await first.release();
+      const second = await waiting;
+      expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+      await second.release();
+      // Through Sentinel, the locks live on the master.
+      const direct = new Redis(master.url);
+      expect(await direct.exists(a.redisKeysOf('sentinel:a').lock)).toBe(0);
+      expect(await direct.exists(`${keyPrefix}:fence`)).toBe(1);
+      direct.disconnect();
+    } finally {
+      await Promise.all(providers.splice(0).map((p) => p.close()));
+      client.disconnect();
+    }
+  }, 30_000);
+
+  it('times out a waiter normally while Redis is fine (LockTimeoutError, not LockBackendError)', async () => {
+    const redis = await server();
+    await redis.start();
+    const provider = make(redis.url, { heartbeatMs: 300 });
+    const holder = await provider.acquire('fine:a');
+    // Several heart-beats / safety checks pass while it waits: none may fail it.
+    await expect(provider.acquire('fine:a', { waitTimeoutMs: 800 })).rejects.toBeInstanceOf(LockTimeoutError);
+    await holder.release();
+  }, 30_000);
+});

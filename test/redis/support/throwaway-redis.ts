@@ -1,0 +1,88 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * A private `redis-server` for tests that stop, kill or reconfigure Redis: the shared
+ * one on 6379 is never touched. Runs in the foreground as a child of the test, on a
+ * free port that survives restarts (so clients can reconnect to it).
+ */
+export class ThrowawayRedis {
+  private process: ChildProcess | undefined;
+
+  private constructor(
+    readonly port: number,
+    private readonly args: string[] = [],
+    private readonly dir?: string,
+  ) {}
+
+  /** A server on a free port, not started yet. */
+  static async create(): Promise<ThrowawayRedis> {
+    return new ThrowawayRedis(await freePort());
+  }
+
+  /** A Sentinel (not started yet) monitoring `master` under the name `name`. */
+  static async sentinel(master: ThrowawayRedis, name: string): Promise<ThrowawayRedis> {
+    const port = await freePort();
+    // Sentinel rewrites its configuration file, so it gets a private one.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'serialized-sentinel-'));
+    const config = path.join(dir, 'sentinel.conf');
+    fs.writeFileSync(config, `port ${port}\nbind 127.0.0.1\nsentinel monitor ${name} 127.0.0.1 ${master.port} 1\n`);
+    return new ThrowawayRedis(port, [config, '--sentinel'], dir);
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const args = this.args.length ? this.args : ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    const child = spawn('redis-server', args, { stdio: 'ignore' });
+    child.once('error', () => undefined);
+    this.process = child;
+    const deadline = Date.now() + 10_000;
+    while (!(await accepts(this.port))) {
+      if (child.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`redis-server did not start on port ${this.port} (is redis-server installed? apt-get install redis-server)`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Kills the server at once (SIGKILL): clients see the connection drop. */
+  async kill(): Promise<void> {
+    const child = this.process;
+    this.process = undefined;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
