@@ -214,13 +214,17 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.driver) process.env.SERIALIZED_DRIVER = args.driver;
   const driver = process.env.SERIALIZED_DRIVER || 'memory';
+  // The demo runs against the local services unless told otherwise (.env.example).
+  process.env.REDIS_URL ||= 'redis://127.0.0.1:6379';
+  process.env.DATABASE_URL ||= 'postgres://postgres@127.0.0.1:5432/postgres';
   if (args.instances > 1 && driver === 'memory') {
     throw new Error(
       `--instances ${args.instances} needs a backend the instances share: add --driver redis (REDIS_URL) or --driver postgres (DATABASE_URL). ` +
         'The in-memory driver serializes inside one process only.',
     );
   }
-  console.log(`nestjs-serialized demo — driver: ${driver}, instances: ${args.instances}, ${DUPLICATES} concurrent duplicates per endpoint\n`);
+  const backend = driver === 'redis' ? ` (${process.env.REDIS_URL})` : driver === 'postgres' ? ` (${process.env.DATABASE_URL})` : '';
+  console.log(`nestjs-serialized demo — driver: ${driver}${backend}, instances: ${args.instances}, ${DUPLICATES} concurrent duplicates per endpoint\n`);
   const redisUrl = loadAppConfig().redisUrl;
   const reports = await redisReachable(redisUrl);
   const deployment = args.instances === 1 ? await startInProcess(reports) : await startProcesses(args.instances, reports);

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -21,6 +22,27 @@ describe('npm run demo', () => {
     // The race is visible on the naive twins.
     const naiveRewards = Number(/\| (\d+) rewards credited/.exec(output)?.[1]);
     expect(naiveRewards).toBeGreaterThan(1);
+    expect(result.status).toBe(0);
+  });
+
+  it.each([['redis'], ['postgres']])('holds with two app processes sharing %s', (driver) => {
+    const result = spawnSync(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'scripts/demo.ts', '--driver', driver, '--instances', '2'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), REDIS_URL: TEST_REDIS_URL, DATABASE_URL: TEST_DATABASE_URL },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
+    const output = result.stdout + result.stderr;
+    expect(output).toContain(`driver: ${driver}`);
+    expect(output).toContain('instances: 2');
+    expect(output).toMatch(/daily reward .*\| 1 reward credited \(1×201, 19×409\)\s+\| ✔/);
+    expect(output).toMatch(/create resource if absent .*\| 1 resource created \(1×201, 19×200\)\s+\| ✔/);
+    expect(output).toMatch(/long task via BullMQ .*\| 4\/4 built one at a time, in enqueue order \(0 overlaps\)\s+\| ✔/);
+    expect(Number(/\| (\d+) rewards credited/.exec(output)?.[1])).toBeGreaterThan(1);
     expect(result.status).toBe(0);
   });
 
