@@ -245,11 +245,14 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       const key = uniqueId('shutdown');
       const gate = deferred();
       let holderFinished = false;
+      const inside = deferred();
       const holder = locks.run(key, async () => {
+        inside.resolve();
         await gate.promise;
         holderFinished = true;
       });
-      await sleep(30);
+      // A backend's first acquisition may still be connecting after a few milliseconds.
+      await inside.promise;
       const waiter = locks.run(key, () => 'waiter ran');
       await sleep(30);
       const closing = provider.close();

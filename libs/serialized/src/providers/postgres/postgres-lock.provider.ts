@@ -1,34 +1,402 @@
-// PLACEHOLDER — replaced by the PostgreSQL provider work (issue 4).
+import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
+import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
+import { DeadlineQueue } from '../../internal/deadline-queue';
+import { HeldLocks } from '../../internal/held-locks';
+import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { advisoryLockKey } from './advisory-key.hash';
+import { LockAttempt, type AttemptMode, type LockAttemptHost } from './lock.attempt';
+import { lockClientConfig } from './lock-client.config';
+import { LockConnection, type LockSessionSettings } from './lock-connection';
+import { LockConnectionPool } from './lock-connection.pool';
+import { loadPgDriver } from './pg-driver.loader';
+import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
+import { QueryWatchdog } from './query.watchdog';
+import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
+import { SessionChangedError } from './session-changed.error';
+import { SessionLivenessMonitor } from './session-liveness.monitor';
 
+/** Options of {@link PostgresLockProvider}; module options fill them in. */
 export interface PostgresLockProviderOptions {
+  /** `postgres://` URL of the database the locks live in. */
   connectionString?: string;
+  /**
+   * A `pg.Pool` the app already has. Only its connection settings (`pool.options`)
+   * are used, to open a small lock pool of the library's own; the app's pool is
+   * never used for locks and never ended by the library.
+   */
   pool?: Pool;
+  /** Lock connections per process (default 10): distinct keys held or waited for in PostgreSQL at once. */
   lockPoolSize?: number;
+  /** Namespace of the lock keys (default `serialized`). */
   keyPrefix?: string;
+  /** Sets how often held sessions are checked: every min(leaseMs / 3, 1 s) (default lease 30 000 ms). */
   leaseMs?: number;
+  /** Longest wait for a busy key (default 10 000 ms). */
   waitTimeoutMs?: number;
+  /** Most waiters per key in this process (default 1000). */
   maxPending?: number;
+  /** Bound on opening a lock connection before `LockBackendError` (default 3000 ms). */
   connectTimeoutMs?: number;
+  /** How long shutdown waits for holders to release (default 10 000 ms). */
   shutdownGraceMs?: number;
+  /** `application_name` of the lock sessions (default `nestjs-serialized:<keyPrefix>`, cut to 63 bytes). */
+  applicationName?: string;
+  /**
+   * Sequence fencing tokens are drawn from (default `nestjs_serialized_fencing_token`,
+   * `schema.name` accepted). Created on first connection if missing; a role that may
+   * not create it needs it created once beforehand.
+   */
+  fencingSequence?: string;
+  /** Idle lock connections are closed after this long (default 10 000 ms). */
+  idleTimeoutMs?: number;
 }
 
-export class PostgresLockProvider extends LockProvider {
-  constructor(readonly options: PostgresLockProviderOptions) {
+/**
+ * Locks shared by every process using one PostgreSQL database: session-level
+ * advisory locks (`pg_advisory_lock`) on a small pool of connections the
+ * library owns.
+ *
+ * Two levels: callers of one key first queue in this process (strict FIFO), and
+ * only the head of that queue takes a lock connection and waits in PostgreSQL's
+ * lock queue, bounded there by `lock_timeout`. So at most one connection per key
+ * and process waits, the pool size bounds connections however many requests
+ * wait, and a full pool makes callers queue, not fail. Acquire is one round trip
+ * (lock and fencing token in one statement), release one more.
+ *
+ * A held lock keeps its connection until release; the session is pinged while
+ * held, and a session that ends (terminated backend, dropped network, server
+ * restart) aborts the holder's `signal` with `LockLostError`.
+ *
+ * See docs/providers/postgres.md.
+ */
+export class PostgresLockProvider
+  extends LockProvider
+  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost
+{
+  /** The lock sessions' `application_name` (count them in `pg_stat_activity`). */
+  readonly applicationName: string;
+  readonly keyPrefix: string;
+  /** @internal */
+  readonly pool: LockConnectionPool;
+  /** @internal */
+  readonly statements: LockStatements;
+  /** @internal */
+  readonly connectTimeoutMs: number;
+  private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
+  private readonly deadlines = new DeadlineQueue();
+  private readonly queue = new KeyedWaitQueue(this.deadlines);
+  private readonly held = new HeldLocks<PostgresLock>();
+  private readonly attempts = new Map<string, LockAttempt>();
+  private readonly monitor: SessionLivenessMonitor;
+  private readonly watchdog: QueryWatchdog;
+  private readonly settings: LockSessionSettings;
+  private readonly waitTimeoutMs: number;
+  private readonly maxPending: number;
+  private readonly shutdownGraceMs: number;
+  private refusal: SessionChangedError | undefined;
+  private shutDown: Promise<void> | undefined;
+
+  /** @throws Error when `pg` is not installed, or an option is invalid */
+  constructor(options: PostgresLockProviderOptions = {}) {
     super();
+    const pg = loadPgDriver();
+    this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
+    const leaseMs = options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs;
+    this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
+    this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
+    this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
+    this.applicationName = truncateUtf8(options.applicationName ?? `nestjs-serialized:${this.keyPrefix}`, 63);
+    this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
+    const lockPoolSize = options.lockPoolSize ?? SERIALIZED_DEFAULTS.pgLockPoolSize;
+    if (!Number.isInteger(lockPoolSize) || lockPoolSize < 1) {
+      throw new Error(`lockPoolSize must be a positive integer, got ${JSON.stringify(lockPoolSize)}`);
+    }
+
+    this.settings = {
+      pg,
+      config: lockClientConfig(options),
+      applicationName: this.applicationName,
+      connectTimeoutMs: this.connectTimeoutMs,
+      // The server gives up on a vanished client (and frees its locks) after about a lease.
+      keepaliveSeconds: Math.max(1, Math.round(leaseMs / 4000)),
+      sequence: this.statements.sequence,
+    };
+    this.pool = new LockConnectionPool(
+      {
+        size: lockPoolSize,
+        open: () => this.openConnection(),
+        idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
+        retryAfterFailureMs: Math.min(1000, this.connectTimeoutMs),
+        closeTimeoutMs: this.connectTimeoutMs,
+      },
+      this.deadlines,
+    );
+    const pingEveryMs = Math.max(50, Math.min(1000, Math.floor(leaseMs / 3)));
+    this.monitor = new SessionLivenessMonitor(() => this.heldSessions(), pingEveryMs, Math.max(pingEveryMs, 1000));
+    this.watchdog = new QueryWatchdog(250);
   }
+
+  /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
   static fromModuleOptions(options: ResolvedSerializedOptions): PostgresLockProvider {
-    return new PostgresLockProvider({ ...options, ...options.postgres });
+    return new PostgresLockProvider({
+      connectionString: options.postgres.connectionString,
+      pool: options.postgres.pool,
+      lockPoolSize: options.postgres.lockPoolSize,
+      keyPrefix: options.keyPrefix,
+      leaseMs: options.leaseMs,
+      waitTimeoutMs: options.waitTimeoutMs,
+      maxPending: options.maxPending,
+      connectTimeoutMs: options.connectTimeoutMs,
+      shutdownGraceMs: options.shutdownGraceMs,
+    });
   }
-  acquire(_key: string, _options?: ProviderAcquireOptions): Promise<Lock> {
-    throw new Error('not implemented');
+
+  /** Keys held or waited for in this process (0 when idle). */
+  get activeKeys(): number {
+    return this.queue.size;
   }
-  tryAcquire(_key: string, _options?: ProviderAcquireOptions): Promise<Lock | null> {
-    throw new Error('not implemented');
+
+  /** Lock connections open or opening. */
+  get connections(): number {
+    return this.pool.total;
   }
-  async close(): Promise<void> {}
+
+  /** Whether a timer is armed (none when nothing is held or waited for). */
+  get timerArmed(): boolean {
+    return this.deadlines.armed || this.monitor.armed || this.watchdog.armed;
+  }
+
+  acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+    try {
+      this.assertUsable(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const startedAt = performance.now();
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const maxPending = options.maxPending ?? this.maxPending;
+    const signal = options.signal;
+    const waiting = this.queue.take(key, {
+      timeoutMs: waitTimeoutMs,
+      signal,
+      // The head waiting in PostgreSQL is one of this process's waiters too.
+      maxPending: this.attempts.has(key) ? maxPending - 1 : maxPending,
+      timeoutError: () => new LockTimeoutError(key, waitTimeoutMs),
+      busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
+    });
+    // Uncontended in this process: straight to the server, no extra promise in between.
+    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal) as Promise<Lock>;
+    return waiting.then(() => {
+      // Handed over in the same tick the caller gave up (or shutdown began): pass it on.
+      if (signal?.aborted) {
+        this.queue.release(key);
+        throw signal.reason;
+      }
+      if (this.held.closing) {
+        this.queue.release(key);
+        throw new LockBackendError('The lock provider is shutting down', { key });
+      }
+      return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal) as Promise<Lock>;
+    });
+  }
+
+  /**
+   * Takes `key` only if nobody in this process holds or waits for it and PostgreSQL
+   * grants it at once (`pg_try_advisory_lock`). While every lock connection is busy
+   * it waits for one, up to `waitTimeoutMs` (then `LockTimeoutError`): a full pool
+   * is not a busy key.
+   */
+  async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
+    this.assertUsable(key);
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (!this.queue.tryTake(key)) return null;
+    return this.lockOnServer(key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.held.close();
+    const closing = (key: string) => new LockBackendError('The lock provider is shutting down', { key });
+    this.queue.rejectAll(closing);
+    for (const attempt of [...this.attempts.values()]) attempt.abort(closing(attempt.key));
+    await this.held.drain(this.shutdownGraceMs);
+  }
+
+  /**
+   * Stops the session checks and closes the lock connections. A lock still held
+   * past the grace period keeps its session (its handler may still run) until it
+   * is released; that connection no longer keeps the process alive.
+   */
+  onApplicationShutdown(): Promise<void> {
+    return (this.shutDown ??= this.shutDownNow());
+  }
+
+  /** Shuts down outside Nest: rejects waiters, waits for holders (grace period), closes connections. */
+  async close(): Promise<void> {
+    await this.beforeApplicationShutdown();
+    await this.onApplicationShutdown();
+  }
+
+  /** @internal */
+  backendError(key: string, cause: unknown): LockBackendError {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    return new LockBackendError(`PostgreSQL cannot be used for locks: ${reason}`, { key, cause });
+  }
+
+  /** @internal */
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection): PostgresLock {
+    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this);
+    connection.holder = lock;
+    this.held.add(lock);
+    this.monitor.arm();
+    return lock;
+  }
+
+  /** @internal */
+  attemptDone(attempt: LockAttempt, held: boolean): void {
+    if (this.attempts.get(attempt.key) === attempt) this.attempts.delete(attempt.key);
+    // Only now may the next caller of this key in this process go to the server.
+    if (!held) this.queue.release(attempt.key);
+  }
+
+  /** @internal */
+  refuse(error: SessionChangedError): void {
+    if (!this.refusal) this.logger.error(error.message);
+    this.refusal ??= error;
+  }
+
+  /** @internal */
+  async releaseLock(lock: PostgresLock): Promise<void> {
+    const connection = lock.connection;
+    connection.holder = undefined;
+    let notHeld = false;
+    try {
+      if (connection.dead) return; // the session ended, and its locks with it
+      let unlocked: unknown;
+      try {
+        [unlocked] = await connection.query(this.statements.unlock(lock.lockKey), this.connectTimeoutMs);
+      } catch (error) {
+        // Ending the session frees the lock on the server whatever happened to the unlock.
+        this.pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
+      if (unlocked === true) {
+        this.pool.release(connection);
+      } else {
+        notHeld = true;
+        this.pool.discard(connection, new Error('pg_advisory_unlock returned false'));
+      }
+    } finally {
+      this.held.delete(lock);
+      this.queue.release(lock.key);
+    }
+    if (notHeld) {
+      const error = new LockLostError(
+        lock.key,
+        'PostgreSQL reported at release that its session did not hold the advisory lock (pg_advisory_unlock returned false); its session was closed',
+      );
+      this.logger.warn(error.message);
+      lock.markLost(error);
+      throw error;
+    }
+  }
+
+  /** @internal */
+  async checkLock(lock: PostgresLock): Promise<void> {
+    try {
+      await lock.connection.ping(this.connectTimeoutMs);
+    } catch (error) {
+      lock.connection.kill(error instanceof Error ? error : new Error(String(error)));
+      throw lock.lost ?? new LockLostError(lock.key, 'its PostgreSQL session could not be checked', error);
+    }
+  }
+
+  private assertUsable(key: string): void {
+    this.held.assertOpen(key);
+    if (this.refusal) throw this.backendError(key, this.refusal);
+  }
+
+  private lockOnServer(
+    key: string,
+    mode: AttemptMode,
+    waitTimeoutMs: number,
+    startedAt: number,
+    signal: AbortSignal | undefined,
+  ): Promise<PostgresLock | null> {
+    return new Promise<PostgresLock | null>((resolve, reject) => {
+      const lockKey = advisoryLockKey(this.keyPrefix, key);
+      const attempt = new LockAttempt(this, key, lockKey, mode, waitTimeoutMs, startedAt, signal, resolve, reject);
+      this.attempts.set(key, attempt);
+      attempt.start();
+    });
+  }
+
+  private async openConnection(): Promise<LockConnection> {
+    let opened;
+    try {
+      opened = await LockConnection.open(this.settings, this.deadlines, this.watchdog);
+    } catch (error) {
+      if (error instanceof SessionChangedError) this.refuse(error);
+      throw error;
+    }
+    const { connection, sequencePresent } = opened;
+    if (!sequencePresent) {
+      try {
+        await this.createSequence(connection);
+      } catch (error) {
+        connection.kill(error as Error);
+        throw error;
+      }
+    }
+    return connection;
+  }
+
+  private async createSequence(connection: LockConnection): Promise<void> {
+    const sequence = this.statements.sequence;
+    try {
+      await connection.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence}`, rowMode: 'array' }, this.connectTimeoutMs);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      // Another process created it at the same moment.
+      if (code === '42P07' || code === '23505') return;
+      throw new Error(
+        `cannot create the fencing-token sequence ${sequence} (${(error as Error).message}); ` +
+          `create it once with "CREATE SEQUENCE ${sequence}" and grant USAGE on it to this role`,
+        { cause: error },
+      );
+    }
+  }
+
+  private async shutDownNow(): Promise<void> {
+    this.held.close();
+    this.monitor.stop();
+    // Aborted waits end their sessions as soon as the server answers the cancel.
+    await Promise.race([
+      Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
+      new Promise((resolve) => setTimeout(resolve, this.connectTimeoutMs).unref()),
+    ]);
+    // Sessions still held past the grace period stay until their holders release
+    // them, without keeping the process alive.
+    for (const lock of this.held.values()) lock.connection.unref();
+    await this.pool.close();
+    this.deadlines.clear();
+  }
+
+  private *heldSessions(): Iterable<LockConnection> {
+    for (const lock of this.held.values()) if (!lock.released) yield lock.connection;
+  }
+}
+
+function truncateUtf8(text: string, maxBytes: number): string {
+  let out = text;
+  while (Buffer.byteLength(out, 'utf8') > maxBytes) out = out.slice(0, -1);
+  return out;
 }

@@ -1,0 +1,157 @@
+import { DeadlineQueue } from '../../internal/deadline-queue';
+import type { LockConnection } from './lock-connection';
+import { LockConnectionPool, type ConnectionRequest, type PendingConnection } from './lock-connection.pool';
+
+/** Just enough of a connection for the pool's bookkeeping. */
+class FakeConnection {
+  dead: Error | undefined;
+  idleSince = 0;
+  ended = false;
+  out = false;
+  private listener: ((c: LockConnection) => void) | undefined;
+  constructor(readonly id: number) {}
+  onDeath(listener: (c: LockConnection) => void): void {
+    this.listener = listener;
+  }
+  kill(reason: Error): void {
+    if (this.dead) return;
+    this.dead = reason;
+    this.listener?.(this as unknown as LockConnection);
+  }
+  async end(): Promise<void> {
+    this.ended = true;
+    this.dead ??= new Error('ended');
+  }
+  ref(): void {}
+  unref(): void {}
+}
+
+const request = (timeoutMs = 10_000): ConnectionRequest => ({
+  timeoutMs,
+  timeoutError: () => new Error('timeout'),
+  backendError: (cause) => new Error(`backend: ${(cause as Error).message}`),
+});
+
+const pending = (taken: LockConnection | PendingConnection): PendingConnection => {
+  if (!('promise' in taken)) throw new Error('expected to wait');
+  return taken;
+};
+
+describe('LockConnectionPool', () => {
+  let deadlines: DeadlineQueue;
+  let opened: FakeConnection[];
+  let failNext: Error | undefined;
+  const make = (size: number) =>
+    new LockConnectionPool(
+      {
+        size,
+        open: async () => {
+          if (failNext) throw failNext;
+          const connection = new FakeConnection(opened.length);
+          opened.push(connection);
+          return connection as unknown as LockConnection;
+        },
+        idleTimeoutMs: 60_000,
+        retryAfterFailureMs: 200,
+        closeTimeoutMs: 100,
+      },
+      deadlines,
+    );
+
+  beforeEach(() => {
+    deadlines = new DeadlineQueue();
+    opened = [];
+    failNext = undefined;
+  });
+  afterEach(() => deadlines.clear());
+
+  it('opens up to its size, then queues requests in arrival order', async () => {
+    const pool = make(2);
+    const a = await pending(pool.take(request())).promise;
+    const b = await pending(pool.take(request())).promise;
+    const order: number[] = [];
+    const third = pending(pool.take(request())).promise.then((c) => (order.push(3), c));
+    const fourth = pending(pool.take(request())).promise.then((c) => (order.push(4), c));
+    expect(pool.total).toBe(2);
+    expect(pool.waiting).toBe(2);
+    pool.release(b);
+    expect(await third).toBe(b);
+    pool.release(a);
+    expect(await fourth).toBe(a);
+    expect(order).toEqual([3, 4]);
+    expect(opened).toHaveLength(2);
+  });
+
+  it('reuses an idle connection at once, without a promise', async () => {
+    const pool = make(1);
+    const a = await pending(pool.take(request())).promise;
+    pool.release(a);
+    expect(pool.take(request())).toBe(a);
+  });
+
+  it("times a queued request out with the caller's error, and skips it afterwards", async () => {
+    const pool = make(1);
+    const a = await pending(pool.take(request())).promise;
+    const late = pending(pool.take(request(50)));
+    await expect(late.promise).rejects.toThrow('timeout');
+    expect(pool.waiting).toBe(0);
+    pool.release(a);
+    expect(pool.idleCount).toBe(1);
+  });
+
+  it('withdraws a cancelled request', async () => {
+    const pool = make(1);
+    await pending(pool.take(request())).promise;
+    const waiting = pending(pool.take(request()));
+    const reason = new Error('gone');
+    waiting.cancel(reason);
+    await expect(waiting.promise).rejects.toBe(reason);
+    expect(pool.waiting).toBe(0);
+  });
+
+  it('frees the slot of a discarded or dead connection and serves the queue with a new one', async () => {
+    const pool = make(1);
+    const a = await pending(pool.take(request())).promise;
+    const next = pending(pool.take(request())).promise;
+    (a as unknown as FakeConnection).kill(new Error('terminated'));
+    const b = await next;
+    expect(b).not.toBe(a);
+    pool.discard(b, new Error('unlock failed'));
+    expect(pool.total).toBe(0);
+  });
+
+  it('fails with the backend error when it cannot connect, then fails fast for a moment, then tries again', async () => {
+    const pool = make(3);
+    failNext = new Error('ECONNREFUSED');
+    await expect(pending(pool.take(request())).promise).rejects.toThrow('backend: ECONNREFUSED');
+    failNext = undefined;
+    // Inside the fail-fast window: no new attempt.
+    await expect(pending(pool.take(request())).promise).rejects.toThrow('backend: ECONNREFUSED');
+    expect(opened).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    await expect(pending(pool.take(request())).promise).resolves.toBeDefined();
+  });
+
+  it('on close: rejects queued requests and ends busy connections when they come back', async () => {
+    const pool = make(2);
+    const a = (await pending(pool.take(request())).promise) as unknown as FakeConnection;
+    const b = (await pending(pool.take(request())).promise) as unknown as FakeConnection;
+    const queued = pending(pool.take(request()));
+    await pool.close();
+    await expect(queued.promise).rejects.toThrow(/closed/);
+    pool.release(b as unknown as LockConnection);
+    expect(b.ended).toBe(true);
+    expect(a.ended).toBe(false); // still out: a lock held past the grace period keeps its session
+    pool.release(a as unknown as LockConnection);
+    expect(a.ended).toBe(true);
+    await expect(pending(pool.take(request())).promise).rejects.toThrow(/closed/);
+  });
+
+  it('ends idle connections on close', async () => {
+    const pool = make(2);
+    const a = await pending(pool.take(request())).promise;
+    pool.release(a);
+    await pool.close();
+    expect((a as unknown as FakeConnection).ended).toBe(true);
+  });
+});

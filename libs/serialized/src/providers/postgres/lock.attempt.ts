@@ -1,0 +1,219 @@
+import { performance } from 'node:perf_hooks';
+import { LockBackendError, LockTimeoutError } from '../../errors';
+import { LockConnection } from './lock-connection';
+import type { ConnectionRequest, LockConnectionPool, PendingConnection } from './lock-connection.pool';
+import type { LockStatements } from './postgres-lock.statements';
+import type { PostgresLock } from './postgres-lock';
+import { SessionChangedError } from './session-changed.error';
+
+/** What an attempt needs from its provider. */
+export interface LockAttemptHost {
+  readonly pool: LockConnectionPool;
+  readonly statements: LockStatements;
+  readonly connectTimeoutMs: number;
+  backendError(key: string, cause: unknown): LockBackendError;
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection): PostgresLock;
+  /** The attempt is over; `held` tells whether it ended holding the key. */
+  attemptDone(attempt: LockAttempt, held: boolean): void;
+  /** Sessions are not pinned (a transaction pooler): refuse from now on. */
+  refuse(error: SessionChangedError): void;
+}
+
+/** `wait` queues in PostgreSQL for the rest of the budget; `try` takes the key only if it is free. */
+export type AttemptMode = 'wait' | 'try';
+
+const LOCK_NOT_AVAILABLE = '55P03';
+const UNDEFINED_TABLE = '42P01';
+
+/**
+ * The second level of an acquisition: the caller already owns the key in this
+ * process (first in the local FIFO), so it is the only caller of this process
+ * that takes a lock connection for the key and waits in PostgreSQL's lock queue.
+ *
+ * The wait budget carries over: what is left of `waitTimeoutMs` after the local
+ * queue bounds the wait for a pooled connection, then becomes the statement's
+ * `lock_timeout`, so the server itself ends the wait and the connection comes
+ * back usable. Aborting (the caller's signal, or shutdown) answers the caller at
+ * once and cancels the server wait with a CancelRequest; the session is then
+ * ended, so a lock granted in the same instant is freed rather than kept.
+ */
+export class LockAttempt implements ConnectionRequest {
+  private settled = false;
+  private finished = false;
+  private abortedWith: { reason: unknown } | undefined;
+  private pending: PendingConnection | undefined;
+  private connection: LockConnection | undefined;
+  private retried = false;
+  private readonly onAbort: (() => void) | undefined;
+  private whenDone: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  constructor(
+    private readonly host: LockAttemptHost,
+    readonly key: string,
+    private readonly lockKey: string,
+    private readonly mode: AttemptMode,
+    private readonly waitTimeoutMs: number,
+    private readonly startedAt: number,
+    private readonly signal: AbortSignal | undefined,
+    private readonly resolve: (lock: PostgresLock | null) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    if (signal) {
+      this.onAbort = () => this.abort(signal.reason);
+      signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  /** Resolves when the attempt is over, server side included (made on demand: only shutdown asks). */
+  get done(): Promise<void> {
+    if (this.finished) return Promise.resolve();
+    if (!this.whenDone) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.whenDone = { promise, resolve };
+    }
+    return this.whenDone.promise;
+  }
+
+  /** What is left of the wait budget: how long this attempt may queue for a connection. */
+  get timeoutMs(): number {
+    return Math.max(0, this.remainingMs());
+  }
+
+  /** @internal ConnectionRequest */
+  timeoutError(): LockTimeoutError {
+    return new LockTimeoutError(this.key, this.waitTimeoutMs);
+  }
+
+  /** @internal ConnectionRequest */
+  backendError(cause: unknown): LockBackendError {
+    return this.host.backendError(this.key, cause);
+  }
+
+  start(): void {
+    this.takeConnection();
+  }
+
+  /** Answers the caller with `reason` now; the server side is wound down in the background. */
+  abort(reason: unknown): void {
+    if (this.settled || this.abortedWith) return;
+    this.abortedWith = { reason };
+    this.answer(reason);
+    if (this.pending) {
+      this.pending.cancel(reason);
+    } else if (this.connection) {
+      void this.connection.cancel(this.host.connectTimeoutMs);
+    }
+  }
+
+  private remainingMs(): number {
+    return this.waitTimeoutMs - (performance.now() - this.startedAt);
+  }
+
+  private takeConnection(): void {
+    const taken = this.host.pool.take(this);
+    if (taken instanceof LockConnection) return this.lock(taken);
+    this.pending = taken;
+    taken.promise.then(
+      (connection) => {
+        this.pending = undefined;
+        this.lock(connection);
+      },
+      (error: unknown) => {
+        this.pending = undefined;
+        this.finish(error);
+      },
+    );
+  }
+
+  private lock(connection: LockConnection): void {
+    if (this.abortedWith) {
+      this.host.pool.release(connection);
+      return this.finish(this.abortedWith.reason);
+    }
+    this.connection = connection;
+    const remaining = this.remainingMs();
+    // lock_timeout = 0 would mean "wait forever": with no budget left, only try.
+    const waits = this.mode === 'wait' && remaining >= 1;
+    const statement = waits
+      ? this.host.statements.lock(this.lockKey, `${Math.ceil(remaining)}ms`)
+      : this.host.statements.tryLock(this.lockKey);
+    connection
+      .query(statement, Math.max(0, remaining) + this.host.connectTimeoutMs)
+      .then(
+        (row) => this.answered(connection, row),
+        (error: unknown) => this.failed(connection, error),
+      );
+  }
+
+  private answered(connection: LockConnection, row: unknown[]): void {
+    const [token, pid] = row;
+    if (Number(pid) !== connection.pid) {
+      const error = new SessionChangedError(connection.pid, Number(pid));
+      this.host.refuse(error);
+      this.host.pool.discard(connection, error);
+      return this.finish(this.backendError(error));
+    }
+    if (this.abortedWith) {
+      // The lock may have been granted just before the cancel: ending the session frees it.
+      this.host.pool.discard(connection, new Error('the lock wait was aborted'));
+      return this.finish(this.abortedWith.reason);
+    }
+    if (token === null || token === undefined) {
+      this.host.pool.release(connection);
+      return this.finish(this.mode === 'try' ? null : this.timeoutError());
+    }
+    this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection));
+  }
+
+  private failed(connection: LockConnection, error: unknown): void {
+    const code = (error as { code?: string })?.code;
+    if (this.abortedWith) {
+      // Ended rather than reused: a late cancel must not hit the next statement on it.
+      this.host.pool.discard(connection, new Error('the lock wait was aborted'));
+      return this.finish(this.abortedWith.reason);
+    }
+    if (code === LOCK_NOT_AVAILABLE) {
+      // lock_timeout ended the wait on the server: nothing is held, the session is reusable.
+      this.host.pool.release(connection);
+      return this.finish(this.timeoutError());
+    }
+    if (connection.dead && !this.retried && this.remainingMs() > 0) {
+      // The session ended before the lock was granted, so nothing is held: a pooled
+      // connection that died while idle (a server restart) gets one fresh retry.
+      this.retried = true;
+      this.connection = undefined;
+      this.host.pool.release(connection);
+      return this.takeConnection();
+    }
+    // Anything else (even an error after the grant, e.g. on nextval) ends the
+    // session, which frees whatever the statement may have taken.
+    this.host.pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
+    const cause = code === UNDEFINED_TABLE ? new Error(`the fencing-token sequence ${this.host.statements.sequence} is missing (it is created again on the next connection): ${(error as Error).message}`, { cause: error }) : error;
+    this.finish(this.backendError(cause));
+  }
+
+  private finish(error: unknown, lock?: PostgresLock | null): void {
+    if (!this.finished) {
+      this.finished = true;
+      if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort);
+      this.host.attemptDone(this, !!lock);
+      this.whenDone?.resolve();
+    }
+    if (lock) this.settle(lock);
+    else if (error === undefined) this.settle(null);
+    else this.answer(error);
+  }
+
+  private settle(lock: PostgresLock | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve(lock);
+  }
+
+  private answer(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(error);
+  }
+}

@@ -1,0 +1,33 @@
+import { lockStatements, quoteSequenceName } from './postgres-lock.statements';
+
+describe('postgres lock statements', () => {
+  it('quotes plain and schema-qualified sequence names', () => {
+    expect(quoteSequenceName('fencing')).toBe('"fencing"');
+    expect(quoteSequenceName('locks.fencing_token')).toBe('"locks"."fencing_token"');
+  });
+
+  it.each(['', 'a.b.c', 'x"; DROP TABLE t; --', '1abc', 'has space', "o'brien"])('rejects %j as a sequence name', (name) => {
+    expect(() => quoteSequenceName(name)).toThrow(/fencingSequence/);
+  });
+
+  it('locks, draws the token and reports the session in one statement, with a per-statement lock_timeout', () => {
+    const statements = lockStatements('nestjs_serialized_fencing_token');
+    const lock = statements.lock('42', '1500ms');
+    expect(lock.values).toEqual(['42', '1500ms']);
+    expect(lock.name).toBeDefined();
+    // lock_timeout is local to the statement's transaction (is_local = true), never a session SET.
+    // Evaluated inside out: the budget, the lock, lock_timeout back to 0, then the token.
+    expect(lock.text).toBe(
+      `SELECT nextval('"nestjs_serialized_fencing_token"'::regclass)::text, pg_backend_pid() FROM (` +
+        `SELECT set_config('lock_timeout', '0', true) FROM (` +
+        `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true) OFFSET 0) AS wait OFFSET 0` +
+        `) AS locked OFFSET 0) AS granted`,
+    );
+  });
+
+  it('draws a token on tryLock only when the lock was taken', () => {
+    const { tryLock, unlock } = lockStatements('seq');
+    expect(tryLock('7').text).toMatch(/CASE WHEN pg_try_advisory_lock\(\$1::bigint\) THEN nextval/);
+    expect(unlock('7')).toMatchObject({ text: 'SELECT pg_advisory_unlock($1::bigint)', values: ['7'] });
+  });
+});

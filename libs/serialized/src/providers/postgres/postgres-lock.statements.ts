@@ -1,0 +1,70 @@
+import type { QueryArrayConfig } from 'pg';
+
+/** Default name of the sequence fencing tokens come from. */
+export const DEFAULT_FENCING_SEQUENCE = 'nestjs_serialized_fencing_token';
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
+
+/** The SQL of one provider, prepared once per lock connection (named statements). */
+export interface LockStatements {
+  /** Quoted, possibly schema-qualified sequence name, for DDL. */
+  readonly sequence: string;
+  /** `$1` lock key, `$2` lock_timeout (e.g. `'2500ms'`) → [token text, backend pid]. */
+  lock(lockKey: string, lockTimeout: string): QueryArrayConfig;
+  /** `$1` lock key → [token text or null when busy, backend pid]. */
+  tryLock(lockKey: string): QueryArrayConfig;
+  /** `$1` lock key → [whether this session held it]. */
+  unlock(lockKey: string): QueryArrayConfig;
+}
+
+/**
+ * Validates a sequence name (`name` or `schema.name`, plain identifiers) and
+ * quotes it, so it can be written into SQL text without injection.
+ */
+export function quoteSequenceName(name: string): string {
+  const parts = name.split('.');
+  if (parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
+    throw new Error(`fencingSequence ${JSON.stringify(name)} is invalid: expected "name" or "schema.name" made of letters, digits, _ and $`);
+  }
+  return parts.map((part) => `"${part}"`).join('.');
+}
+
+/**
+ * Builds the statements of one provider. Each costs one round trip:
+ *
+ * - lock: `lock_timeout` is set for this statement only (`set_config(..., true)`
+ *   in autocommit lasts until the statement ends), so the server itself bounds the
+ *   wait and no per-acquire `SET` is needed; the token is drawn from the sequence
+ *   only after the lock is granted (subqueries that are never flattened fix the
+ *   order set_config → pg_advisory_lock → set_config (back to 0) → nextval).
+ *   Holders are granted one after the other, so their tokens strictly increase
+ *   across every session.
+ * - tryLock: `nextval` runs only when the lock was taken (CASE evaluates lazily).
+ * - Both return `pg_backend_pid()`, so every acquisition re-checks that the
+ *   statement ran on the session the connection was opened on (a transaction
+ *   pooler would route statements to different sessions).
+ */
+export function lockStatements(fencingSequence: string): LockStatements {
+  const sequence = quoteSequenceName(fencingSequence);
+  const nextToken = `nextval('${sequence.replace(/'/g, "''")}'::regclass)::text`;
+  // Nested subqueries, not CTEs: a CTE is materialised (measurably slower per call).
+  // Each subquery calls a volatile function and has OFFSET 0, so PostgreSQL never
+  // flattens it into its parent: the rows flow, and the calls happen, inside out.
+  // lock_timeout goes back to 0 as soon as the advisory lock is granted, so a
+  // lock_timeout error can only mean "not granted": had it struck the sequence's
+  // relation lock inside nextval, the session would keep the advisory lock.
+  const lockText =
+    `SELECT ${nextToken}, pg_backend_pid() FROM (` +
+    `SELECT set_config('lock_timeout', '0', true) FROM (` +
+    `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true) OFFSET 0) AS wait OFFSET 0` +
+    `) AS locked OFFSET 0) AS granted`;
+  const tryText = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${nextToken} END, pg_backend_pid()`;
+  const unlockText = 'SELECT pg_advisory_unlock($1::bigint)';
+  const name = (what: string) => `nestjs-serialized:${what}:${fencingSequence}`;
+  return {
+    sequence,
+    lock: (lockKey, lockTimeout) => ({ name: name('lock'), text: lockText, values: [lockKey, lockTimeout], rowMode: 'array' }),
+    tryLock: (lockKey) => ({ name: name('try'), text: tryText, values: [lockKey], rowMode: 'array' }),
+    unlock: (lockKey) => ({ name: 'nestjs-serialized:unlock', text: unlockText, values: [lockKey], rowMode: 'array' }),
+  };
+}

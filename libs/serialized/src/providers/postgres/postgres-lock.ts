@@ -1,0 +1,85 @@
+import { LockLostError } from '../../errors';
+import { PEEK_SIGNAL, type LazySignal } from '../../internal/lazy-signal';
+import type { Lock } from '../../lock.interface';
+import type { LockConnection, SessionHolder } from './lock-connection';
+
+/** What a held lock asks of its provider. */
+export interface PostgresLockOwner {
+  /** Unlocks on the server and frees the key in this process (called once). */
+  releaseLock(lock: PostgresLock): Promise<void>;
+  /** Checks that the lock's session is alive and unchanged. */
+  checkLock(lock: PostgresLock): Promise<void>;
+}
+
+/**
+ * A session-level advisory lock held on one connection of the lock pool. The
+ * connection stays with the lock until release; if its session ends (backend
+ * terminated, network dropped, server restarted) the lock is gone on the server
+ * and `signal` aborts with `LockLostError`.
+ */
+export class PostgresLock implements Lock, LazySignal, SessionHolder {
+  private controller: AbortController | undefined;
+  private lostWith: LockLostError | undefined;
+  private releasing: Promise<void> | undefined;
+
+  constructor(
+    readonly key: string,
+    readonly fencingToken: bigint,
+    /** The 64-bit advisory lock key, as a decimal string. */
+    readonly lockKey: string,
+    /** The session that holds the lock. */
+    readonly connection: LockConnection,
+    private readonly owner: PostgresLockOwner,
+  ) {}
+
+  /** The signal if one exists or the lock was lost (`LockService` asks at release without making one). */
+  [PEEK_SIGNAL](): AbortSignal | undefined {
+    return this.controller || this.lostWith ? this.signal : undefined;
+  }
+
+  get signal(): AbortSignal {
+    // Made on first use: most holders never look at it.
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostWith) this.controller.abort(this.lostWith);
+    }
+    return this.controller.signal;
+  }
+
+  /** Why the lock was lost, if it was. */
+  get lost(): LockLostError | undefined {
+    return this.lostWith;
+  }
+
+  get released(): boolean {
+    return this.releasing !== undefined;
+  }
+
+  /** Called by the connection when its session ends while it holds this lock. */
+  sessionLost(reason: Error): void {
+    if (this.released) return;
+    this.markLost(new LockLostError(this.key, `its PostgreSQL session ended (${reason.message})`, reason));
+  }
+
+  /** Aborts `signal` with `error` (once). */
+  markLost(error: LockLostError): void {
+    if (this.lostWith) return;
+    this.lostWith = error;
+    this.controller?.abort(error);
+  }
+
+  /**
+   * A session lock has no lease to push: it lasts as long as its session, which
+   * the provider pings while the lock is held. This checks the session now and
+   * rejects with `LockLostError` if the lock is no longer ours.
+   */
+  async extend(): Promise<void> {
+    if (this.released) throw new LockLostError(this.key, 'it was already released');
+    if (this.lostWith) throw this.lostWith;
+    await this.owner.checkLock(this);
+  }
+
+  release(): Promise<void> {
+    return (this.releasing ??= this.owner.releaseLock(this));
+  }
+}
