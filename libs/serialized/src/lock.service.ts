@@ -4,6 +4,7 @@ import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.i
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
+import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
@@ -140,8 +141,9 @@ export class LockService {
       release: async () => {
         if (!entry.active) return;
         entry.active = false;
-        if (lock.signal.aborted) {
-          this.logger.warn(`${describe(lock.key, handler)} was lost while its holder ran: ${String(lock.signal.reason?.message ?? lock.signal.reason)}`);
+        const signal = existingSignal(lock);
+        if (signal?.aborted) {
+          this.logger.warn(`${describe(lock.key, handler)} was lost while its holder ran: ${String(signal.reason?.message ?? signal.reason)}`);
         }
         try {
           await lock.release();
@@ -156,6 +158,10 @@ export class LockService {
 
 interface InternalHeldKey extends HeldKey {
   readonly entry: HeldEntry;
+}
+
+function existingSignal(lock: Lock): AbortSignal | undefined {
+  return typeof (lock as Partial<LazySignal>)[PEEK_SIGNAL] === 'function' ? (lock as LazySignal)[PEEK_SIGNAL]() : lock.signal;
 }
 
 function describe(key: string, handler: string | undefined): string {

@@ -33,10 +33,16 @@ export class DeadlineQueue {
     const entry: Deadline = { at: performance.now() + delayMs, index: this.heap.length, fire };
     this.heap.push(entry);
     this.up(entry.index);
-    if (entry.index === 0) this.arm();
+    if (entry.at < this.timerAt) this.arm();
     return entry;
   }
 
+  /**
+   * Cancelling leaves an armed timer alone unless nothing is left: it may then fire
+   * before the next deadline, find nothing due and re-arm. A hot key, whose head
+   * waiter (the earliest deadline) leaves at every hand-off, thus costs no
+   * clearTimeout + setTimeout per hand-off.
+   */
   cancel(entry: Deadline): void {
     const i = entry.index;
     if (i < 0) return;
@@ -48,7 +54,7 @@ export class DeadlineQueue {
       this.down(i);
       this.up(last.index);
     }
-    if (i === 0) this.arm();
+    if (this.heap.length === 0) this.arm();
   }
 
   /** Drops every deadline without firing it. */

@@ -1,4 +1,5 @@
 import { LockLostError } from '../../errors';
+import { PEEK_SIGNAL } from '../../internal/lazy-signal';
 import type { Lock } from '../../lock.interface';
 
 /** A key held in this process. Nothing can take it away, so it never expires. */
@@ -11,6 +12,11 @@ export class InMemoryLock implements Lock {
     readonly fencingToken: bigint,
     private readonly onRelease: (lock: InMemoryLock) => void,
   ) {}
+
+  /** The signal if something asked for it (see `PEEK_SIGNAL`). */
+  [PEEK_SIGNAL](): AbortSignal | undefined {
+    return this.controller?.signal;
+  }
 
   get signal(): AbortSignal {
     // Made on first use: most holders never look at it.
