@@ -46,6 +46,7 @@ export class SerializedInterceptor implements NestInterceptor {
       let held: HeldKey | undefined;
       let inner: Subscription | undefined;
       let done = false;
+      let acquiring = true;
 
       const finish = (emit: () => void): void => {
         if (done) return;
@@ -59,6 +60,7 @@ export class SerializedInterceptor implements NestInterceptor {
       (async () => {
         const value = await resolveContextKey(metadata.parsedKey, ctx, handler);
         const acquired = await this.lockService.acquire(lockKeyOf(metadata, value), runOptionsOf(metadata, handler, waiting.signal));
+        acquiring = false;
         stopWatching();
         if (subscriber.closed || done) return acquired.release();
         held = acquired;
@@ -71,6 +73,7 @@ export class SerializedInterceptor implements NestInterceptor {
           ctx.getHandler(),
         );
       })().catch((error) => {
+        acquiring = false;
         stopWatching();
         if (error instanceof ClientGoneError) return; // nobody is listening
         if (!subscriber.closed) subscriber.error(toTransportError(error, ctx));
@@ -78,7 +81,8 @@ export class SerializedInterceptor implements NestInterceptor {
 
       return () => {
         stopWatching();
-        waiting.abort(new ClientGoneError(handler));
+        // Only a caller still waiting has anything to abort; an Error (and its stack) per request is not free.
+        if (acquiring) waiting.abort(new ClientGoneError(handler));
         inner?.unsubscribe();
         finish(() => undefined);
       };
