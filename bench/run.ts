@@ -1,0 +1,144 @@
+/**
+ * `npm run bench` — every scenario, this library and its peers interleaved in one
+ * run, several rounds, medians. Writes bench/results/latest.json and regenerates
+ * docs/BENCHMARKS.md (+ docs/bench/*.svg).
+ *
+ *   npm run bench                 full run (< 5 min on 2 cores)
+ *   npm run bench -- --quick      < 1 min, smaller sizes; writes bench/results/quick.tmp.json only
+ *   npm run bench -- --quick --docs   … and regenerates the docs from the quick run
+ *   npm run bench -- --only 2,3   some scenarios; writes bench/results/partial.tmp.json only
+ *   npm run bench -- --render bench/results/latest.json   re-renders the docs from a results file
+ *
+ * Needs Redis (REDIS_URL, default redis://127.0.0.1:6379) and PostgreSQL
+ * (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres); a backend that
+ * is down is reported as failed, never skipped silently.
+ */
+import './lib/quiet-logger';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from './lib/repo-root';
+import { FULL, QUICK } from './config';
+import type { Log } from './lib/interleave';
+import { machineInfo } from './report/machine';
+import { writeDocs } from './report/markdown';
+import { runSettings } from './report/settings';
+import { evaluateTargets } from './report/targets';
+import type { BenchResults, ResultEntry } from './report/results';
+import { httpOverheadScenario } from './scenarios/http-overhead.scenario';
+import { hotKeyProcessesScenario } from './scenarios/hot-key-processes.scenario';
+import { hotKeyScenario } from './scenarios/hot-key.scenario';
+import { manyKeysScenario } from './scenarios/many-keys.scenario';
+import { memoryScenario } from './scenarios/memory.scenario';
+import type { Scenario } from './scenarios/scenario';
+import { uncontendedScenario } from './scenarios/uncontended.scenario';
+import { cleanupRedis, DATABASE_URL, probeServices, REDIS_URL, runPrefix } from './services';
+import { SUBJECTS } from './subjects';
+
+const ROOT = REPO_ROOT;
+const SCENARIOS: Scenario[] = [uncontendedScenario, hotKeyScenario, hotKeyProcessesScenario, manyKeysScenario, memoryScenario, httpOverheadScenario];
+
+function parseArgs(argv: string[]): { quick: boolean; docs: boolean; only?: number[] } {
+  const quick = argv.includes('--quick');
+  const docs = argv.includes('--docs');
+  const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
+  let only: number[] | undefined;
+  if (i >= 0) {
+    const value = argv[i].includes('=') ? argv[i].split('=')[1] : argv[i + 1];
+    only = (value ?? '').split(',').map(Number).filter((n) => n >= 1 && n <= SCENARIOS.length);
+    if (!only.length) throw new Error(`--only takes scenario numbers 1–${SCENARIOS.length}, e.g. --only 2,3`);
+  }
+  return { quick, docs, only };
+}
+
+async function main(): Promise<void> {
+  // Keeps the process alive while a library closes with only unref'd handles left
+  // (without it Node would exit in the middle of an `await`, silently).
+  const keepAlive = setInterval(() => undefined, 60_000);
+  try {
+    await runAll();
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
+async function runAll(): Promise<void> {
+  const render = process.argv.indexOf('--render');
+  if (render >= 0) {
+    // Re-renders docs/BENCHMARKS.md and the charts from a results file (no measurement).
+    const file = path.resolve(ROOT, process.argv[render + 1] ?? 'bench/results/latest.json');
+    const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
+    results.targets = evaluateTargets(results.entries);
+    writeDocs(results, ROOT);
+    process.stderr.write(`regenerated docs/BENCHMARKS.md and docs/bench/*.svg from ${path.relative(ROOT, file)}\n`);
+    return;
+  }
+  const args = parseArgs(process.argv.slice(2));
+  const config = args.quick ? QUICK : FULL;
+  const started = Date.now();
+  const log: Log = (line) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+  const services = await probeServices();
+  const machine = machineInfo(services);
+  log(`${config.mode} run on ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, Redis ${machine.redis}, PostgreSQL ${machine.postgres}`);
+  const prefix = runPrefix();
+  const context = { config, services, subjects: { redisUrl: REDIS_URL, databaseUrl: DATABASE_URL, prefix }, log };
+
+  const entries: ResultEntry[] = [];
+  const skipped: string[] = [];
+  const cleanup = async (): Promise<void> => {
+    if (!services.redis.reachable) return;
+    const deleted = await cleanupRedis(prefix).catch((error: Error) => (log(`Redis clean-up failed: ${error.message}`), 0));
+    log(`removed ${deleted} Redis keys of ${prefix}`);
+  };
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  try {
+    for (const scenario of SCENARIOS) {
+      if (args.only && !args.only.includes(scenario.id)) {
+        skipped.push(`${scenario.id}. ${scenario.title} (not selected: --only)`);
+        continue;
+      }
+      log(`scenario ${scenario.id}: ${scenario.title}`);
+      const t = Date.now();
+      entries.push(...(await scenario.run(context)));
+      log(`scenario ${scenario.id} done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    }
+  } finally {
+    await cleanup();
+  }
+
+  const argv = process.argv.slice(2).join(' ');
+  const results: BenchResults = {
+    generatedAt: new Date().toISOString(),
+    mode: config.mode,
+    command: `npm run bench${argv ? ` -- ${argv}` : ''}`,
+    durationSec: Math.round((Date.now() - started) / 1000),
+    machine,
+    settings: runSettings(config),
+    contenders: Object.entries(SUBJECTS).flatMap(([backend, specs]) =>
+      specs.map((s) => ({ id: s.id, label: s.label, kind: s.kind, settings: s.settings, backend })),
+    ),
+    entries,
+    targets: evaluateTargets(entries),
+    skipped,
+  };
+  // quick and partial results are scratch (git-ignored: bench/results/*.tmp.json); latest.json is the reference.
+  const file = args.only ? 'partial.tmp.json' : args.quick ? 'quick.tmp.json' : 'latest.json';
+  mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
+  writeFileSync(path.join(ROOT, 'bench', 'results', file), `${JSON.stringify(results, null, 2)}\n`);
+  log(`wrote bench/results/${file}`);
+  if (!args.only && (!args.quick || args.docs)) {
+    writeDocs(results, ROOT);
+    log('regenerated docs/BENCHMARKS.md and docs/bench/*.svg');
+  }
+  for (const target of results.targets) log(`target ${target.status.toUpperCase().padEnd(12)} ${target.description}: ${target.measured}${target.gap ? ` (${target.gap})` : ''}`);
+  log(`done in ${results.durationSec} s`);
+  // Everything is closed; if some library still holds a handle, say so rather than hang silently.
+  setTimeout(() => {
+    log('warning: the process did not exit on its own within 10 s (a connection left open); exiting');
+    process.exit(0);
+  }, 10_000).unref();
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

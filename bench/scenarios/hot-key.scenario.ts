@@ -1,0 +1,106 @@
+import { now, sleep } from '../lib/clock';
+import { CriticalSections } from '../lib/handoffs';
+import { describeError, interleave, type Sample } from '../lib/interleave';
+import { measureOpened } from '../lib/open-subjects';
+import type { ResultEntry } from '../report/results';
+import { freePostgresConnections, withTimeout } from '../services';
+import { BACKEND_LABEL, SUBJECTS } from '../subjects';
+import type { LockSubject } from '../subjects/subject';
+import { handoffEntries } from './handoff-entries';
+import { backendDown, type Scenario, type ScenarioContext } from './scenario';
+
+/**
+ * 2. One hot key, 100 concurrent waiters in one process, each looping
+ * acquire → empty critical section → release. Hand-offs per second, and the
+ * hand-off latency: from the holder's release call to the next holder's start.
+ */
+export const hotKeyScenario: Scenario = {
+  id: 2,
+  title: 'One hot key, 100 concurrent waiters, one process',
+  async run(context: ScenarioContext): Promise<ResultEntry[]> {
+    const { config, log } = context;
+    const { rounds, waiters, warmupMs, durationMs, drainTimeoutMs } = config.hotKey;
+    const entries: ResultEntry[] = [];
+    for (const backend of ['memory', 'redis', 'postgres'] as const) {
+      log(`  [2] ${BACKEND_LABEL[backend]}`);
+      const specs = SUBJECTS[backend].filter((s) => s.canWait);
+      const down = backendDown(context.services, backend);
+      const tooMany = new Map<string, string>();
+      if (!down && backend === 'postgres') {
+        const { free, max, used } = await freePostgresConnections();
+        for (const spec of specs) {
+          const needed = spec.connectionsFor?.(waiters) ?? 0;
+          if (needed > free) {
+            tooMany.set(spec.id, `needs ${needed} simultaneous server connections (one per waiting caller); this server has max_connections=${max} with ${used} in use — not run, to avoid starving the shared server`);
+          }
+        }
+      }
+      const outcomes = await interleave(
+        specs.map((s) => s.id),
+        rounds,
+        async (id, round): Promise<Sample> => {
+          if (down) return { metrics: {}, failure: down };
+          if (tooMany.has(id)) return { metrics: {}, failure: tooMany.get(id) };
+          return measureOpened(specs.find((s) => s.id === id)!, context.subjects, (subject) =>
+            measureHotKey(subject, `hot${round}:${id}`, waiters, warmupMs, durationMs, drainTimeoutMs),
+          );
+        },
+        log,
+      );
+      entries.push(
+        ...handoffEntries({
+          scenario: 2,
+          backend,
+          title: `2. Hot key, ${waiters} waiters, 1 process (${BACKEND_LABEL[backend]})`,
+          params: `${waiters} concurrent waiters looping on one key in one process, empty critical section; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`,
+          specs,
+          outcomes,
+        }),
+      );
+    }
+    return entries;
+  },
+};
+
+/** Runs `waiters` loops on one key; hand-offs are those whose critical section starts in the window. */
+export async function measureHotKey(
+  subject: LockSubject,
+  key: string,
+  waiters: number,
+  warmupMs: number,
+  durationMs: number,
+  drainTimeoutMs: number,
+): Promise<Sample> {
+  const sections = new CriticalSections();
+  const from = now() + warmupMs;
+  const to = from + durationMs;
+  const failures: string[] = [];
+  const critical = (): void => {
+    const start = now();
+    sections.record(start, now());
+  };
+  const loop = async (): Promise<void> => {
+    // Time is checked on every turn: a lock that hands over in microtasks never lets a timer fire.
+    while (now() < to) {
+      try {
+        await subject.withLock(key, critical);
+      } catch (error) {
+        failures.push(describeError(error));
+        return; // this waiter gave up
+      }
+    }
+  };
+  const all = Promise.all(Array.from({ length: waiters }, loop));
+  try {
+    await withTimeout(all, to - now() + drainTimeoutMs, `waiters did not finish within ${drainTimeoutMs} ms after the window`);
+  } catch (error) {
+    failures.push(describeError(error));
+  }
+  await sleep(0);
+  const stats = sections.analyse(from, to);
+  const metrics = { handoffsPerSec: stats.handoffsPerSec, p50: stats.p50, p99: stats.p99 };
+  if (failures.length) return { metrics, failure: `${failures.length} of ${waiters} waiters gave up or erred (${failures[0]})` };
+  if (stats.overlaps) return { metrics, failure: `mutual exclusion broken: ${stats.overlaps} critical sections overlapped their predecessor` };
+  if (stats.count === 0) return { metrics, failure: 'no hand-off in the measuring window' };
+  return { metrics };
+}

@@ -1,0 +1,146 @@
+import { load } from '../lib/autocannon';
+import { describeError, interleave, type Outcome, type Sample } from '../lib/interleave';
+import { WorkerProcess } from '../lib/worker-process';
+import { buildEntry, type ContenderInfo, type ResultEntry } from '../report/results';
+import { backendDown, type Scenario, type ScenarioContext } from './scenario';
+
+type Driver = 'memory' | 'redis';
+/** The apps: one per driver, and an in-memory one that only ever serves the undecorated route. */
+type App = Driver | 'fresh';
+type Variant = 'plain' | 'intercepted' | 'distinct' | 'hot';
+
+const ROUTE: Record<Variant, (i: number) => string> = {
+  plain: (i) => `/overhead/plain/${i}`,
+  intercepted: (i) => `/bench-probe/intercepted/${i}`,
+  distinct: (i) => `/overhead/serialized/${i}`,
+  hot: () => '/overhead/serialized/hot',
+};
+
+const VARIANTS: Record<Variant, ContenderInfo> = {
+  plain: { id: 'plain', label: 'undecorated handler', kind: 'baseline', settings: 'POST /overhead/plain/:id, distinct ids' },
+  intercepted: {
+    id: 'intercepted',
+    label: 'undecorated + a no-op interceptor',
+    kind: 'baseline',
+    settings: 'the same handler behind @UseInterceptors(NoopInterceptor) (returns next.handle()): the cost of Nest\'s interceptor pipeline alone',
+  },
+  distinct: { id: 'distinct', label: '@Serialized, distinct keys', kind: 'ours', settings: "POST /overhead/serialized/:id with @Serialized('id'), a new id per request" },
+  hot: { id: 'hot', label: '@Serialized, one hot key', kind: 'ours', settings: "POST /overhead/serialized/hot: every request on one key" },
+};
+
+const FRESH: ContenderInfo = {
+  id: 'fresh',
+  label: 'undecorated, app that never ran @Serialized',
+  kind: 'baseline',
+  settings: 'POST /overhead/plain/:id on a separate app process that never serves a serialized route, so AsyncLocalStorage was never enabled',
+};
+const AFTER: ContenderInfo = { ...VARIANTS.plain, kind: 'ours', label: 'undecorated, after @Serialized ran' };
+
+const DRIVER_LABEL: Record<Driver, string> = { memory: 'in-memory', redis: 'Redis' };
+
+/**
+ * 6. What `@Serialized` costs per request: autocannon (programmatic API, in this
+ * process) against the example app (Express, in a child process), on the same
+ * trivial handler undecorated, decorated with distinct keys, and decorated with
+ * one hot key — in-memory and Redis drivers, all six interleaved per round.
+ */
+export const httpOverheadScenario: Scenario = {
+  id: 6,
+  title: 'HTTP overhead of @Serialized (autocannon)',
+  async run(context: ScenarioContext): Promise<ResultEntry[]> {
+    const { config, log } = context;
+    const { rounds, connections, durationSec, warmupRequests } = config.http;
+    const apps = new Map<App, { worker?: WorkerProcess; url?: string; error?: string }>();
+    try {
+      // The three apps start in parallel (Nest start-up is the slow part), then warm up one after another.
+      await Promise.all(
+        (['memory', 'redis', 'fresh'] as const).map(async (app) => {
+          const driver: Driver = app === 'fresh' ? 'memory' : app;
+          const down = driver === 'redis' ? backendDown(context.services, 'redis') : undefined;
+          if (down) return void apps.set(app, { error: down });
+          const worker = WorkerProcess.start(`http app (${app})`, 'bench/workers/http-app.worker.ts');
+          try {
+            const started = await worker.request(
+              { type: 'start', driver, redisUrl: context.subjects.redisUrl, keyPrefix: `${context.subjects.prefix}:http` },
+              'started',
+              60_000,
+            );
+            apps.set(app, { worker, url: `http://127.0.0.1:${started.port as number}` });
+          } catch (error) {
+            apps.set(app, { worker, error: `app did not start: ${describeError(error)}` });
+          }
+        }),
+      );
+      for (const [app, { url }] of apps) {
+        if (!url) continue;
+        log(`  [6] ${app === 'fresh' ? 'undecorated-only' : DRIVER_LABEL[app]} app on ${url}; warming up`);
+        const routes: Variant[] = app === 'fresh' ? ['plain'] : app === 'redis' ? ['plain', 'distinct', 'hot'] : ['plain', 'intercepted', 'distinct', 'hot'];
+        for (const variant of routes) await load(url, ROUTE[variant], connections, durationSec, warmupRequests);
+      }
+
+      const ids = [
+        ...(['memory', 'redis'] as const).flatMap((d) => (Object.keys(ROUTE) as Variant[]).filter((v) => v !== 'intercepted' || d === 'memory').map((v) => `${d}:${v}`)),
+        'fresh:plain',
+      ];
+      const outcomes = await interleave(
+        ids,
+        rounds,
+        async (id): Promise<Sample> => {
+          const [name, variant] = id.split(':') as [App, Variant];
+          const app = apps.get(name)!;
+          if (!app.url) return { metrics: {}, failure: app.error };
+          const result = await load(app.url, ROUTE[variant], connections, durationSec);
+          const metrics = { requestsPerSec: result.requestsPerSec, p99: result.p99 };
+          if (result.bad) return { metrics, failure: `${result.bad} requests failed (non-2xx, errors or timeouts)` };
+          return { metrics };
+        },
+        log,
+      );
+
+      const entries: ResultEntry[] = [];
+      for (const driver of ['memory', 'redis'] as const) {
+        const byVariant = new Map<string, Outcome>();
+        for (const variant of ['plain', 'distinct', 'hot'] as const) byVariant.set(variant, { ...outcomes.get(`${driver}:${variant}`)!, id: variant });
+        byVariant.set('intercepted', { ...outcomes.get('memory:intercepted')!, id: 'intercepted' });
+        byVariant.set('fresh', { ...outcomes.get('fresh:plain')!, id: 'fresh' });
+        for (const variant of ['distinct', 'hot'] as const) {
+          const common = {
+            scenario: 6,
+            group: 'http' as const,
+            params: `autocannon, ${connections} connections, pipelining 1, ${durationSec} s per run after a ${warmupRequests}-request warm-up per route; Express; median of ${rounds} rounds`,
+            contenders: [VARIANTS[variant], VARIANTS.plain, VARIANTS.intercepted, FRESH],
+            outcomes: byVariant,
+          };
+          const title = `6. HTTP, ${DRIVER_LABEL[driver]} driver, @Serialized on ${variant === 'distinct' ? 'distinct keys' : 'one hot key'}`;
+          entries.push(
+            buildEntry({ ...common, id: `6.${driver}.${variant}.rps`, name: `${title} — requests/s`, metric: 'requestsPerSec', unit: 'req/s', betterIs: 'higher' }),
+            buildEntry({ ...common, id: `6.${driver}.${variant}.p99`, name: `${title} — latency p99`, metric: 'p99', unit: 'ms', betterIs: 'lower' }),
+          );
+        }
+      }
+      // What enabling the library costs the routes it does not decorate (Node 20: AsyncLocalStorage promise hooks).
+      const appWide = new Map<string, Outcome>([
+        ['plain', { ...outcomes.get('memory:plain')!, id: 'plain' }],
+        ['fresh', { ...outcomes.get('fresh:plain')!, id: 'fresh' }],
+      ]);
+      const appWideCommon = {
+        scenario: 6,
+        group: 'http' as const,
+        params: `undecorated route of the in-memory app (after @Serialized requests were served) vs the same route on an app that never served one; autocannon ${connections} connections, ${durationSec} s; median of ${rounds} rounds`,
+        contenders: [AFTER, FRESH],
+        outcomes: appWide,
+        notes: ['On Node 20 the first LockService.run enables an AsyncLocalStorage, whose promise hooks then run for every promise of the process; this row measures what that costs a route the decorator does not touch.'],
+      };
+      entries.push(
+        buildEntry({ ...appWideCommon, id: '6.memory.app-wide.rps', name: '6. HTTP, undecorated route once @Serialized has run (app-wide cost) — requests/s', metric: 'requestsPerSec', unit: 'req/s', betterIs: 'higher' }),
+        buildEntry({ ...appWideCommon, id: '6.memory.app-wide.p99', name: '6. HTTP, undecorated route once @Serialized has run (app-wide cost) — latency p99', metric: 'p99', unit: 'ms', betterIs: 'lower' }),
+      );
+      return entries;
+    } finally {
+      for (const { worker } of apps.values()) {
+        await worker?.request({ type: 'close' }, 'closed', 15_000).catch(() => undefined);
+        await worker?.stop();
+      }
+    }
+  },
+};

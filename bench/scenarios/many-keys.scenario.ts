@@ -1,0 +1,107 @@
+import { now, sleep } from '../lib/clock';
+import { describeError, interleave, type Sample } from '../lib/interleave';
+import { measureOpened } from '../lib/open-subjects';
+import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
+import { freePostgresConnections } from '../services';
+import { BACKEND_LABEL, SUBJECTS } from '../subjects';
+import type { LockSubject } from '../subjects/subject';
+import { backendDown, type Scenario, type ScenarioContext } from './scenario';
+
+const noop = (): void => undefined;
+
+/**
+ * 4. Many keys at once: K distinct keys, 8 operations on each started together
+ * (8·K callers in flight, each key contended 8-deep). Operations per second from
+ * the first call to the last release.
+ */
+export const manyKeysScenario: Scenario = {
+  id: 4,
+  title: '10,000 distinct keys, 8 concurrent operations each',
+  async run(context: ScenarioContext): Promise<ResultEntry[]> {
+    const { config, log } = context;
+    const { rounds: roundsOf, keys: keysOf, opsPerKey, timeoutMs } = config.manyKeys;
+    const entries: ResultEntry[] = [];
+    for (const backend of ['memory', 'redis', 'postgres'] as const) {
+      const keys = keysOf[backend];
+      const rounds = roundsOf[backend];
+      log(`  [4] ${BACKEND_LABEL[backend]} (${keys} keys × ${opsPerKey})`);
+      const specs = SUBJECTS[backend].filter((s) => s.canWait);
+      const down = backendDown(context.services, backend);
+      const tooMany = new Map<string, string>();
+      if (!down && backend === 'postgres') {
+        const { free, max, used } = await freePostgresConnections();
+        for (const spec of specs) {
+          const needed = spec.connectionsFor?.(keys * opsPerKey) ?? 0;
+          if (needed > free) {
+            tooMany.set(spec.id, `needs ${needed} simultaneous server connections (one per waiting caller); this server has max_connections=${max} with ${used} in use — not run, to avoid starving the shared server`);
+          }
+        }
+      }
+      const outcomes = await interleave(
+        specs.map((s) => s.id),
+        rounds,
+        async (id, round): Promise<Sample> => {
+          if (down) return { metrics: {}, failure: down };
+          if (tooMany.has(id)) return { metrics: {}, failure: tooMany.get(id) };
+          return measureOpened(specs.find((s) => s.id === id)!, context.subjects, async (subject) => {
+            // A short warm-up on a twentieth of the keys (JIT, connections, scripts loaded).
+            const warm = await burst(subject, `mw${round}:${id}:`, Math.max(10, Math.floor(keys / 20)), opsPerKey, timeoutMs);
+            if (warm.failure) return { metrics: {}, failure: warm.failure };
+            return burst(subject, `m${round}:${id}:`, keys, opsPerKey, timeoutMs);
+          });
+        },
+        log,
+      );
+      const scaled = keys !== 10_000 ? [`${keys} keys instead of 10,000 in this ${config.mode} run (a --quick run scales the key count down to stay under a minute).`] : [];
+      if (rounds === 1) scaled.push('One round only: the polling peers need about 25 s per 80,000 operations, and the full run has to stay under 5 minutes.');
+      entries.push(
+        buildEntry({
+          id: `4.${backend}.ops`,
+          scenario: 4,
+          group: GROUP_OF[backend],
+          name: `4. ${keys.toLocaleString('en-US')} keys × ${opsPerKey} concurrent operations (${BACKEND_LABEL[backend]})`,
+          metric: 'opsPerSec',
+          unit: 'ops/s',
+          betterIs: 'higher',
+          params: `${keys} distinct keys, ${opsPerKey} operations on each started at once (${keys * opsPerKey} in flight), empty critical section; ${rounds === 1 ? 'one round' : `median of ${rounds} rounds`}`,
+          contenders: specs,
+          outcomes,
+          notes: scaled,
+        }),
+      );
+    }
+    return entries;
+  },
+};
+
+async function burst(subject: LockSubject, prefix: string, keys: number, opsPerKey: number, timeoutMs: number): Promise<Sample> {
+  const start = now();
+  let done = 0;
+  const failures: string[] = [];
+  const calls: Promise<void>[] = [];
+  for (let k = 0; k < keys; k++) {
+    const key = prefix + k;
+    for (let j = 0; j < opsPerKey; j++) {
+      calls.push(
+        subject.withLock(key, noop).then(
+          () => void done++,
+          (error: unknown) => void failures.push(describeError(error)),
+        ),
+      );
+    }
+  }
+  const total = calls.length;
+  const all = Promise.all(calls);
+  let timer: NodeJS.Timeout | undefined;
+  const finished = await Promise.race([all.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)))]);
+  clearTimeout(timer);
+  const elapsedMs = now() - start;
+  const metrics = { opsPerSec: done / (elapsedMs / 1000) };
+  if (!finished) {
+    // Let the stragglers give up on their own before the next contender runs (bounded).
+    await Promise.race([all, sleep(15_000)]);
+    return { metrics, failure: `did not finish ${total} operations within ${timeoutMs / 1000} s (${done} done${failures.length ? `, ${failures.length} failed: ${failures[0]}` : ''})` };
+  }
+  if (failures.length) return { metrics, failure: `${failures.length} of ${total} operations gave up or erred (${failures[0]})` };
+  return { metrics };
+}

@@ -1,0 +1,83 @@
+import AsyncLock from 'async-lock';
+import { Mutex } from 'async-mutex';
+import { InMemoryLockProvider, LockService } from 'nestjs-serialized';
+import type { LockSubject, SubjectSpec } from './subject';
+
+/**
+ * `LockService` keeps its reentrancy context in an AsyncLocalStorage. On Node 20 an
+ * enabled AsyncLocalStorage installs promise hooks that tax every promise in the
+ * process — the peers measured after this library included. Closing a subject of
+ * this library disables it again, so each contender runs under its own costs only.
+ */
+export function releaseAsyncContext(service: LockService): void {
+  (service as unknown as { context?: { disable?: () => void } }).context?.disable?.();
+}
+
+/** This library as users call it: `LockService.run` over the in-memory provider (defaults). */
+export const oursMemory: SubjectSpec = {
+  id: 'ours',
+  label: 'nestjs-serialized',
+  kind: 'ours',
+  backend: 'memory',
+  settings: 'new LockService(new InMemoryLockProvider()); service.run(key, fn) — defaults (waitTimeoutMs 10 s, maxPending 1000)',
+  canWait: true,
+  async open(): Promise<LockSubject> {
+    const provider = new InMemoryLockProvider();
+    const service = new LockService(provider);
+    return {
+      withLock: (key, fn) => service.run(key, fn),
+      close: async () => {
+        await provider.close();
+        releaseAsyncContext(service);
+      },
+    };
+  },
+};
+
+/**
+ * async-mutex has no keyed lock; its maintainers point to a Map of Mutex. Entries
+ * are reference-counted and deleted when the last user leaves, so idle keys cost
+ * nothing (as the library's own in-memory provider guarantees).
+ */
+export const asyncMutexMap: SubjectSpec = {
+  id: 'async-mutex',
+  label: 'async-mutex (Map of Mutex)',
+  kind: 'peer',
+  backend: 'memory',
+  settings: 'Map<key, { mutex: new Mutex(), users }>; mutex.runExclusive(fn); entry deleted when its last user leaves',
+  canWait: true,
+  async open(): Promise<LockSubject> {
+    const mutexes = new Map<string, { mutex: Mutex; users: number }>();
+    return {
+      async withLock(key, fn) {
+        let entry = mutexes.get(key);
+        if (!entry) mutexes.set(key, (entry = { mutex: new Mutex(), users: 0 }));
+        entry.users++;
+        try {
+          await entry.mutex.runExclusive(fn);
+        } finally {
+          if (--entry.users === 0) mutexes.delete(key);
+        }
+      },
+      close: async () => mutexes.clear(),
+    };
+  },
+};
+
+export const asyncLock: SubjectSpec = {
+  id: 'async-lock',
+  label: 'async-lock',
+  kind: 'peer',
+  backend: 'memory',
+  settings: 'new AsyncLock({ maxPending: 1000 }); lock.acquire(key, fn) — no timeout (its default)',
+  canWait: true,
+  async open(): Promise<LockSubject> {
+    const lock = new AsyncLock({ maxPending: 1000 });
+    return {
+      withLock: (key, fn) => lock.acquire(key, fn),
+      close: async () => undefined,
+    };
+  },
+};
+
+export const memorySubjects: SubjectSpec[] = [oursMemory, asyncMutexMap, asyncLock];

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import advisoryLock from 'advisory-lock';
+import { Client } from 'pg';
+import { LockService, PostgresLockProvider } from 'nestjs-serialized';
+import { releaseAsyncContext } from './memory.subjects';
+import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
+
+/** Connections of this library's lock pool per process (its default). */
+export const OURS_LOCK_POOL_SIZE = 10;
+
+export const oursPostgres: SubjectSpec = {
+  id: 'ours',
+  label: 'nestjs-serialized',
+  kind: 'ours',
+  backend: 'postgres',
+  settings: `new PostgresLockProvider({ connectionString, keyPrefix }) (lock pool ${OURS_LOCK_POOL_SIZE} connections, waitTimeoutMs 10 s, defaults); LockService.run(key, fn)`,
+  canWait: true,
+  connectionsFor: () => OURS_LOCK_POOL_SIZE,
+  async open(context: SubjectContext): Promise<LockSubject> {
+    const provider = new PostgresLockProvider({ connectionString: context.databaseUrl, keyPrefix: `${context.prefix}:ours` });
+    const service = new LockService(provider);
+    return {
+      withLock: (key, fn) => service.run(key, fn),
+      close: async () => {
+        await provider.close();
+        releaseAsyncContext(service);
+      },
+    };
+  },
+};
+
+/**
+ * advisory-lock as documented: `advisoryLock(url)(name).withLock(fn)`. It opens a
+ * new pg.Client for every lock() and ends it on unlock, so N simultaneous callers
+ * hold N server connections.
+ */
+export const advisoryLockPeer: SubjectSpec = {
+  id: 'advisory-lock',
+  label: 'advisory-lock',
+  kind: 'peer',
+  backend: 'postgres',
+  settings: 'advisoryLock(url)(name).withLock(fn) — its only mode: a new connection per lock() (pg_advisory_lock), closed after pg_advisory_unlock',
+  canWait: true,
+  connectionsFor: (concurrency) => concurrency,
+  async open(context: SubjectContext): Promise<LockSubject> {
+    const createMutex = advisoryLock(context.databaseUrl);
+    return {
+      async withLock(key, fn) {
+        await createMutex(`${context.prefix}:advisory-lock:${key}`).withLock(async () => fn());
+      },
+      close: async () => undefined,
+    };
+  },
+};
+
+/** First 8 bytes of SHA-256 as a signed 64-bit key, as a careful implementation hashes. */
+export function advisoryKey(name: string): string {
+  return createHash('sha256').update(name).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * The physical floor: one connection, `SELECT pg_advisory_lock($1)` then
+ * `SELECT pg_advisory_unlock($1)` (result checked). Only uncontended: two callers
+ * on one session would both "hold" the session-level lock.
+ */
+export const postgresFloor: SubjectSpec = {
+  id: 'floor',
+  label: 'floor: pg_advisory_lock + unlock',
+  kind: 'floor',
+  backend: 'postgres',
+  settings: 'one pg.Client; SELECT pg_advisory_lock($1::bigint); SELECT pg_advisory_unlock($1::bigint) (SHA-256 64-bit key, named prepared statements)',
+  canWait: false,
+  connectionsFor: () => 1,
+  async open(context: SubjectContext): Promise<LockSubject> {
+    const client = new Client({ connectionString: context.databaseUrl });
+    await client.connect();
+    let chain: Promise<unknown> = Promise.resolve();
+    const run = async (key: string, fn: () => void | Promise<void>): Promise<void> => {
+      const id = advisoryKey(`${context.prefix}:floor:${key}`);
+      await client.query({ name: 'nsbench_lock', text: 'SELECT pg_advisory_lock($1::bigint)', values: [id] });
+      try {
+        await fn();
+      } finally {
+        const { rows } = await client.query({ name: 'nsbench_unlock', text: 'SELECT pg_advisory_unlock($1::bigint) AS ok', values: [id] });
+        if (rows[0]?.ok !== true) throw new Error('floor: pg_advisory_unlock returned false');
+      }
+    };
+    return {
+      // One session: calls are taken one after another, never interleaved on the session.
+      withLock(key, fn) {
+        const next = chain.then(() => run(key, fn));
+        chain = next.catch(() => undefined);
+        return next;
+      },
+      close: () => client.end(),
+    };
+  },
+};
+
+export const postgresSubjects: SubjectSpec[] = [oursPostgres, advisoryLockPeer, postgresFloor];

@@ -1,0 +1,42 @@
+/** Where a subject keeps its locks. */
+export type Backend = 'memory' | 'redis' | 'postgres';
+
+/** This library, a library users pick instead, or the bare backend calls nothing can beat. */
+export type SubjectKind = 'ours' | 'peer' | 'floor';
+
+/** What a subject needs to connect: service URLs and a key namespace of this run. */
+export interface SubjectContext {
+  redisUrl: string;
+  databaseUrl: string;
+  /** Prefix of every key this subject creates (cleaned up after the run). */
+  prefix: string;
+}
+
+/** One contender, as its users would set it up. */
+export interface SubjectSpec {
+  /** Stable id used in results (`ours`, `redlock-10ms`, …). */
+  id: string;
+  label: string;
+  kind: SubjectKind;
+  backend: Backend;
+  /** The settings used, for the report. */
+  settings: string;
+  /**
+   * Whether callers can wait for a busy key. The physical floors cannot: they are
+   * one connection doing nothing but the two commands, so they only run uncontended.
+   */
+  canWait: boolean;
+  /** Server connections it opens for `concurrency` simultaneous callers in one process. */
+  connectionsFor?(concurrency: number): number;
+  open(context: SubjectContext): Promise<LockSubject>;
+}
+
+/**
+ * An opened subject: run `fn` holding `key`, released as soon as `fn` returns (or
+ * the promise it returns settles). The benchmarks' critical sections are
+ * synchronous except where a key must stay held (the memory scenario).
+ */
+export interface LockSubject {
+  withLock(key: string, fn: () => void | Promise<void>): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,35 @@
+/**
+ * Scenario 6: the example app in a process of its own (so the load generator and
+ * the server do not share an event loop), on Express, with the library's
+ * in-memory or Redis driver, plus a no-op-interceptor probe route. Replies with
+ * its port; closes on request.
+ */
+import type { INestApplication } from '@nestjs/common';
+import { createApp } from '../../src/app.factory';
+import { serveRequests, type Message } from '../lib/worker-process';
+import { InterceptorProbeModule } from './interceptor-probe.module';
+
+let app: INestApplication | undefined;
+
+serveRequests(async (message: Message): Promise<Message | undefined> => {
+  switch (message.type) {
+    case 'start': {
+      const driver = message.driver as 'memory' | 'redis';
+      app = await createApp({
+        config: { adapter: 'express', store: 'memory' },
+        serialized: driver === 'redis' ? { driver, redis: { url: message.redisUrl as string }, keyPrefix: message.keyPrefix as string } : { driver },
+        logger: false,
+        imports: [InterceptorProbeModule],
+      });
+      await app.listen(0, '127.0.0.1');
+      const address = app.getHttpServer().address() as { port: number };
+      return { type: 'started', port: address.port };
+    }
+    case 'close':
+      await app?.close();
+      app = undefined;
+      return { type: 'closed' };
+    default:
+      throw new Error(`unknown request ${message.type}`);
+  }
+});
