@@ -18,8 +18,8 @@ describe('RedisLockProvider when Redis fails', () => {
     providers.push(provider);
     return provider;
   };
-  const server = async (): Promise<ThrowawayRedis> => {
-    const created = await ThrowawayRedis.create();
+  const server = async (extraArgs: string[] = []): Promise<ThrowawayRedis> => {
+    const created = await ThrowawayRedis.create(extraArgs);
     servers.push(created);
     return created;
   };
@@ -52,6 +52,8 @@ describe('RedisLockProvider when Redis fails', () => {
     // Bounded by the connect timeout, nowhere near the 60 s wait timeout.
     expect(failedAfter).toBeLessThan(CONNECT_TIMEOUT_MS + 4000);
     await expect(provider.tryAcquire('down:a')).rejects.toBeInstanceOf(LockBackendError);
+    // A wait budget shorter than the bound is no reason to answer 429 for an outage.
+    await expect(provider.acquire('down:a', { waitTimeoutMs: 50 })).rejects.toBeInstanceOf(LockBackendError);
 
     await redis.start();
     const lock = await recovered(provider, 'down:a');
@@ -90,6 +92,107 @@ describe('RedisLockProvider when Redis fails', () => {
     } finally {
       inspector.disconnect();
     }
+  }, 60_000);
+
+  it('fails with LockBackendError within the bound while Redis refuses the client (reconnect cycles are no progress)', async () => {
+    // Every reconnect connects its socket, then the ready check is refused (NOAUTH).
+    const redis = await server(['--requirepass', 'not-the-one-the-client-has']);
+    await redis.start();
+    // A bound longer than the client's longest pause between reconnects (2 s): a bound
+    // that counted a new socket as progress would never run out.
+    const boundMs = 2500;
+    const provider = make(redis.url, { connectTimeoutMs: boundMs });
+    const started = Date.now();
+    const error = await provider.acquire('refused:a', { waitTimeoutMs: 60_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as Error).message).toContain('NOAUTH');
+    expect(Date.now() - started).toBeLessThan(boundMs + 4000);
+    await expect(provider.acquire('refused:b', { waitTimeoutMs: 50 })).rejects.toBeInstanceOf(LockBackendError);
+  }, 30_000);
+
+  it('when Redis hangs (SIGSTOP): newcomers, waiters and releases fail with LockBackendError within the bound; it recovers after', async () => {
+    const redis = await server();
+    await redis.start();
+    const provider = make(redis.url, { leaseMs: 1000, heartbeatMs: 900 });
+    const holder = await provider.acquire('hung:a');
+    const waiting = provider.acquire('hung:a', { waitTimeoutMs: 60_000 }).catch((e: unknown) => e);
+    await waitFor(() => provider.waitingKeys === 1, 5000, 'the waiter to take its place');
+
+    redis.pause();
+    try {
+      const started = Date.now();
+      // The connection is up, the server silent: only the backend bound can end these.
+      const newcomer = await provider.acquire('hung:b', { waitTimeoutMs: 60_000 }).catch((e: unknown) => e);
+      expect(newcomer).toBeInstanceOf(LockBackendError);
+      expect((newcomer as Error).message).toContain('no reply from Redis');
+      expect(Date.now() - started).toBeLessThan(CONNECT_TIMEOUT_MS + 4000);
+      // A wait budget shorter than the bound is no reason to answer 429 for an outage.
+      await expect(provider.acquire('hung:c', { waitTimeoutMs: 50 })).rejects.toBeInstanceOf(LockBackendError);
+      await expect(provider.tryAcquire('hung:d')).rejects.toBeInstanceOf(LockBackendError);
+      expect(await waiting).toBeInstanceOf(LockBackendError);
+      await expect(holder.release()).rejects.toBeInstanceOf(LockBackendError);
+    } finally {
+      redis.resume();
+    }
+
+    // The server answers what it was sent meanwhile (the calls given up are undone),
+    // and the same connection serves the next calls.
+    const again = await recovered(provider, 'hung:a');
+    expect(again.fencingToken).toBeGreaterThan(holder.fencingToken);
+    await again.release();
+    const inspector = new Redis(redis.url);
+    try {
+      await waitFor(async () => (await inspector.keys('*')).filter((k) => !provider.isFencingCounter(k)).length === 0, 10_000, 'nothing left in Redis');
+    } finally {
+      inspector.disconnect();
+    }
+    expect(provider.waitingKeys).toBe(0);
+  }, 60_000);
+
+  it('when Redis hangs while replies are flowing, every call still waiting fails with LockBackendError within the bound', async () => {
+    const redis = await server();
+    await redis.start();
+    const provider = make(redis.url);
+    // 500 callers acquire and release their own keys in a loop: a steady stream of
+    // commands and replies on the one connection, until the server freezes.
+    let done = 0;
+    let pausedAt = 0;
+    const loop = async (n: number): Promise<unknown> => {
+      for (;;) {
+        try {
+          const lock = await provider.acquire(`stream:${n}`, { waitTimeoutMs: 60_000 });
+          await lock.release();
+        } catch (error) {
+          return error;
+        }
+        if (++done === 5000) {
+          redis.pause();
+          pausedAt = Date.now();
+        }
+      }
+    };
+    let failures: unknown[];
+    try {
+      failures = await Promise.all(Array.from({ length: 500 }, (_, n) => loop(n)));
+    } finally {
+      redis.resume();
+    }
+    const settledAfter = Date.now() - pausedAt;
+    expect(pausedAt).toBeGreaterThan(0);
+    expect(failures.filter((e) => !(e instanceof LockBackendError))).toEqual([]);
+    // Bounded by the silence of the connection, nowhere near the 60 s wait budget.
+    expect(settledAfter).toBeLessThan(CONNECT_TIMEOUT_MS + 4000);
+
+    // Once it answers again, it runs what it was sent meanwhile and what the failed
+    // calls took is undone: nothing is left.
+    const inspector = new Redis(redis.url);
+    try {
+      await waitFor(async () => (await inspector.keys('*')).filter((k) => !provider.isFencingCounter(k)).length === 0, 15_000, 'nothing left in Redis');
+    } finally {
+      inspector.disconnect();
+    }
+    const lock = await recovered(provider, 'stream:0');
+    await lock.release();
   }, 60_000);
 
   it('keeps working after the script cache is flushed (EVALSHA falls back on NOSCRIPT)', async () => {

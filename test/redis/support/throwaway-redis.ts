@@ -16,11 +16,12 @@ export class ThrowawayRedis {
     readonly port: number,
     private readonly args: string[] = [],
     private readonly dir?: string,
+    private readonly extraArgs: string[] = [],
   ) {}
 
-  /** A server on a free port, not started yet. */
-  static async create(): Promise<ThrowawayRedis> {
-    return new ThrowawayRedis(await freePort());
+  /** A server on a free port, not started yet; `extraArgs` are added to its command line (e.g. `--requirepass`). */
+  static async create(extraArgs: string[] = []): Promise<ThrowawayRedis> {
+    return new ThrowawayRedis(await freePort(), [], undefined, extraArgs);
   }
 
   /** A Sentinel (not started yet) monitoring `master` under the name `name`. */
@@ -38,7 +39,9 @@ export class ThrowawayRedis {
   }
 
   async start(): Promise<void> {
-    const args = this.args.length ? this.args : ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    const args = this.args.length
+      ? this.args
+      : ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extraArgs];
     const child = spawn('redis-server', args, { stdio: 'ignore' });
     child.once('error', () => undefined);
     this.process = child;
@@ -49,6 +52,20 @@ export class ThrowawayRedis {
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  }
+
+  /**
+   * Freezes the server (SIGSTOP): connections stay open and the kernel still
+   * accepts new ones, but nothing is answered, as with a hung Redis or a silent
+   * network path.
+   */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  /** Lets a paused server run again (SIGCONT); it then answers what it was sent meanwhile. */
+  resume(): void {
+    this.process?.kill('SIGCONT');
   }
 
   /** Kills the server at once (SIGKILL): clients see the connection drop. */

@@ -18,6 +18,7 @@ import { LockConnection, type LockSessionSettings } from './lock-connection';
 import { LockConnectionPool } from './lock-connection.pool';
 import { loadPgDriver } from './pg-driver.loader';
 import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
+import { keepingProcessAlive } from './process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
 import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
@@ -222,24 +223,31 @@ export class PostgresLockProvider
     return this.lockOnServer(key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal);
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
-    this.held.close();
-    const closing = (key: string) => new LockBackendError('The lock provider is shutting down', { key });
-    this.queue.rejectAll(closing);
-    for (const attempt of [...this.attempts.values()]) attempt.abort(closing(attempt.key));
-    await this.held.drain(this.shutdownGraceMs);
+  beforeApplicationShutdown(): Promise<void> {
+    return keepingProcessAlive(async () => {
+      this.held.close();
+      const closing = (key: string) => new LockBackendError('The lock provider is shutting down', { key });
+      this.queue.rejectAll(closing);
+      for (const attempt of [...this.attempts.values()]) attempt.abort(closing(attempt.key));
+      await this.held.drain(this.shutdownGraceMs);
+    });
   }
 
   /**
    * Stops the session checks and closes the lock connections. A lock still held
    * past the grace period keeps its session (its handler may still run) until it
-   * is released; that connection no longer keeps the process alive.
+   * is released; that connection no longer keeps the process alive. The process
+   * itself stays alive until this is done (the idle sessions' sockets do not).
    */
   onApplicationShutdown(): Promise<void> {
-    return (this.shutDown ??= this.shutDownNow());
+    return (this.shutDown ??= keepingProcessAlive(() => this.shutDownNow()));
   }
 
-  /** Shuts down outside Nest: rejects waiters, waits for holders (grace period), closes connections. */
+  /**
+   * Shuts down outside Nest: rejects waiters, waits for holders (grace period),
+   * closes connections. The process stays alive until it is done, so a script may
+   * end with `await provider.close()`.
+   */
   async close(): Promise<void> {
     await this.beforeApplicationShutdown();
     await this.onApplicationShutdown();

@@ -11,8 +11,9 @@ export interface LazyDeadline {
 
 /**
  * Many deadlines, one timer, and almost no timer churn: the Redis provider puts a
- * deadline on every command (the connect-timeout bound), every held lock (its
- * renewal) and every waiter, and most are cancelled long before they are due.
+ * deadline on every held lock (its renewal), every waiter (its wait budget) and
+ * every connection with commands outstanding (the silence bound), and most are
+ * cancelled long before they are due.
  * Cancelling never touches the timer: it fires at the earliest deadline ever
  * scheduled, finds nothing due and re-arms for the next one. So an uncontended
  * acquire + release costs two heap operations and no `setTimeout`.

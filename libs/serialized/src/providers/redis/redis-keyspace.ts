@@ -55,6 +55,11 @@ export class RedisKeyspace {
     };
   }
 
+  /** The Cluster hash slot every Redis key of `key`'s lock lives in. */
+  slotOf(key: string): number {
+    return slotOfTag(escapeKeyPart(key));
+  }
+
   /** Whether `redisKey` is a fencing counter of this keyspace (they outlive every lock by design). */
   isFenceKey(redisKey: string): boolean {
     return redisKey === this.fenceKey || redisKey.startsWith(`${this.fenceKey}:{`);

@@ -11,7 +11,8 @@ import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { LazyDeadlineQueue } from './lazy-deadline-queue';
 import { OwnerTokens } from './owner-tokens';
-import { RedisConnection, type RedisClient } from './redis-connection';
+import { keepingProcessAlive } from './process-keep-alive';
+import { RedisConnection, URGENT, type RedisClient } from './redis-connection';
 import { RedisKeyWaiters } from './redis-key-waiters';
 import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
 import { RedisLock, type RedisLockContext } from './redis-lock';
@@ -33,7 +34,13 @@ export interface RedisLockProviderOptions {
   waitTimeoutMs?: number;
   /** Most waiters per key in this process (default 1000). */
   maxPending?: number;
-  /** Bound on reaching Redis, per call, before `LockBackendError` (default 3000 ms). */
+  /**
+   * The backend bound (default 3000 ms): a call fails with `LockBackendError` when
+   * the connection is not ready within it, or when its command has waited this
+   * long without a single reply arriving on the connection (a hung or cut-off
+   * Redis). A command that waits behind others whose replies keep coming is not
+   * failed by it: under a burst, `waitTimeoutMs` ends waits (`LockTimeoutError`).
+   */
   connectTimeoutMs?: number;
   /** How long shutdown waits for holders to release (default 10 000 ms). */
   shutdownGraceMs?: number;
@@ -46,6 +53,13 @@ export interface RedisLockProviderOptions {
    * at most this long. Use the same value in every process.
    */
   heartbeatMs?: number;
+  /**
+   * Most commands on the wire at once on the command connection (per node with a
+   * Cluster; default 1000). More wait in this process, in order, with releases,
+   * renewals, heart-beats and leaves ahead of new acquisitions; a waiter that gives
+   * up while its acquisition still waits here is dropped without a round trip.
+   */
+  maxInFlight?: number;
 }
 
 /** Defaults of the Redis-only tuning knobs. */
@@ -74,7 +88,9 @@ type HandOffReply = [status: number, member?: string, fence?: number, px?: numbe
  * - **Holding** renews the lease every third of it; a lost lease aborts
  *   `lock.signal` with `LockLostError`.
  * - **Failing closed**: a call that cannot reach Redis within `connectTimeoutMs`
- *   fails with `LockBackendError`; the provider recovers when Redis returns.
+ *   (no ready connection, or no reply at all on it for that long) fails with
+ *   `LockBackendError`; the provider recovers when Redis returns. A burst is not
+ *   an outage: its callers wait within `waitTimeoutMs` (`LockTimeoutError`).
  *
  * After every lock is released, nothing is left in Redis but the fencing counter
  * (one per prefix; with Cluster, one per hash slot in use). See docs/providers/redis.md.
@@ -102,6 +118,8 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly shutdownGraceMs: number;
   private readonly heartbeatMs: number;
   private readonly checkIntervalMs: number;
+  /** How often a waiter whose budget ran out while its script had no answer looks again (see `waitEnded`). */
+  private readonly recheckMs: number;
   private shuttingDown: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
@@ -113,9 +131,17 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.heartbeatMs = Math.max(30, Math.ceil(options.heartbeatMs ?? REDIS_LOCK_DEFAULTS.heartbeatMs));
     this.checkIntervalMs = this.heartbeatMs / 3;
+    const connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
+    this.recheckMs = Math.max(10, connectTimeoutMs / 8);
     this.scripts = new RedisScripts();
     this.connection = new RedisConnection(
-      { url: options.url, client: options.client, connectTimeoutMs: options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs },
+      {
+        url: options.url,
+        client: options.client,
+        connectTimeoutMs,
+        maxInFlight: options.maxInFlight,
+        slotOf: (key) => this.keyspace.slotOf(key),
+      },
       this.deadlines,
       this.logger,
     );
@@ -203,12 +229,23 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const token = this.tokens.next(leaseMs);
     const waiter = new RedisWaiter(queue, token, leaseMs, waitTimeoutMs, signal, performance.now());
     this.waiters.set(token, waiter);
+    // The wait budget runs from the call, not from the reply: under a burst the
+    // script may wait behind thousands of others on the connection.
+    waiter.deadline = this.deadlines.schedule(waitTimeoutMs, () => this.waitEnded(waiter));
+    if (signal) {
+      waiter.onAbort = () => this.giveUp(waiter, signal.reason);
+      signal.addEventListener('abort', waiter.onAbort, { once: true });
+    }
     const keys = queue.keys;
     this.connection
-      .run(key, (client) =>
-        this.scripts.acquire.run(client, [
-          keys.lock, keys.queue, keys.heartbeats, keys.fence, token, leaseMs, 'wait', this.heartbeatMs, ...this.handOffArgs,
-        ]),
+      .run(
+        key,
+        (client) =>
+          this.scripts.acquire.run(client, [
+            keys.lock, keys.queue, keys.heartbeats, keys.fence, token, leaseMs, 'wait', this.heartbeatMs, ...this.handOffArgs,
+          ]),
+        // Given up while still queued in this process: never sent, nothing to undo (`waiter.skip()`).
+        waiter,
       )
       .then(
         (reply) => this.enqueued(waiter, reply as AcquireReply),
@@ -226,17 +263,18 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await (this.shuttingDown ??= this.shutDown());
+    await (this.shuttingDown ??= keepingProcessAlive(() => this.shutDown()));
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await (this.closing ??= this.closeConnections());
+    await (this.closing ??= keepingProcessAlive(() => this.closeConnections()));
   }
 
   /**
    * Shuts down outside Nest: waiters and newcomers get `LockBackendError`, holders
    * get up to `shutdownGraceMs` to release, then renewals stop and the library's own
-   * connections close (a client passed in stays open).
+   * connections close (a client passed in stays open). The process stays alive
+   * until it is done, so a script may end with `await provider.close()`.
    */
   async close(): Promise<void> {
     await this.beforeApplicationShutdown();
@@ -319,25 +357,36 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       return;
     }
     waiter.fence = fence;
-    if (waiter.signal?.aborted) {
-      this.giveUp(waiter, waiter.signal.reason, true);
-      return;
-    }
-    const remaining = waiter.waitTimeoutMs - (performance.now() - waiter.startedAt);
-    if (remaining <= 0) {
+    if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
+      // Its budget ran out while the reply was on its way (see `waitEnded`).
       this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
       return;
     }
+    // Its deadline and abort listener run since the call; it now has a place.
     waiter.phase = QUEUED;
     waiter.queue.link(waiter);
-    waiter.deadline = this.deadlines.schedule(remaining, () => this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs)));
-    const signal = waiter.signal;
-    if (signal) {
-      waiter.onAbort = () => this.giveUp(waiter, signal.reason);
-      signal.addEventListener('abort', waiter.onAbort, { once: true });
-    }
     this.wakeUps.ensure();
     this.scheduleCheck(waiter.queue, pttl);
+  }
+
+  /**
+   * A waiter's budget ran out. Queued in Redis: it leaves. Its script still
+   * unanswered: if the connection has answered other commands since it was sent,
+   * Redis is up and merely busy, so it is a timeout like any other (the reply,
+   * when it comes, undoes what the script took). If nothing has come back since,
+   * Redis may be gone: that is for the backend bound to say (`LockBackendError`
+   * within `connectTimeoutMs`, never a 429 for an outage), so it looks again
+   * shortly, until a reply or the backend bound settles it.
+   */
+  private waitEnded(waiter: RedisWaiter): void {
+    waiter.deadline = undefined;
+    if (waiter.phase === SETTLED) return;
+    const key = waiter.queue.key;
+    if (waiter.phase === QUEUED || this.connection.answeredSince(key, waiter.startedAt)) {
+      this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
+      return;
+    }
+    waiter.deadline = this.deadlines.schedule(this.recheckMs, () => this.waitEnded(waiter));
   }
 
   private enqueueFailed(waiter: RedisWaiter, error: unknown): void {
@@ -390,7 +439,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   /** Leaves the queue, or passes the key on if it was handed over meanwhile. Never throws. */
   private leave(key: string, keys: RedisLockKeys, token: string): void {
     const call = this.connection
-      .run(key, (client) => this.scripts.leave.run(client, [keys.lock, keys.queue, keys.heartbeats, token, ...this.handOffArgs]))
+      .run(key, (client) => this.scripts.leave.run(client, [keys.lock, keys.queue, keys.heartbeats, token, ...this.handOffArgs]), URGENT)
       .then(
         (reply) => {
           const [status, member, fence, px] = reply as HandOffReply;
@@ -450,8 +499,10 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const keys = queue.keys;
     const tokens = queue.tokens();
     this.connection
-      .run(queue.key, (client) =>
-        this.scripts.check.run(client, [keys.lock, keys.queue, keys.heartbeats, this.heartbeatMs, ...this.handOffArgs, ...tokens]),
+      .run(
+        queue.key,
+        (client) => this.scripts.check.run(client, [keys.lock, keys.queue, keys.heartbeats, this.heartbeatMs, ...this.handOffArgs, ...tokens]),
+        URGENT,
       )
       .then(
         (reply) => this.checked(queue, reply as (string | number)[]),

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../../errors';
 import type { Lock } from '../../lock.interface';
 import type { LazyDeadline, LazyDeadlineQueue } from './lazy-deadline-queue';
-import type { RedisConnection } from './redis-connection';
+import { URGENT, type RedisConnection } from './redis-connection';
 import type { RedisLockKeys } from './redis-keyspace';
 import type { RedisScripts } from './redis-scripts';
 
@@ -50,9 +50,9 @@ export class RedisLock implements Lock {
   private readonly onLeaseEnd = (): void => {
     this.guard = undefined;
     // A renewal sent in time may have succeeded and its reply merely not been read
-    // yet (after a stall, timers run before I/O): an owner-checked renewal that
-    // succeeds proves the key stayed ours, so its reply decides (it is bounded by the
-    // connect timeout).
+    // yet (after a stall, timers run before I/O, or it waits behind a burst): an
+    // owner-checked renewal that succeeds proves the key stayed ours, so its reply
+    // decides (it fails with the connection's silence bound if Redis stops answering).
     if (this.state === HELD && !this.renewalInFlight) {
       this.lose('its lease ran out before a renewal reached Redis', this.lastRenewError);
     }
@@ -85,8 +85,10 @@ export class RedisLock implements Lock {
     if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`extend(ms) needs a positive number of milliseconds, got ${ms}`);
     const px = Math.ceil(ms);
     const sentAt = performance.now();
-    const ok = await this.context.connection.run(this.key, (client) =>
-      this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]),
+    const ok = await this.context.connection.run(
+      this.key,
+      (client) => this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]),
+      URGENT,
     );
     if (this.state === RELEASED) throw new LockLostError(this.key, 'it was released while being extended');
     if (ok !== 1) {
@@ -108,8 +110,10 @@ export class RedisLock implements Lock {
     this.cancelGuard();
     const { context, keys } = this;
     this.releasing = context.connection
-      .run(this.key, (client) =>
-        context.scripts.release.run(client, [keys.lock, keys.queue, keys.heartbeats, this.token, ...context.handOffArgs]),
+      .run(
+        this.key,
+        (client) => context.scripts.release.run(client, [keys.lock, keys.queue, keys.heartbeats, this.token, ...context.handOffArgs]),
+        URGENT,
       )
       .then(
         (reply) => {
@@ -146,7 +150,7 @@ export class RedisLock implements Lock {
     this.guard ??= this.context.deadlines.schedule(Math.max(0, this.leaseEnd - sentAt), this.onLeaseEnd);
     this.renewalInFlight = true;
     this.context.connection
-      .run(this.key, (client) => this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]))
+      .run(this.key, (client) => this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]), URGENT)
       .then(
         (ok) => this.renewed(ok === 1, sentAt, px),
         (error: unknown) => this.renewalFailed(error),

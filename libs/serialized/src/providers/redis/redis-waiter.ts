@@ -1,16 +1,20 @@
 import type { Lock } from '../../lock.interface';
 import type { LazyDeadline } from './lazy-deadline-queue';
+import type { RunOptions } from './redis-connection';
 import type { RedisKeyWaiters } from './redis-key-waiters';
 
-/** Its enqueue call is on its way to Redis. */
+/** Its enqueue call waits to be sent (queued in this process) or for its reply. */
 export const SENDING = 0;
 /** It has a place in the Redis queue. */
 export const QUEUED = 1;
 /** It holds the key, or gave up; nothing more happens to it. */
 export const SETTLED = 2;
 
-/** One caller waiting for a key in this process. */
-export class RedisWaiter {
+/**
+ * One caller waiting for a key in this process. It is also the options of its
+ * enqueue call: a call whose waiter gave up before it was sent is dropped unsent.
+ */
+export class RedisWaiter implements RunOptions {
   phase: typeof SENDING | typeof QUEUED | typeof SETTLED = SENDING;
   /** Its place in the Redis queue, which becomes its fencing token. */
   fence = 0;
@@ -36,5 +40,10 @@ export class RedisWaiter {
       this.resolve = resolve;
       this.reject = reject;
     });
+  }
+
+  /** Asked by the connection just before the enqueue call is sent. */
+  skip(): boolean {
+    return this.phase === SETTLED;
   }
 }

@@ -1,0 +1,49 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { TEST_REDIS_URL } from '../support/services';
+import { uniqueId } from '../support/timing';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/**
+ * Runs test/redis/workers/close.script.ts as a plain script: stdout piped and no
+ * IPC channel, so that nothing but the provider's own handles keeps it alive.
+ */
+function runScript(keyPrefix: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'test/redis/workers/close.script.ts'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: keyPrefix, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+        timeout: 60_000,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        resolve({ code, signal: (error as { signal?: NodeJS.Signals } | null)?.signal ?? null, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('RedisLockProvider outside Nest: a script may end with `await provider.close()`', () => {
+  it('keeps the process alive until close() has finished, then exits', async () => {
+    const keyPrefix = uniqueId('close');
+    const result = await runScript(keyPrefix);
+    expect(result.stderr).not.toContain('failed:');
+    expect(result.stdout).toContain('closed');
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(0);
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      const keys = await redis.keys(`${keyPrefix}:*`);
+      // Only the fencing counter outlives the locks (deleted here).
+      expect(keys).toEqual([`${keyPrefix}:fence`]);
+      await redis.del(...keys);
+    } finally {
+      redis.disconnect();
+    }
+  }, 90_000);
+});

@@ -1,0 +1,114 @@
+import { Redis } from 'ioredis';
+import { LockBackendError, LockService, LockTimeoutError, RedisLockProvider, type Lock } from 'nestjs-serialized';
+import { TEST_REDIS_URL } from '../support/services';
+import { uniqueId, waitFor } from '../support/timing';
+
+/**
+ * A burst is overload, not an outage. Tens of thousands of acquisitions started at
+ * once queue their scripts on the provider's one command connection; Redis is up
+ * and answering all the while, so none of them may fail with LockBackendError (a
+ * 503). Only the caller's own wait budget may end a wait (LockTimeoutError, 429),
+ * and a caller that gives up leaves nothing behind in Redis.
+ *
+ * A small connect timeout (500 ms) makes the old per-command bound obvious: the
+ * last scripts of such a burst wait far longer than that behind the others.
+ */
+const CONNECT_TIMEOUT_MS = 500;
+
+describe('RedisLockProvider under a burst (overload is not an outage)', () => {
+  let inspector: Redis;
+  const providers: RedisLockProvider[] = [];
+  const prefixes: string[] = [];
+  const make = (options: Partial<ConstructorParameters<typeof RedisLockProvider>[0]> = {}): RedisLockProvider => {
+    const keyPrefix = uniqueId('burst');
+    prefixes.push(keyPrefix);
+    const provider = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix, connectTimeoutMs: CONNECT_TIMEOUT_MS, ...options });
+    providers.push(provider);
+    return provider;
+  };
+  /** Keys under the provider's prefix but its fencing counter(s). */
+  const leftovers = async (provider: RedisLockProvider, keyPrefix: string): Promise<string[]> => {
+    const found: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await inspector.scan(cursor, 'MATCH', `${keyPrefix}:*`, 'COUNT', 10_000);
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    return found.filter((key) => !provider.isFencingCounter(key));
+  };
+  const outcomes = (results: PromiseSettledResult<unknown>[]): { ok: number; backend: number; timeout: number; other: unknown[] } => {
+    const counted = { ok: 0, backend: 0, timeout: 0, other: [] as unknown[] };
+    for (const result of results) {
+      if (result.status === 'fulfilled') counted.ok++;
+      else if (result.reason instanceof LockBackendError) counted.backend++;
+      else if (result.reason instanceof LockTimeoutError) counted.timeout++;
+      else counted.other.push(result.reason);
+    }
+    return counted;
+  };
+
+  beforeAll(() => {
+    inspector = new Redis(TEST_REDIS_URL);
+  });
+  afterEach(async () => {
+    await Promise.all(providers.splice(0).map((p) => p.close()));
+  });
+  afterAll(async () => {
+    for (const keyPrefix of prefixes) {
+      const counters = await inspector.keys(`${keyPrefix}:fence*`);
+      if (counters.length) await inspector.del(...counters);
+    }
+    await inspector.quit();
+  });
+
+  it('30,000 acquisitions of distinct keys at once all complete: no LockBackendError while Redis answers', async () => {
+    // A wait budget far beyond the burst: only the backend bound could fail a call.
+    const provider = make({ waitTimeoutMs: 120_000 });
+    const keyPrefix = prefixes[prefixes.length - 1];
+    const locks = new LockService(provider);
+    const total = 30_000;
+    let ran = 0;
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < total; i++) calls.push(locks.run(`k${i}`, () => void ran++));
+    const counted = outcomes(await Promise.allSettled(calls));
+
+    expect(counted.other).toEqual([]);
+    expect(counted.backend).toBe(0);
+    expect(counted.timeout).toBe(0);
+    expect(counted.ok).toBe(total);
+    expect(ran).toBe(total);
+    expect(provider.heldLocks).toBe(0);
+    expect(provider.waitingKeys).toBe(0);
+    expect(await leftovers(provider, keyPrefix)).toEqual([]);
+  }, 60_000);
+
+  it('waiters that give up during a burst get LockTimeoutError (never LockBackendError) and leave no trace in Redis', async () => {
+    const provider = make({ heartbeatMs: 3000 });
+    const keyPrefix = prefixes[prefixes.length - 1];
+    const keys = 3000;
+    const waitersPerKey = 7;
+    // Every key is held for longer than any waiter waits, so every waiter must time
+    // out: those whose place in the Redis queue was taken, and those whose script
+    // was still queued on the connection when their budget ran out.
+    const holders: Lock[] = await Promise.all(Array.from({ length: keys }, (_, k) => provider.acquire(`h${k}`)));
+    const waiters: Promise<Lock>[] = [];
+    for (let k = 0; k < keys; k++) {
+      for (let j = 0; j < waitersPerKey; j++) waiters.push(provider.acquire(`h${k}`, { waitTimeoutMs: 300 }));
+    }
+    const counted = outcomes(await Promise.allSettled(waiters));
+    expect(counted.other).toEqual([]);
+    expect(counted.backend).toBe(0);
+    expect(counted.ok).toBe(0);
+    expect(counted.timeout).toBe(keys * waitersPerKey);
+
+    // The holders still hold: nobody was handed a key by a waiter that left.
+    const released = await Promise.allSettled(holders.map((lock) => lock.release()));
+    expect(released.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(holders.filter((lock) => lock.signal.aborted)).toEqual([]);
+    // Their places are given up behind the scenes: no queue, heart-beat or lock key stays.
+    await waitFor(async () => (await leftovers(provider, keyPrefix)).length === 0, 15_000, 'every waiter to leave the Redis queue');
+    expect(provider.waitingKeys).toBe(0);
+    expect(provider.heldLocks).toBe(0);
+  }, 60_000);
+});
