@@ -8,17 +8,36 @@ export interface Deadline {
   readonly fire: () => void;
 }
 
+/** Options of a {@link DeadlineQueue}. */
+export interface DeadlineQueueOptions {
+  /**
+   * Whether pending deadlines may let the process exit. The in-memory provider keeps
+   * its timer referenced (a waiter due to time out is work in progress); the network
+   * providers unref theirs, since their sockets decide whether the process lives.
+   */
+  unref?: boolean;
+  /** Async resource name of the timer's scope, for diagnostics. */
+  name?: string;
+}
+
 /**
- * Many deadlines, one timer. Waiters get a heap entry instead of a `setTimeout`
- * each: a hundred waiters cost one timer, and the timer is created in the
- * provider's own async scope, so it never pins a request's AsyncLocalStorage
- * context. With no deadline pending there is no timer at all.
+ * Many deadlines, one timer. Waiters, command bounds and renewals get a heap entry
+ * instead of a `setTimeout` each: a hundred waiters cost one timer, and the timer
+ * is created in the provider's own async scope, so it never pins a request's
+ * AsyncLocalStorage context. With no deadline pending there is no timer at all.
  */
 export class DeadlineQueue {
   private readonly heap: Deadline[] = [];
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
-  private readonly scope = new AsyncResource('nestjs-serialized.deadlines');
+  private readonly scope: AsyncResource;
+  private readonly unref: boolean;
+  private readonly onTimer = (): void => this.expire();
+
+  constructor(options: DeadlineQueueOptions = {}) {
+    this.scope = new AsyncResource(options.name ?? 'nestjs-serialized.deadlines');
+    this.unref = options.unref ?? false;
+  }
 
   get size(): number {
     return this.heap.length;
@@ -72,7 +91,8 @@ export class DeadlineQueue {
     this.timerAt = next;
     if (next === Infinity) return;
     const delay = Math.max(0, Math.ceil(next - performance.now()));
-    this.timer = this.scope.runInAsyncScope(() => setTimeout(() => this.expire(), delay));
+    this.timer = this.scope.runInAsyncScope(() => setTimeout(this.onTimer, delay));
+    if (this.unref) this.timer.unref();
   }
 
   private expire(): void {
@@ -86,7 +106,7 @@ export class DeadlineQueue {
       try {
         entry.fire();
       } catch {
-        // A deadline callback only rejects a promise; it has no one to report to.
+        // A deadline callback settles a promise or starts a command; it has no one to report to.
       }
     }
     this.arm();

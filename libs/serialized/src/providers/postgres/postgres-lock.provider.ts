@@ -18,7 +18,7 @@ import { LockConnection, type LockSessionSettings } from './lock-connection';
 import { LockConnectionPool } from './lock-connection.pool';
 import { loadPgDriver } from './pg-driver.loader';
 import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
-import { keepingProcessAlive } from './process-keep-alive';
+import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
 import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';

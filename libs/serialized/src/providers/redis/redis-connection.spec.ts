@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { LockBackendError } from '../../errors';
-import { LazyDeadlineQueue } from './lazy-deadline-queue';
+import { DeadlineQueue } from '../../internal/deadline-queue';
 import { RedisConnection, URGENT, type RedisClient } from './redis-connection';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -35,7 +35,7 @@ function fakeClient(cluster = false) {
         maxInFlight: options.maxInFlight,
         slotOf: (key) => (key.startsWith('a') ? 0 : 1),
       },
-      new LazyDeadlineQueue(),
+      new DeadlineQueue(),
       new Logger('test'),
     );
   return { client, sent, command, make };

@@ -4,7 +4,7 @@ import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { SerializedConfigError } from '../../config/serialized-config.error';
 import { LockBackendError } from '../../errors';
-import type { LazyDeadline, LazyDeadlineQueue } from './lazy-deadline-queue';
+import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import { loadIoredis } from './redis-driver';
 
 /** A standalone, Sentinel or Cluster client. */
@@ -133,7 +133,7 @@ class ReplyStream {
   /** When a reply (or the connection becoming ready) was last heard of. */
   lastReplyAt = -Infinity;
   /** The next look at whether the stream went silent. */
-  watch: LazyDeadline | undefined;
+  watch: Deadline | undefined;
   /** A silence is being confirmed after I/O had its turn. */
   confirming = false;
   readonly onWatch: () => void;
@@ -198,7 +198,7 @@ export class RedisConnection {
   /** Calls waiting for the connection, oldest first. */
   private readonly readyWaiters = new Set<ReadyWaiter>();
   /** The next look at whether those waited too long; one for all of them. */
-  private readyWatch: LazyDeadline | undefined;
+  private readyWatch: Deadline | undefined;
   private readyConfirming = false;
   /** Waiters whose bound starts at the next turn of the event loop. */
   private readonly unstamped: ReadyWaiter[] = [];
@@ -223,7 +223,7 @@ export class RedisConnection {
 
   constructor(
     options: RedisConnectionOptions,
-    private readonly deadlines: LazyDeadlineQueue,
+    private readonly deadlines: DeadlineQueue,
     private readonly logger: Logger,
   ) {
     this.timeoutMs = options.connectTimeoutMs;

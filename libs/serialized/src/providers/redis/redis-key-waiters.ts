@@ -1,4 +1,4 @@
-import type { LazyDeadline } from './lazy-deadline-queue';
+import type { Deadline } from '../../internal/deadline-queue';
 import type { RedisLockKeys } from './redis-keyspace';
 import type { RedisWaiter } from './redis-waiter';
 
@@ -17,7 +17,7 @@ export class RedisKeyWaiters {
   first: RedisWaiter | undefined;
   last: RedisWaiter | undefined;
   /** The next heart-beat / safety check. */
-  check: LazyDeadline | undefined;
+  check: Deadline | undefined;
   /** A check is on its way to Redis. */
   checking = false;
   /** When a check asked for during another one should run. */

@@ -9,9 +9,9 @@ import { LockProvider } from '../../lock.provider';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
-import { LazyDeadlineQueue } from './lazy-deadline-queue';
+import { DeadlineQueue } from '../../internal/deadline-queue';
 import { OwnerTokens } from './owner-tokens';
-import { keepingProcessAlive } from './process-keep-alive';
+import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { RedisConnection, URGENT, type RedisClient } from './redis-connection';
 import { RedisKeyWaiters } from './redis-key-waiters';
 import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
@@ -97,7 +97,7 @@ type HandOffReply = [status: number, member?: string, fence?: number, px?: numbe
  */
 export class RedisLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
-  private readonly deadlines = new LazyDeadlineQueue();
+  private readonly deadlines = new DeadlineQueue({ unref: true, name: 'nestjs-serialized.redis-deadlines' });
   private readonly held = new HeldLocks<RedisLock>();
   private readonly tokens = new OwnerTokens();
   private readonly connection: RedisConnection;

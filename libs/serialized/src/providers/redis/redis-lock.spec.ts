@@ -1,5 +1,5 @@
 import { LockLostError } from '../../errors';
-import { LazyDeadlineQueue } from './lazy-deadline-queue';
+import { DeadlineQueue } from '../../internal/deadline-queue';
 import { RedisLock, type RedisLockContext } from './redis-lock';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -22,7 +22,7 @@ function fakeContext() {
   const context = {
     connection: { run: (_key: string, send: (client: unknown) => Promise<unknown>) => send({}) },
     scripts: { extend: script('extend'), release: script('release') },
-    deadlines: new LazyDeadlineQueue(),
+    deadlines: new DeadlineQueue(),
     handOffArgs: [5000, 'p:wake:', 'session'],
     handedOver: () => undefined,
     released: (lock: RedisLock) => released.push(lock),

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../../errors';
 import type { Lock } from '../../lock.interface';
-import type { LazyDeadline, LazyDeadlineQueue } from './lazy-deadline-queue';
+import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import { URGENT, type RedisConnection } from './redis-connection';
 import type { RedisLockKeys } from './redis-keyspace';
 import type { RedisScripts } from './redis-scripts';
@@ -10,7 +10,7 @@ import type { RedisScripts } from './redis-scripts';
 export interface RedisLockContext {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
-  readonly deadlines: LazyDeadlineQueue;
+  readonly deadlines: DeadlineQueue;
   /** The script arguments that let a release hand the key on: lease cap, channel prefix, session. */
   readonly handOffArgs: readonly [number, string, string];
   /** The release passed the key to `member` (perhaps a waiter of this process). */
@@ -37,9 +37,9 @@ const RENEW_RETRY_MAX_MS = 1000;
 export class RedisLock implements Lock {
   private state = HELD;
   private controller: AbortController | undefined;
-  private renewal: LazyDeadline | undefined;
+  private renewal: Deadline | undefined;
   /** The lease end, armed while a renewal is unconfirmed. */
-  private guard: LazyDeadline | undefined;
+  private guard: Deadline | undefined;
   private leaseEnd: number;
   private renewing = true;
   /** A renewal is on its way to Redis. */

@@ -1,5 +1,5 @@
 import type { Lock } from '../../lock.interface';
-import type { LazyDeadline } from './lazy-deadline-queue';
+import type { Deadline } from '../../internal/deadline-queue';
 import type { RunOptions } from './redis-connection';
 import type { RedisKeyWaiters } from './redis-key-waiters';
 
@@ -22,7 +22,7 @@ export class RedisWaiter implements RunOptions {
   granted = false;
   prev: RedisWaiter | undefined;
   next: RedisWaiter | undefined;
-  deadline: LazyDeadline | undefined;
+  deadline: Deadline | undefined;
   onAbort: (() => void) | undefined;
   readonly promise: Promise<Lock>;
   resolve!: (lock: Lock) => void;
