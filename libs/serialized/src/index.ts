@@ -7,6 +7,7 @@ export type { RunOptions, HeldKey, SerializedMode } from './lock.service';
 export { LockProvider } from './lock.provider';
 export type { Lock } from './lock.interface';
 export type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
+export type { LockProviderCommonOptions } from './lock-provider-options.interface';
 export { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
 export type { InMemoryLockProviderOptions } from './providers/memory/in-memory-lock.provider';
 export { RedisLockProvider } from './providers/redis/redis-lock.provider';

@@ -6,15 +6,12 @@ import { HeldLocks } from '../../internal/held-locks';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
+import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { InMemoryLock } from './in-memory-lock';
 
-/** Options of {@link InMemoryLockProvider}; module options fill them in. */
-export interface InMemoryLockProviderOptions {
-  waitTimeoutMs?: number;
-  maxPending?: number;
-  shutdownGraceMs?: number;
-}
+/** Options of {@link InMemoryLockProvider}; module options fill them in (no key prefix, lease or connection here). */
+export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitTimeoutMs' | 'maxPending' | 'shutdownGraceMs'>;
 
 /**
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a

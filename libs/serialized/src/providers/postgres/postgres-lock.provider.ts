@@ -8,6 +8,7 @@ import { HeldLocks } from '../../internal/held-locks';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
+import { commonProviderOptions, type LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
@@ -25,7 +26,7 @@ import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 
 /** Options of {@link PostgresLockProvider}; module options fill them in. */
-export interface PostgresLockProviderOptions {
+export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
   /** `postgres://` URL of the database the locks live in. */
   connectionString?: string;
   /**
@@ -36,18 +37,10 @@ export interface PostgresLockProviderOptions {
   pool?: Pool;
   /** Lock connections per process (default 10): distinct keys held or waited for in PostgreSQL at once. */
   lockPoolSize?: number;
-  /** Namespace of the lock keys (default `serialized`). */
-  keyPrefix?: string;
   /** Sets how often held sessions are checked: every min(leaseMs / 3, 1 s) (default lease 30 000 ms). */
   leaseMs?: number;
-  /** Longest wait for a busy key (default 10 000 ms). */
-  waitTimeoutMs?: number;
-  /** Most waiters per key in this process (default 1000). */
-  maxPending?: number;
   /** Bound on opening a lock connection before `LockBackendError` (default 3000 ms). */
   connectTimeoutMs?: number;
-  /** How long shutdown waits for holders to release (default 10 000 ms). */
-  shutdownGraceMs?: number;
   /** `application_name` of the lock sessions (default `nestjs-serialized:<keyPrefix>`, cut to 63 bytes). */
   applicationName?: string;
   /**
@@ -148,17 +141,8 @@ export class PostgresLockProvider
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
   static fromModuleOptions(options: ResolvedSerializedOptions): PostgresLockProvider {
-    return new PostgresLockProvider({
-      connectionString: options.postgres.connectionString,
-      pool: options.postgres.pool,
-      lockPoolSize: options.postgres.lockPoolSize,
-      keyPrefix: options.keyPrefix,
-      leaseMs: options.leaseMs,
-      waitTimeoutMs: options.waitTimeoutMs,
-      maxPending: options.maxPending,
-      connectTimeoutMs: options.connectTimeoutMs,
-      shutdownGraceMs: options.shutdownGraceMs,
-    });
+    const { connectionString, pool, lockPoolSize } = options.postgres;
+    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize });
   }
 
   /** Keys held or waited for in this process (0 when idle). */

@@ -6,6 +6,7 @@ import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors'
 import { HeldLocks } from '../../internal/held-locks';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
+import { commonProviderOptions, type LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
@@ -21,19 +22,11 @@ import { QUEUED, RedisWaiter, SENDING, SETTLED } from './redis-waiter';
 import { RedisWakeUps } from './redis-wake-ups';
 
 /** Options of {@link RedisLockProvider}; module options fill in all but the tuning knobs. */
-export interface RedisLockProviderOptions {
+export interface RedisLockProviderOptions extends LockProviderCommonOptions {
   /** `redis://` / `rediss://` URL: the library opens (lazily) and closes its own two connections. */
   url?: string;
   /** A standalone, Sentinel or Cluster client the app already has; the library never closes it. */
   client?: Redis | Cluster;
-  /** Namespace of every Redis key and channel of the provider (default `serialized`). */
-  keyPrefix?: string;
-  /** Lease of a held lock, renewed about every third of it (default 30 000 ms). */
-  leaseMs?: number;
-  /** Longest wait for a busy key (default 10 000 ms). */
-  waitTimeoutMs?: number;
-  /** Most waiters per key in this process (default 1000). */
-  maxPending?: number;
   /**
    * The backend bound (default 3000 ms): a call fails with `LockBackendError` when
    * the connection is not ready within it, or when its command has waited this
@@ -42,8 +35,6 @@ export interface RedisLockProviderOptions {
    * failed by it: under a burst, `waitTimeoutMs` ends waits (`LockTimeoutError`).
    */
   connectTimeoutMs?: number;
-  /** How long shutdown waits for holders to release (default 10 000 ms). */
-  shutdownGraceMs?: number;
   /**
    * How long a waiter keeps its place in the Redis queue without a heart-beat
    * (default 5000 ms). Each process beats for its waiters of a key every third of
@@ -166,16 +157,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
 
   /** Builds the provider from `SerializedModule` options (`redis.url` or `redis.client`). */
   static fromModuleOptions(options: ResolvedSerializedOptions): RedisLockProvider {
-    return new RedisLockProvider({
-      url: options.redis.url,
-      client: options.redis.client,
-      keyPrefix: options.keyPrefix,
-      leaseMs: options.leaseMs,
-      waitTimeoutMs: options.waitTimeoutMs,
-      maxPending: options.maxPending,
-      connectTimeoutMs: options.connectTimeoutMs,
-      shutdownGraceMs: options.shutdownGraceMs,
-    });
+    return new RedisLockProvider({ ...commonProviderOptions(options), url: options.redis.url, client: options.redis.client });
   }
 
   /** The client commands go through (yours, or the one the library opened). */

@@ -1,0 +1,27 @@
+import type { ResolvedSerializedOptions } from './serialized-options.interface';
+
+/**
+ * What every provider takes from the module's options (`SerializedModule.forRoot`
+ * fills them in; defaults in `SERIALIZED_DEFAULTS`). Providers add their own
+ * connection settings and tuning knobs.
+ */
+export interface LockProviderCommonOptions {
+  /** Namespace of every lock key in the backend (default `serialized`). */
+  keyPrefix?: string;
+  /** Lease of a held lock, renewed about every third of it while held (default 30 000 ms). */
+  leaseMs?: number;
+  /** Longest wait for a busy key before `LockTimeoutError` (default 10 000 ms). */
+  waitTimeoutMs?: number;
+  /** Most waiters per key in this process; beyond it `LockBusyError` (default 1000). */
+  maxPending?: number;
+  /** Bound on reaching the backend before `LockBackendError` (default 3000 ms). */
+  connectTimeoutMs?: number;
+  /** How long shutdown waits for holders to release (default 10 000 ms). */
+  shutdownGraceMs?: number;
+}
+
+/** The common part of the resolved module options, for a provider's `fromModuleOptions`. */
+export function commonProviderOptions(options: ResolvedSerializedOptions): Required<LockProviderCommonOptions> {
+  const { keyPrefix, leaseMs, waitTimeoutMs, maxPending, connectTimeoutMs, shutdownGraceMs } = options;
+  return { keyPrefix, leaseMs, waitTimeoutMs, maxPending, connectTimeoutMs, shutdownGraceMs };
+}
