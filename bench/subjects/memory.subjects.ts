@@ -1,6 +1,6 @@
 import AsyncLock from 'async-lock';
 import { Mutex } from 'async-mutex';
-import { InMemoryLockProvider, LockService } from 'nestjs-serialized';
+import { InMemoryLockProvider, LockService, type LockProvider } from 'nestjs-serialized';
 import type { LockSubject, SubjectSpec } from './subject';
 
 /**
@@ -9,8 +9,20 @@ import type { LockSubject, SubjectSpec } from './subject';
  * process — the peers measured after this library included. Closing a subject of
  * this library disables it again, so each contender runs under its own costs only.
  */
-export function releaseAsyncContext(service: LockService): void {
+function releaseAsyncContext(service: LockService): void {
   (service as unknown as { context?: { disable?: () => void } }).context?.disable?.();
+}
+
+/** This library as users call it: `LockService.run` over `provider`; closing shuts both down. */
+export function lockServiceSubject(provider: LockProvider & { close(): Promise<void> }): LockSubject {
+  const service = new LockService(provider);
+  return {
+    withLock: (key, fn) => service.run(key, fn),
+    close: async () => {
+      await provider.close();
+      releaseAsyncContext(service);
+    },
+  };
 }
 
 /** This library as users call it: `LockService.run` over the in-memory provider (defaults). */
@@ -22,15 +34,7 @@ export const oursMemory: SubjectSpec = {
   settings: 'new LockService(new InMemoryLockProvider()); service.run(key, fn) — defaults (waitTimeoutMs 10 s, maxPending 1000)',
   canWait: true,
   async open(): Promise<LockSubject> {
-    const provider = new InMemoryLockProvider();
-    const service = new LockService(provider);
-    return {
-      withLock: (key, fn) => service.run(key, fn),
-      close: async () => {
-        await provider.close();
-        releaseAsyncContext(service);
-      },
-    };
+    return lockServiceSubject(new InMemoryLockProvider());
   },
 };
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import advisoryLock from 'advisory-lock';
 import { Client } from 'pg';
-import { LockService, PostgresLockProvider } from 'nestjs-serialized';
-import { releaseAsyncContext } from './memory.subjects';
+import { PostgresLockProvider } from 'nestjs-serialized';
+import { lockServiceSubject } from './memory.subjects';
 import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
 
 /** Connections of this library's lock pool per process (its default). */
@@ -17,15 +17,7 @@ export const oursPostgres: SubjectSpec = {
   canWait: true,
   connectionsFor: () => OURS_LOCK_POOL_SIZE,
   async open(context: SubjectContext): Promise<LockSubject> {
-    const provider = new PostgresLockProvider({ connectionString: context.databaseUrl, keyPrefix: `${context.prefix}:ours` });
-    const service = new LockService(provider);
-    return {
-      withLock: (key, fn) => service.run(key, fn),
-      close: async () => {
-        await provider.close();
-        releaseAsyncContext(service);
-      },
-    };
+    return lockServiceSubject(new PostgresLockProvider({ connectionString: context.databaseUrl, keyPrefix: `${context.prefix}:ours` }));
   },
 };
 

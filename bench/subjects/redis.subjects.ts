@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { Mutex as RedisSemaphoreMutex } from 'redis-semaphore';
 import Redlock from 'redlock';
-import { LockService, RedisLockProvider } from 'nestjs-serialized';
-import { releaseAsyncContext } from './memory.subjects';
+import { RedisLockProvider } from 'nestjs-serialized';
+import { lockServiceSubject } from './memory.subjects';
 import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
 
 /** Lease every Redis contender uses (this library's default). */
@@ -24,15 +24,7 @@ export const oursRedis: SubjectSpec = {
   settings: `new RedisLockProvider({ url, keyPrefix }) (lease ${LEASE_MS / 1000} s renewed, waitTimeoutMs ${WAIT_BUDGET_MS / 1000} s, defaults); LockService.run(key, fn)`,
   canWait: true,
   async open(context: SubjectContext): Promise<LockSubject> {
-    const provider = new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours` });
-    const service = new LockService(provider);
-    return {
-      withLock: (key, fn) => service.run(key, fn),
-      close: async () => {
-        await provider.close();
-        releaseAsyncContext(service);
-      },
-    };
+    return lockServiceSubject(new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours` }));
   },
 };
 
