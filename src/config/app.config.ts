@@ -2,7 +2,7 @@ import { IsIn, IsInt, IsOptional, Matches, Max, Min, validateSync } from 'class-
 import { resolveSerializedOptions, SerializedConfigError } from 'nestjs-serialized';
 
 /** What each variable of the example app accepts (the start-up error quotes it). */
-const ACCEPTS = {
+export const APP_ENV_ACCEPTS = {
   PORT: 'an integer from 1 to 65535 (default 3000)',
   HTTP_ADAPTER: 'express or fastify (default express)',
   APP_STORE: 'memory, redis or postgres (default: the lock driver, SERIALIZED_DRIVER)',
@@ -44,13 +44,13 @@ export interface AppConfig {
 /** Reads and validates the app's variables; a bad value stops start-up naming every bad variable. */
 export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const values = new AppEnvironment() as unknown as Record<string, unknown>;
-  for (const name of Object.keys(ACCEPTS)) {
+  for (const name of Object.keys(APP_ENV_ACCEPTS)) {
     const raw = env[name]?.trim();
     if (raw === undefined || raw === '') continue;
     values[name] = NUMERIC.has(name) && /^\d{1,9}$/.test(raw) ? Number(raw) : raw;
   }
   const problems = validateSync(values, { forbidUnknownValues: false }).map(
-    (e) => `${e.property}=${JSON.stringify(String(e.value))} is invalid: accepts ${ACCEPTS[e.property as keyof typeof ACCEPTS]}`,
+    (e) => `${e.property}=${JSON.stringify(String(e.value))} is invalid: accepts ${APP_ENV_ACCEPTS[e.property as keyof typeof APP_ENV_ACCEPTS]}`,
   );
   // The library checks its own variables when it starts; checking them here too
   // puts every bad variable, the app's and the library's, in one message.
