@@ -71,15 +71,8 @@ export interface ContenderInfo {
   settings?: string;
 }
 
-export interface EntryInput {
-  id: string;
-  scenario: number;
-  group: Group;
-  name: string;
-  metric: string;
-  unit: string;
-  betterIs: BetterIs;
-  params: string;
+/** What a scenario hands over for one entry: the entry's own fields, and the raw outcomes. */
+export interface EntryInput extends Pick<ResultEntry, 'id' | 'scenario' | 'group' | 'name' | 'metric' | 'unit' | 'betterIs' | 'params'> {
   contenders: readonly ContenderInfo[];
   outcomes: ReadonlyMap<string, Outcome>;
   notes?: string[];

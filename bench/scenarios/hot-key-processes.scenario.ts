@@ -3,11 +3,10 @@ import { CriticalSections } from '../lib/handoffs';
 import { interleave, type Sample } from '../lib/interleave';
 import { WorkerProcess } from '../lib/worker-process';
 import type { ResultEntry } from '../report/results';
-import { freePostgresConnections } from '../services';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
-import type { Backend, SubjectSpec } from '../subjects/subject';
+import type { Backend } from '../subjects/subject';
 import { handoffEntries } from './handoff-entries';
-import { backendDown, type Scenario, type ScenarioContext } from './scenario';
+import { backendDown, type Scenario, type ScenarioContext, unavailableContenders } from './scenario';
 
 /**
  * 3. One hot key shared by 4 OS processes × 25 waiters. Each process records its
@@ -32,14 +31,12 @@ export const hotKeyProcessesScenario: Scenario = {
       for (const backend of ['redis', 'postgres'] as const) {
         log(`  [3] ${BACKEND_LABEL[backend]}`);
         const specs = SUBJECTS[backend].filter((s) => s.canWait);
-        const down = backendDown(context.services, backend);
-        const tooMany = down ? new Map<string, string>() : await connectionBudget(backend, specs, processes, waitersPerProcess);
+        const unavailable = await unavailableContenders(context.services, backend, specs, waitersPerProcess, processes);
         const outcomes = await interleave(
           specs.map((s) => s.id),
           rounds,
           async (id, round): Promise<Sample> => {
-            if (down) return { metrics: {}, failure: down };
-            if (tooMany.has(id)) return { metrics: {}, failure: tooMany.get(id) };
+            if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
             return measure(workers, backend, id, `xhot${round}:${id}`);
           },
           log,
@@ -104,17 +101,4 @@ async function clockOffset(worker: WorkerProcess): Promise<{ offset: number; err
     if (error < best.error) best = { offset: (reply.now as number) - (sent + received) / 2, error };
   }
   return best;
-}
-
-async function connectionBudget(backend: Backend, specs: SubjectSpec[], processes: number, waitersPerProcess: number): Promise<Map<string, string>> {
-  const tooMany = new Map<string, string>();
-  if (backend !== 'postgres') return tooMany;
-  const { free, max, used } = await freePostgresConnections();
-  for (const spec of specs) {
-    const needed = processes * (spec.connectionsFor?.(waitersPerProcess) ?? 0);
-    if (needed > free) {
-      tooMany.set(spec.id, `needs ${needed} simultaneous server connections (one per waiting caller); this server has max_connections=${max} with ${used} in use — not run, to avoid starving the shared server`);
-    }
-  }
-  return tooMany;
 }

@@ -3,11 +3,11 @@ import { CriticalSections } from '../lib/handoffs';
 import { describeError, interleave, type Sample } from '../lib/interleave';
 import { measureOpened } from '../lib/open-subjects';
 import type { ResultEntry } from '../report/results';
-import { freePostgresConnections, withTimeout } from '../services';
+import { withTimeout } from '../services';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
 import type { LockSubject } from '../subjects/subject';
 import { handoffEntries } from './handoff-entries';
-import { backendDown, type Scenario, type ScenarioContext } from './scenario';
+import { type Scenario, type ScenarioContext, unavailableContenders } from './scenario';
 
 /**
  * 2. One hot key, 100 concurrent waiters in one process, each looping
@@ -24,23 +24,12 @@ export const hotKeyScenario: Scenario = {
     for (const backend of ['memory', 'redis', 'postgres'] as const) {
       log(`  [2] ${BACKEND_LABEL[backend]}`);
       const specs = SUBJECTS[backend].filter((s) => s.canWait);
-      const down = backendDown(context.services, backend);
-      const tooMany = new Map<string, string>();
-      if (!down && backend === 'postgres') {
-        const { free, max, used } = await freePostgresConnections();
-        for (const spec of specs) {
-          const needed = spec.connectionsFor?.(waiters) ?? 0;
-          if (needed > free) {
-            tooMany.set(spec.id, `needs ${needed} simultaneous server connections (one per waiting caller); this server has max_connections=${max} with ${used} in use — not run, to avoid starving the shared server`);
-          }
-        }
-      }
+      const unavailable = await unavailableContenders(context.services, backend, specs, waiters);
       const outcomes = await interleave(
         specs.map((s) => s.id),
         rounds,
         async (id, round): Promise<Sample> => {
-          if (down) return { metrics: {}, failure: down };
-          if (tooMany.has(id)) return { metrics: {}, failure: tooMany.get(id) };
+          if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
           return measureOpened(specs.find((s) => s.id === id)!, context.subjects, (subject) =>
             measureHotKey(subject, `hot${round}:${id}`, waiters, warmupMs, durationMs, drainTimeoutMs),
           );

@@ -2,10 +2,9 @@ import { now, sleep } from '../lib/clock';
 import { describeError, interleave, type Sample } from '../lib/interleave';
 import { measureOpened } from '../lib/open-subjects';
 import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
-import { freePostgresConnections } from '../services';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
 import type { LockSubject } from '../subjects/subject';
-import { backendDown, type Scenario, type ScenarioContext } from './scenario';
+import { type Scenario, type ScenarioContext, unavailableContenders } from './scenario';
 
 const noop = (): void => undefined;
 
@@ -26,23 +25,12 @@ export const manyKeysScenario: Scenario = {
       const rounds = roundsOf[backend];
       log(`  [4] ${BACKEND_LABEL[backend]} (${keys} keys × ${opsPerKey})`);
       const specs = SUBJECTS[backend].filter((s) => s.canWait);
-      const down = backendDown(context.services, backend);
-      const tooMany = new Map<string, string>();
-      if (!down && backend === 'postgres') {
-        const { free, max, used } = await freePostgresConnections();
-        for (const spec of specs) {
-          const needed = spec.connectionsFor?.(keys * opsPerKey) ?? 0;
-          if (needed > free) {
-            tooMany.set(spec.id, `needs ${needed} simultaneous server connections (one per waiting caller); this server has max_connections=${max} with ${used} in use — not run, to avoid starving the shared server`);
-          }
-        }
-      }
+      const unavailable = await unavailableContenders(context.services, backend, specs, keys * opsPerKey);
       const outcomes = await interleave(
         specs.map((s) => s.id),
         rounds,
         async (id, round): Promise<Sample> => {
-          if (down) return { metrics: {}, failure: down };
-          if (tooMany.has(id)) return { metrics: {}, failure: tooMany.get(id) };
+          if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
           return measureOpened(specs.find((s) => s.id === id)!, context.subjects, async (subject) => {
             // A short warm-up on a twentieth of the keys (JIT, connections, scripts loaded).
             const warm = await burst(subject, `mw${round}:${id}:`, Math.max(10, Math.floor(keys / 20)), opsPerKey, timeoutMs);
