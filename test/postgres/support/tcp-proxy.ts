@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { closeServer, freeLocalPort, listenLocal, viaLocalPort } from '../../support/local-server';
 
 /**
  * A TCP proxy in front of PostgreSQL that a test controls, to simulate what it
@@ -16,20 +17,13 @@ export class TcpProxy {
   /** Listens (again) on the same port once it is known. */
   async start(): Promise<void> {
     const server = net.createServer((client) => this.accept(client));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as net.AddressInfo).port;
+    this.port = await listenLocal(server, this.port);
     this.server = server;
   }
 
   /** A connection URL that goes through the proxy. */
   url(databaseUrl: string): string {
-    const url = new URL(databaseUrl);
-    url.hostname = '127.0.0.1';
-    url.port = String(this.port);
-    return url.toString();
+    return viaLocalPort(databaseUrl, this.port);
   }
 
   get connections(): number {
@@ -55,7 +49,7 @@ export class TcpProxy {
     this.cutAll();
     const server = this.server;
     this.server = undefined;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (server) await closeServer(server);
   }
 
   private accept(client: net.Socket): void {
@@ -88,21 +82,14 @@ export async function startSilentServer(): Promise<{ port: number; close(): Prom
     socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
-    port: (server.address() as net.AddressInfo).port,
+    port: await listenLocal(server),
     close: async () => {
       for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer(server);
     },
   };
 }
 
 /** A port on which nothing listens (connections are refused). */
-export async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export const closedPort = freeLocalPort;

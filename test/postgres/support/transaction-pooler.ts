@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { closeServer, listenLocal, viaLocalPort } from '../../support/local-server';
 
 /**
  * A minimal stand-in for PgBouncer in `pool_mode = transaction`: each client
@@ -16,23 +17,19 @@ export class TransactionPooler {
 
   async start(): Promise<void> {
     const server = net.createServer((client) => this.accept(client));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    this.port = (server.address() as net.AddressInfo).port;
+    this.port = await listenLocal(server);
     this.server = server;
   }
 
   url(databaseUrl: string): string {
-    const url = new URL(databaseUrl);
-    url.hostname = '127.0.0.1';
-    url.port = String(this.port);
-    return url.toString();
+    return viaLocalPort(databaseUrl, this.port);
   }
 
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     const server = this.server;
     this.server = undefined;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (server) await closeServer(server);
   }
 
   private track(socket: net.Socket): net.Socket {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freeLocalPort } from '../../support/local-server';
 
 /**
  * A private `redis-server` for tests that stop, kill or reconfigure Redis: the shared
@@ -21,12 +22,12 @@ export class ThrowawayRedis {
 
   /** A server on a free port, not started yet; `extraArgs` are added to its command line (e.g. `--requirepass`). */
   static async create(extraArgs: string[] = []): Promise<ThrowawayRedis> {
-    return new ThrowawayRedis(await freePort(), [], undefined, extraArgs);
+    return new ThrowawayRedis(await freeLocalPort(), [], undefined, extraArgs);
   }
 
   /** A Sentinel (not started yet) monitoring `master` under the name `name`. */
   static async sentinel(master: ThrowawayRedis, name: string): Promise<ThrowawayRedis> {
-    const port = await freePort();
+    const port = await freeLocalPort();
     // Sentinel rewrites its configuration file, so it gets a private one.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'serialized-sentinel-'));
     const config = path.join(dir, 'sentinel.conf');
@@ -81,16 +82,6 @@ export class ThrowawayRedis {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
