@@ -1,6 +1,6 @@
 import { jobOrderKeys, JOB_LOCK_KEY_FIELD, ORDER_TTL_MS, type QueueKeyNamer } from './job-order.keys';
 import { JOB_ORDER_SCRIPTS } from './job-order.scripts';
-import type { ScriptClient } from './lua-script.runner';
+import type { ScriptClient } from '../internal/lua-script';
 
 /** What `enter` decided for a job. */
 export type EnterVerdict =
@@ -35,11 +35,11 @@ export class JobOrderStore {
    */
   async enter(jobId: string, lockKey: string, known: readonly (readonly [string, string])[] = []): Promise<EnterVerdict> {
     const keys = jobOrderKeys(this.queue, lockKey);
-    const reply = (await JOB_ORDER_SCRIPTS.enter.run(
-      this.client,
-      [keys.active, keys.sequence, keys.order],
-      [keys.jobPrefix, keys.orderPrefix, jobId, lockKey, JOB_LOCK_KEY_FIELD, ORDER_TTL_MS, ...known.flat()],
-    )) as [number, ...string[]];
+    const reply = (await JOB_ORDER_SCRIPTS.enter.run(this.client, [
+      // keys, then arguments
+      keys.active, keys.sequence, keys.order,
+      keys.jobPrefix, keys.orderPrefix, jobId, lockKey, JOB_LOCK_KEY_FIELD, ORDER_TTL_MS, ...known.flat(),
+    ])) as [number, ...string[]];
     switch (Number(reply[0])) {
       case 0:
         return { kind: 'run' };
@@ -53,7 +53,7 @@ export class JobOrderStore {
   /** Removes the job from the order of `lockKey` and returns the job now at its head, if any. */
   async leave(jobId: string, lockKey: string): Promise<NextHead | undefined> {
     const keys = jobOrderKeys(this.queue, lockKey);
-    const reply = (await JOB_ORDER_SCRIPTS.leave.run(this.client, [keys.order], [keys.jobPrefix, jobId, ORDER_TTL_MS])) as [string?, number?];
+    const reply = (await JOB_ORDER_SCRIPTS.leave.run(this.client, [keys.order, keys.jobPrefix, jobId, ORDER_TTL_MS])) as [string?, number?];
     if (reply[0] === undefined || reply[0] === null) return undefined;
     return { jobId: String(reply[0]), delayed: Number(reply[1]) === 1 };
   }

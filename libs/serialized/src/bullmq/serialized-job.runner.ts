@@ -9,7 +9,7 @@ import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { loadBullmq } from './bullmq.loader';
 import { JobOrderStore, type EnterVerdict } from './job-order.store';
 import { willRunAgain } from './job-retry.policy';
-import { isScriptClient } from './lua-script.runner';
+import { isScriptClient } from '../internal/lua-script';
 import type { ResolvedSerializedJobsOptions } from './serialized-jobs-options.interface';
 import { serializedJobsOptionsOf } from './serialized-jobs.decorator';
 
