@@ -36,8 +36,7 @@
                     resolve their keys and call again with them in ARGV[7..]
     {2, headId}     another job heads the key: park this one
 ]]
-local rcall = redis.call
-local jobPrefix = ARGV[1]
+-- rcall, jobPrefix and finished() come from job-common.lua.
 local orderPrefix = ARGV[2]
 local jobId = ARGV[3]
 local field = ARGV[5]
@@ -55,15 +54,6 @@ local function takeNumber(id, lockKey)
     end
     rcall("PEXPIRE", orderKey, ttl)
   end
-end
-
--- A head that finished for good (or was removed) without leaving, e.g. failed
--- by the stalled checker: it no longer holds its key.
-local function finished(id)
-  if rcall("EXISTS", jobPrefix .. id) == 0 then return true end
-  if rcall("ZSCORE", jobPrefix .. "completed", id) then return true end
-  if rcall("ZSCORE", jobPrefix .. "failed", id) then return true end
-  return false
 end
 
 for i = 7, #ARGV - 1, 2 do

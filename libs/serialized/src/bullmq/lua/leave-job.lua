@@ -13,16 +13,8 @@
     {}                   nobody else waits for the key (the set is gone)
     {headId, delayed}    the new head; delayed = 1 when it sits in the delayed set
 ]]
-local rcall = redis.call
-local jobPrefix = ARGV[1]
+-- rcall, jobPrefix and finished() come from job-common.lua.
 local orderKey = KEYS[1]
-
-local function finished(id)
-  if rcall("EXISTS", jobPrefix .. id) == 0 then return true end
-  if rcall("ZSCORE", jobPrefix .. "completed", id) then return true end
-  if rcall("ZSCORE", jobPrefix .. "failed", id) then return true end
-  return false
-end
 
 rcall("ZREM", orderKey, ARGV[2])
 for _ = 1, 1000 do
