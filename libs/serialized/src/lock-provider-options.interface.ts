@@ -10,13 +10,13 @@ export interface LockProviderCommonOptions {
   keyPrefix?: string;
   /** Lease of a held lock, renewed about every third of it while held (default 30 000 ms). */
   leaseMs?: number;
-  /** Longest wait for a busy key before `LockTimeoutError` (default 10 000 ms). */
+  /** Longest wait for a busy key in `wait` mode before `LockTimeoutError` (default 10 000 ms). */
   waitTimeoutMs?: number;
   /** Most waiters per key in this process; beyond it `LockBusyError` (default 1000). */
   maxPending?: number;
   /** Bound on reaching the backend before `LockBackendError` (default 3000 ms). */
   connectTimeoutMs?: number;
-  /** How long shutdown waits for holders to release (default 10 000 ms). */
+  /** How long shutdown (`app.close()`) waits for running holders to release their locks (default 10 000 ms). */
   shutdownGraceMs?: number;
 }
 
