@@ -4,6 +4,7 @@ import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.i
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
+import { RELEASE_NOW, TAKE_NOW, type ImmediateLock, type ImmediateLockProvider } from './internal/immediate-lock';
 import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 
@@ -29,13 +30,8 @@ export interface HeldKey {
   release(): Promise<void>;
 }
 
-interface HeldEntry {
-  lock: Lock;
-  active: boolean;
-}
-
 interface LockContext {
-  readonly locks: ReadonlyMap<string, HeldEntry>;
+  readonly locks: ReadonlyMap<string, HeldLock>;
   /** The decorated method the interceptor is about to call with the key already held. */
   passThrough: unknown;
 }
@@ -64,13 +60,28 @@ export class LockService {
    * @throws LockBusyError `mode: 'reject'` and the key is busy, or `maxPending` reached
    * @throws LockBackendError the backend cannot be reached (`fn` does not run)
    */
-  async run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
-    const held = await this.acquire(key, options);
+  run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+    const held = this.takeNow(key, options);
+    if (!held) return this.acquireAndRun(key, fn, options);
+    // The key was free and taken synchronously: the same steps as below, without
+    // the promises of acquiring and releasing (see TAKE_NOW).
+    let result: Promise<T> | T;
     try {
-      return await this.runHolding(held, () => fn(held.lock));
-    } finally {
-      await held.release();
+      result = this.runHolding(held, () => fn(held.lock));
+    } catch (error) {
+      held.releaseNow();
+      return Promise.reject(error);
     }
+    return Promise.resolve(result).then(
+      (value) => {
+        held.releaseNow();
+        return value;
+      },
+      (error: unknown) => {
+        held.releaseNow();
+        throw error;
+      },
+    );
   }
 
   /**
@@ -91,7 +102,7 @@ export class LockService {
         mode === 'reject'
           ? await this.tryOrBusy(key, acquireOptions)
           : await this.provider.acquire(key, acquireOptions as ProviderAcquireOptions);
-      return this.held(lock, handler);
+      return new HeldLock(lock, handler, this.logger);
     } catch (error) {
       if (error instanceof SerializedError && handler) error.attachHandler(handler);
       throw error;
@@ -105,7 +116,7 @@ export class LockService {
   runHolding<R>(held: HeldKey, fn: () => R, passThrough?: unknown): R {
     if (held.reentrant && passThrough === undefined) return fn();
     const locks = new Map(this.context.getStore()?.locks);
-    if (!held.reentrant) locks.set(held.lock.key, (held as InternalHeldKey).entry);
+    if (!held.reentrant) locks.set(held.lock.key, held as HeldLock);
     return this.context.run({ locks, passThrough }, fn);
   }
 
@@ -126,38 +137,78 @@ export class LockService {
     return true;
   }
 
+  private async acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions): Promise<T> {
+    const held = await this.acquire(key, options);
+    try {
+      return await this.runHolding(held, () => fn(held.lock));
+    } finally {
+      if (held instanceof HeldLock && RELEASE_NOW in held.lock) held.releaseNow();
+      else await held.release();
+    }
+  }
+
+  /** The key held at once, when the provider can grant it synchronously and it is free; otherwise undefined. */
+  private takeNow(key: string, options: RunOptions): HeldLock | undefined {
+    const provider = this.provider as LockProvider & Partial<ImmediateLockProvider>;
+    // Anything unusual (a bad key, a key this context already holds) takes the usual path.
+    if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || this.isHeld(key)) return undefined;
+    const lock = provider[TAKE_NOW](key, options);
+    return lock && new HeldLock(lock, options.handler, this.logger);
+  }
+
   private async tryOrBusy(key: string, options: AcquireOptions): Promise<Lock> {
     const lock = await this.provider.tryAcquire(key, options);
     if (!lock) throw new LockBusyError(key, 'held');
     return lock;
   }
-
-  private held(lock: Lock, handler: string | undefined): InternalHeldKey {
-    const entry: HeldEntry = { lock, active: true };
-    return {
-      lock,
-      reentrant: false,
-      entry,
-      release: async () => {
-        if (!entry.active) return;
-        entry.active = false;
-        const signal = existingSignal(lock);
-        if (signal?.aborted) {
-          this.logger.warn(`${describe(lock.key, handler)} was lost while its holder ran: ${String(signal.reason?.message ?? signal.reason)}`);
-        }
-        try {
-          await lock.release();
-        } catch (error) {
-          // The work is done; failing the call now would lose its result. The lease ends the lock.
-          this.logger.warn(`Could not release ${describe(lock.key, handler)}: ${(error as Error)?.message ?? error}`);
-        }
-      },
-    };
-  }
 }
 
-interface InternalHeldKey extends HeldKey {
-  readonly entry: HeldEntry;
+/** A key this call acquired; it is also what nested calls find in the async context. */
+class HeldLock implements HeldKey {
+  readonly reentrant = false;
+  /** False once released: a nested call that outlives the holder must not count it as held. */
+  active = true;
+
+  constructor(
+    readonly lock: Lock,
+    private readonly handler: string | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  async release(): Promise<void> {
+    if (!this.finish()) return;
+    try {
+      await this.lock.release();
+    } catch (error) {
+      this.couldNotRelease(error);
+    }
+  }
+
+  /** Releases a lock taken with TAKE_NOW, synchronously. */
+  releaseNow(): void {
+    if (!this.finish()) return;
+    try {
+      (this.lock as ImmediateLock)[RELEASE_NOW]();
+    } catch (error) {
+      this.couldNotRelease(error);
+    }
+  }
+
+  /** Marks the key released; false when it already was (release is idempotent). */
+  private finish(): boolean {
+    if (!this.active) return false;
+    this.active = false;
+    const signal = existingSignal(this.lock);
+    if (signal?.aborted) {
+      this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${String(signal.reason?.message ?? signal.reason)}`);
+    }
+    return true;
+  }
+
+  private couldNotRelease(error: unknown): void {
+    // The work is done; failing the call now would lose its result. The lease ends the lock.
+    this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${(error as Error)?.message ?? error}`);
+  }
 }
 
 function existingSignal(lock: Lock): AbortSignal | undefined {

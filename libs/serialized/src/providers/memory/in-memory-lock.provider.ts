@@ -3,6 +3,7 @@ import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
+import { TAKE_NOW, type ImmediateLockProvider } from '../../internal/immediate-lock';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
@@ -19,7 +20,10 @@ export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitT
  * costs nothing. Leases are meaningless here (a holder cannot crash without the
  * whole process), so held locks never expire.
  */
-export class InMemoryLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
+export class InMemoryLockProvider
+  extends LockProvider
+  implements ImmediateLockProvider, BeforeApplicationShutdown, OnApplicationShutdown
+{
   private readonly deadlines = new DeadlineQueue();
   private readonly queue = new KeyedWaitQueue(this.deadlines);
   private readonly held = new HeldLocks<InMemoryLock>();
@@ -75,6 +79,12 @@ export class InMemoryLockProvider extends LockProvider implements BeforeApplicat
     this.held.assertOpen(key);
     if (options.signal?.aborted) throw options.signal.reason;
     return this.queue.tryTake(key) ? this.grant(key) : null;
+  }
+
+  /** @internal The key at once when it is free (see `TAKE_NOW`); anything else goes through `acquire`. */
+  [TAKE_NOW](key: string, options: ProviderAcquireOptions): InMemoryLock | undefined {
+    if (this.held.closing || options.signal?.aborted || !this.queue.tryTake(key)) return undefined;
+    return this.grant(key);
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -1,9 +1,9 @@
 import { LockLostError } from '../../errors';
+import { RELEASE_NOW, type ImmediateLock } from '../../internal/immediate-lock';
 import { PEEK_SIGNAL } from '../../internal/lazy-signal';
-import type { Lock } from '../../lock.interface';
 
 /** A key held in this process. Nothing can take it away, so it never expires. */
-export class InMemoryLock implements Lock {
+export class InMemoryLock implements ImmediateLock {
   private released = false;
   private controller: AbortController | undefined;
 
@@ -28,6 +28,10 @@ export class InMemoryLock implements Lock {
   }
 
   async release(): Promise<void> {
+    this[RELEASE_NOW]();
+  }
+
+  [RELEASE_NOW](): void {
     if (this.released) return;
     this.released = true;
     this.onRelease(this);

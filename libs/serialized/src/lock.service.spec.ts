@@ -1,0 +1,82 @@
+import { LockBackendError } from './errors';
+import { TAKE_NOW } from './internal/immediate-lock';
+import { LockService } from './lock.service';
+import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
+
+/**
+ * `run` on a free key of a provider that grants synchronously (in-memory) skips
+ * the promise chain of acquiring and releasing. These pin down that it still
+ * behaves exactly as the usual path: whatever `fn` does, the key is released.
+ */
+describe('LockService.run on a key it can take at once', () => {
+  let provider: InMemoryLockProvider;
+  let service: LockService;
+
+  beforeEach(() => {
+    provider = new InMemoryLockProvider();
+    service = new LockService(provider);
+  });
+
+  afterEach(async () => {
+    await provider.close();
+  });
+
+  it('takes a free key without waiting: fn starts before run returns', async () => {
+    let started = false;
+    const running = service.run('k', async () => {
+      started = true;
+    });
+    expect(started).toBe(true);
+    await running;
+    expect(provider.activeKeys).toBe(0);
+  });
+
+  it('releases the key when fn throws synchronously, and rejects with that error', async () => {
+    const error = new Error('sync boom');
+    await expect(
+      service.run('k', () => {
+        throw error;
+      }),
+    ).rejects.toBe(error);
+    expect(provider.activeKeys).toBe(0);
+    await expect(service.run('k', () => 'next', { mode: 'reject' })).resolves.toBe('next');
+  });
+
+  it('releases the key when fn rejects, and rejects with that error', async () => {
+    await expect(service.run('k', async () => Promise.reject(new Error('async boom')))).rejects.toThrow('async boom');
+    expect(provider.activeKeys).toBe(0);
+  });
+
+  it('hands the key to the waiter that queued while fn ran, and resolves with the value of fn', async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const first = service.run('k', () => new Promise<string>((resolve) => (release = () => resolve('first'))));
+    const second = service.run('k', () => void order.push('second ran'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual([]);
+    release();
+    await expect(first).resolves.toBe('first');
+    await second;
+    expect(order).toEqual(['second ran']);
+    expect(provider.activeKeys).toBe(0);
+  });
+
+  it('counts the key as held inside fn (a nested run on it runs at once), and not after', async () => {
+    let heldInside = false;
+    const nested = await service.run('k', async () => {
+      heldInside = service.isHeld('k');
+      return service.run('k', () => 'nested ran', { mode: 'reject' });
+    });
+    expect([heldInside, nested, service.isHeld('k')]).toEqual([true, 'nested ran', false]);
+  });
+
+  it('leaves an already aborted call, an invalid key and a closing provider to the usual path and its errors', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('caller left'));
+    await expect(service.run('k', () => 'ran', { signal: controller.signal })).rejects.toThrow('caller left');
+    await expect(service.run('', () => 'ran')).rejects.toThrow(/missing/);
+    await provider.close();
+    await expect(service.run('k', () => 'ran')).rejects.toBeInstanceOf(LockBackendError);
+    expect(provider[TAKE_NOW]('k', {})).toBeUndefined();
+  });
+});
