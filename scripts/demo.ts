@@ -67,7 +67,7 @@ async function startProcesses(count: number, reports: boolean): Promise<Deployme
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   for (let i = 0; i < count; i++) {
-    const port = 3400 + Math.floor(Math.random() * 400) * 10 + i;
+    const port = await freePort();
     const child = spawn(
       process.execPath,
       ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', path.join(root, 'src/main.ts')],
@@ -96,6 +96,22 @@ async function startProcesses(count: number, reports: boolean): Promise<Deployme
     throw error;
   }
   return { urls, stop };
+}
+
+/**
+ * A port the OS just handed out as free. Not a random one: fetch refuses some
+ * ports outright (6000, 5060, ... the Fetch standard's "bad ports"), and a random
+ * pick could also land on a service's port.
+ */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 async function waitUntilUp(url: string, children: ChildProcess[]): Promise<void> {
