@@ -10,8 +10,8 @@
  * `BENCH_TS_NODE=1 npm run bench` runs the TypeScript sources under ts-node instead.
  */
 const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
+const { copyLuaFiles, LIB_SOURCES } = require('../scripts/copy-lib-assets');
 
 const ROOT = path.resolve(__dirname, '..');
 const OUT = path.join(ROOT, 'dist', 'bench');
@@ -29,17 +29,6 @@ if (process.env.BENCH_TS_NODE) {
 
 const started = Date.now();
 run([require.resolve('typescript/bin/tsc'), '-p', 'bench/tsconfig.json', '--noCheck']);
-const copyLua = (dir) => {
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const from = path.join(dir, entry.name);
-    if (entry.isDirectory()) copyLua(from);
-    else if (entry.name.endsWith('.lua')) {
-      const to = path.join(OUT, path.relative(ROOT, from));
-      fs.mkdirSync(path.dirname(to), { recursive: true });
-      fs.copyFileSync(from, to);
-    }
-  }
-};
-copyLua(path.join(ROOT, 'libs', 'serialized', 'src'));
+copyLuaFiles(LIB_SOURCES, path.join(OUT, path.relative(ROOT, LIB_SOURCES)));
 process.stderr.write(`compiled to dist/bench in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 run(['-r', path.join(OUT, 'bench', 'paths.js'), path.join(OUT, 'bench', 'run.js'), ...args]);
