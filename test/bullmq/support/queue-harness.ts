@@ -1,7 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import Redis from 'ioredis';
 import { WorkerProcess } from '../../support/processes';
-import { TEST_REDIS_URL } from '../../support/services';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../../support/services';
 import { uniqueId, waitFor } from '../../support/timing';
 import type { JobEvent, TestJobData } from './job-log';
 
@@ -15,9 +15,11 @@ export interface WorkerSettings {
   stalledIntervalMs?: number;
   maxStalledCount?: number;
   recheckMs?: number;
-  driver?: 'memory' | 'redis';
+  driver?: 'memory' | 'redis' | 'postgres';
   /** Explicit `scope` of the processor's `@Serialized`. */
   scope?: string;
+  /** `keyPrefix` of the app's locks (default: the library's); see `QueueHarness.lockKeyPrefix`. */
+  lockKeyPrefix?: string;
 }
 
 /**
@@ -29,6 +31,8 @@ export class QueueHarness {
   readonly prefix = uniqueId('sertest');
   readonly name = 'jobs';
   readonly logKey = `${this.prefix}:log`;
+  /** A `keyPrefix` for the workers' app locks under the queue's prefix, so that `close()` removes their Redis keys too. */
+  readonly lockKeyPrefix = `${this.prefix}:locks`;
   readonly redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 3 });
   readonly queue = new Queue<TestJobData>(this.name, { connection: { url: TEST_REDIS_URL }, prefix: this.prefix });
   readonly workers: WorkerProcess[] = [];
@@ -38,6 +42,7 @@ export class QueueHarness {
     const started = settings.map((s, i) =>
       WorkerProcess.start(`worker-${this.workers.length + i + 1}`, WORKER_FILE, {
         REDIS_URL: TEST_REDIS_URL,
+        DATABASE_URL: TEST_DATABASE_URL,
         QUEUE_NAME: this.name,
         QUEUE_PREFIX: this.prefix,
         LOG_KEY: this.logKey,
@@ -49,6 +54,7 @@ export class QueueHarness {
         RECHECK_MS: String(s.recheckMs ?? 10_000),
         SERIALIZED_DRIVER: s.driver ?? 'memory',
         SCOPE: s.scope ?? '',
+        LOCK_KEY_PREFIX: s.lockKeyPrefix ?? '',
       }),
     );
     this.workers.push(...started);

@@ -73,7 +73,12 @@ class TestProcessor extends WorkerHost {
 
 @Module({
   imports: [
-    SerializedModule.forRoot({ driver: (env.SERIALIZED_DRIVER as 'memory' | 'redis' | undefined) ?? 'memory', redis: { url: REDIS_URL } }),
+    SerializedModule.forRoot({
+      driver: (env.SERIALIZED_DRIVER as 'memory' | 'redis' | 'postgres' | undefined) ?? 'memory',
+      redis: { url: REDIS_URL },
+      ...(env.SERIALIZED_DRIVER === 'postgres' ? { postgres: { connectionString: env.DATABASE_URL } } : {}),
+      ...(env.LOCK_KEY_PREFIX ? { keyPrefix: env.LOCK_KEY_PREFIX } : {}),
+    }),
     BullModule.registerQueue({ name: QUEUE, prefix: env.QUEUE_PREFIX, connection: { url: REDIS_URL } }),
   ],
   providers: [TestProcessor],

@@ -8,6 +8,7 @@ import type { HeldKey, LockService } from '../lock.service';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { loadBullmq } from './bullmq.loader';
 import { JobOrderStore, type EnterVerdict } from './job-order.store';
+import { jobLeaseMs } from './job-lease.policy';
 import { willRunAgain } from './job-retry.policy';
 import { isScriptClient } from '../internal/lua-script';
 import type { ResolvedSerializedJobsOptions } from './serialized-jobs-options.interface';
@@ -46,7 +47,8 @@ interface QueueHandle extends MinimalQueue {
  *    set and throws `DelayedError`, freeing the slot at once;
  * 3. at the head, it takes the app's lock for the same key without waiting
  *    (`tryAcquire`), so it also excludes HTTP handlers sharing the `scope`; if
- *    that lock is busy, it parks for `lockRetryMs` and keeps the head;
+ *    that lock is busy, it parks for `lockRetryMs` and keeps the head. The lock's
+ *    lease is at most the worker's `lockDuration` (`job-lease.policy.ts`);
  * 4. when it finishes for good (completed, or failed with no retry left) it leaves
  *    the order and promotes the next job out of the delayed set. A failed attempt
  *    that BullMQ will retry keeps the head, so the retry still runs first.
@@ -89,7 +91,10 @@ class SerializedJobRun {
 
     let held: HeldKey;
     try {
-      held = await this.call.lockService.acquire(this.lockKey, { ...runOptionsOf(this.call.metadata, this.call.handler), mode: 'reject' });
+      const options = runOptionsOf(this.call.metadata, this.call.handler);
+      // Bounded by BullMQ's own job lock, so that a killed worker's key passes on when its job does.
+      const leaseMs = jobLeaseMs(this.job, this.call.instance, options.leaseMs);
+      held = await this.call.lockService.acquire(this.lockKey, { ...options, leaseMs, mode: 'reject' });
     } catch (error) {
       if (!(error instanceof LockBusyError)) {
         if (!willRunAgain(this.job, error)) await this.leave();
