@@ -161,7 +161,8 @@ export class LockAttempt implements ConnectionRequest {
     }
     if (token === null || token === undefined) {
       this.host.pool.release(connection);
-      return this.finish(this.mode === 'try' ? null : this.timeoutError());
+      // Busy is an answer, not an error: `try` resolves null.
+      return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.timeoutError());
     }
     this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection));
   }
