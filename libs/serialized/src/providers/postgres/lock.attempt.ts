@@ -50,6 +50,10 @@ export class LockAttempt implements ConnectionRequest {
   private waitClamped = false;
   private readonly onAbort: (() => void) | undefined;
   private whenDone: { promise: Promise<void>; resolve: () => void } | undefined;
+  private resolve!: (lock: PostgresLock | null) => void;
+  private reject!: (error: unknown) => void;
+  /** The caller's answer: the lock, `null` (`try` and busy), or the error. */
+  readonly promise: Promise<PostgresLock | null>;
 
   constructor(
     private readonly host: LockAttemptHost,
@@ -59,9 +63,11 @@ export class LockAttempt implements ConnectionRequest {
     private readonly waitTimeoutMs: number,
     private readonly startedAt: number,
     private readonly signal: AbortSignal | undefined,
-    private readonly resolve: (lock: PostgresLock | null) => void,
-    private readonly reject: (error: unknown) => void,
   ) {
+    this.promise = new Promise<PostgresLock | null>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
     if (signal) {
       this.onAbort = () => this.abort(signal.reason);
       signal.addEventListener('abort', this.onAbort, { once: true });
@@ -148,7 +154,7 @@ export class LockAttempt implements ConnectionRequest {
       ? this.host.statements.lock(this.lockKey, `${serverWaitMs}ms`)
       : this.host.statements.tryLock(this.lockKey);
     connection
-      .query(statement, serverWaitMs + this.host.connectTimeoutMs)
+      .query(statement, serverWaitMs)
       .then(
         (row) => this.answered(connection, row),
         (error: unknown) => this.failed(connection, error),
