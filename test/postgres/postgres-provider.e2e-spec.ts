@@ -141,7 +141,7 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
       const provider = make({ keyPrefix: uniquePrefix('unlockfalse') });
       const lock = (await provider.acquire('k')) as PostgresLock;
       // Someone (here: the test, on the lock's own session) dropped the lock behind the provider's back.
-      await lock.connection.query({ text: 'SELECT pg_advisory_unlock_all()', rowMode: 'array' }, 5000);
+      await lock.connection.query({ text: 'SELECT pg_advisory_unlock_all()', rowMode: 'array' });
       await expect(lock.release()).rejects.toBeInstanceOf(LockLostError);
       expect(lock.signal.aborted).toBe(true);
       expect(lock.signal.reason).toBeInstanceOf(LockLostError);
@@ -364,21 +364,6 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
       const again = await provider.acquire('k', { waitTimeoutMs: 5000 });
       expect(again.signal.aborted).toBe(false);
       await again.release();
-    });
-
-    it('detects a network path gone silent with its liveness check', async () => {
-      const proxy = new TcpProxy(target);
-      await proxy.start();
-      cleanups.push(() => proxy.stop());
-      const provider = make({ connectionString: proxy.url(TEST_DATABASE_URL), keyPrefix: uniquePrefix('silent'), leaseMs: 3000 });
-      const lock = await provider.acquire('k');
-      const lost = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
-      const silentAt = Date.now();
-      proxy.blackhole();
-      expect(await lost).toBeInstanceOf(LockLostError);
-      expect(Date.now() - silentAt).toBeLessThan(4000);
-      await lock.release();
-      proxy.cutAll(); // let the server see the old session go
     });
 
     it('fails with LockBackendError when PostgreSQL refuses connections', async () => {

@@ -8,6 +8,8 @@ export const SERIALIZED_DEFAULTS = {
   connectTimeoutMs: 3000,
   shutdownGraceMs: 10_000,
   pgLockPoolSize: 10,
+  /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
+  pgSessionTimeoutMs: 10_000,
   /** Longest key value accepted from a request, in characters. */
   maxKeyLength: 512,
   /** `Retry-After` (seconds) sent with a 429. */

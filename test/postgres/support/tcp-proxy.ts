@@ -2,14 +2,67 @@ import net from 'node:net';
 import { closeServer, freeLocalPort, listenLocal, viaLocalPort } from '../../support/local-server';
 
 /**
+ * One direction of a proxied connection: bytes leave in the order they came,
+ * each no earlier than `latencyMs` after it arrived (a slow path, not a lossy one).
+ */
+class DelayedPipe {
+  private readonly queue: { chunk: Buffer; dueAt: number }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly to: net.Socket,
+    private readonly latencyMs: () => number,
+    private readonly onForward: () => void,
+  ) {}
+
+  /** Chunks held back by the latency right now. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  push(chunk: Buffer): void {
+    const latency = this.latencyMs();
+    if (latency <= 0 && this.queue.length === 0) return this.write(chunk);
+    // Never before an earlier chunk: lowering the latency must not reorder bytes.
+    const last = this.queue[this.queue.length - 1];
+    this.queue.push({ chunk, dueAt: Math.max(Date.now() + latency, last?.dueAt ?? 0) });
+    this.schedule();
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.queue.length = 0;
+  }
+
+  private schedule(): void {
+    if (this.timer || this.queue.length === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      while (this.queue.length && this.queue[0].dueAt <= Date.now()) this.write(this.queue.shift()!.chunk);
+      this.schedule();
+    }, Math.max(0, this.queue[0].dueAt - Date.now()));
+  }
+
+  private write(chunk: Buffer): void {
+    this.onForward();
+    if (!this.to.destroyed) this.to.write(chunk);
+  }
+}
+
+/**
  * A TCP proxy in front of PostgreSQL that a test controls, to simulate what it
  * must never do to the shared server: drop every connection (a restart or a cut
- * network), go silent (a black hole), or refuse connections (server down).
+ * network), go silent (a black hole), slow down (latency on every byte, the
+ * session staying alive), or refuse connections (server down).
  */
 export class TcpProxy {
-  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; toServer: DelayedPipe; toClient: DelayedPipe }>();
   private server: net.Server | undefined;
   private silent = false;
+  private latencyMs = 0;
+  /** Chunks forwarded so far, per direction, over every connection. */
+  readonly forwarded = { toServer: 0, toClient: 0 };
   port = 0;
 
   constructor(private readonly target: { host: string; port: number }) {}
@@ -32,7 +85,9 @@ export class TcpProxy {
 
   /** Destroys every proxied connection, both sides (what a server restart looks like to a client). */
   cutAll(): void {
-    for (const { client, upstream } of this.pairs) {
+    for (const { client, upstream, toServer, toClient } of this.pairs) {
+      toServer.stop();
+      toClient.stop();
       client.destroy();
       upstream.destroy();
     }
@@ -42,6 +97,25 @@ export class TcpProxy {
   /** Stops forwarding bytes without closing anything: the network path went dark. */
   blackhole(): void {
     this.silent = true;
+  }
+
+  /**
+   * Delays every byte by `ms` in each direction from now on (a round trip takes
+   * twice as long); 0 makes the path fast again. Nothing is dropped or reordered.
+   */
+  delay(ms: number): void {
+    this.latencyMs = ms;
+  }
+
+  /** Chunks held back by the latency right now, per direction. */
+  get pending(): { toServer: number; toClient: number } {
+    let toServer = 0;
+    let toClient = 0;
+    for (const pair of this.pairs) {
+      toServer += pair.toServer.pending;
+      toClient += pair.toClient.pending;
+    }
+    return { toServer, toClient };
   }
 
   /** Closes the listener and every connection: new connections are refused. */
@@ -54,18 +128,26 @@ export class TcpProxy {
 
   private accept(client: net.Socket): void {
     const upstream = net.connect(this.target);
-    const pair = { client, upstream };
+    const latency = (): number => this.latencyMs;
+    const pair = {
+      client,
+      upstream,
+      toServer: new DelayedPipe(upstream, latency, () => this.forwarded.toServer++),
+      toClient: new DelayedPipe(client, latency, () => this.forwarded.toClient++),
+    };
     this.pairs.add(pair);
     const close = (): void => {
       this.pairs.delete(pair);
+      pair.toServer.stop();
+      pair.toClient.stop();
       client.destroy();
       upstream.destroy();
     };
     client.on('data', (chunk) => {
-      if (!this.silent) upstream.write(chunk);
+      if (!this.silent) pair.toServer.push(chunk);
     });
     upstream.on('data', (chunk) => {
-      if (!this.silent) client.write(chunk);
+      if (!this.silent) pair.toClient.push(chunk);
     });
     client.on('close', close);
     upstream.on('close', close);

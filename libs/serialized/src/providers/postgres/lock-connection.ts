@@ -15,6 +15,11 @@ export interface LockSessionSettings {
   /** Bound on connect + session set-up. */
   readonly connectTimeoutMs: number;
   /**
+   * How long an open session may leave a statement unanswered (beyond the time the
+   * server may take by design, such as a lock wait) before it counts as lost.
+   */
+  readonly sessionTimeoutMs: number;
+  /**
    * Server-side TCP keepalive (seconds) for idle, interval and 3 probes: the server
    * ends the session of a vanished client, and so frees its locks, within about a lease.
    */
@@ -83,6 +88,7 @@ export class LockConnection implements Watched {
     /** The backend pid of the session, checked again by every statement that returns it. */
     readonly pid: number,
     private readonly watchdog: QueryWatchdog,
+    private readonly sessionTimeoutMs: number,
   ) {
     watchdog.add(this);
   }
@@ -125,7 +131,7 @@ export class LockConnection implements Watched {
       const firstPid = Number(setup.rows[0][0]);
       const laterPid = Number(check.rows[0][0]);
       if (firstPid !== laterPid) throw new SessionChangedError(firstPid, laterPid);
-      connection = new LockConnection(client, firstPid, watchdog);
+      connection = new LockConnection(client, firstPid, watchdog, settings.sessionTimeoutMs);
       return { connection, sequencePresent: check.rows[0][1] === true };
     } catch (error) {
       destroySocket(client);
@@ -145,12 +151,14 @@ export class LockConnection implements Watched {
 
   /**
    * Runs one statement and returns its first row. A statement with no answer
-   * within `timeoutMs` kills the connection (the server's own bounds, such as
-   * `lock_timeout`, answer long before that on a live session).
+   * within `serverWaitMs` (how long the server may take by design: a lock wait
+   * its `lock_timeout` ends) plus `sessionTimeoutMs` kills the connection. A slow
+   * answer is still an answer: PostgreSQL keeps the session, and its locks,
+   * however slow the path, so only silence that long counts as a lost session.
    */
-  async query(config: QueryArrayConfig, timeoutMs: number): Promise<unknown[]> {
+  async query(config: QueryArrayConfig, serverWaitMs = 0): Promise<unknown[]> {
     if (this.dead) throw this.dead;
-    this.deadlines.push(this.watchdog.started(timeoutMs));
+    this.deadlines.push(this.watchdog.started(serverWaitMs + this.sessionTimeoutMs));
     try {
       const result = await this.client.query(config);
       return result.rows[0] ?? [];
@@ -167,10 +175,11 @@ export class LockConnection implements Watched {
   checkOverdue(now: number): void {
     const deadline = this.deadlines[0];
     if (deadline === undefined || deadline > now || this.dead) return;
-    // Timers run before I/O in a loop turn: after a stalled event loop the answer
-    // may already wait in the socket. Look again once I/O had its turn.
+    // Timers run before I/O in a loop turn: the answer may already wait in the
+    // socket. Look again once I/O had its turn.
     setImmediate(() => {
-      if (this.deadlines[0] === deadline) this.kill(new Error('PostgreSQL did not answer in time'));
+      if (this.deadlines[0] !== deadline || this.dead) return;
+      this.kill(new Error(`PostgreSQL did not answer within sessionTimeoutMs (${this.sessionTimeoutMs} ms)`));
     });
   }
 
@@ -178,8 +187,8 @@ export class LockConnection implements Watched {
    * Checks that the session is alive and still the one it was opened on. Kills
    * the connection (and so tells its holder) when it is not.
    */
-  async ping(timeoutMs: number): Promise<void> {
-    const row = await this.query(PING, timeoutMs);
+  async ping(): Promise<void> {
+    const row = await this.query(PING);
     const pid = Number(row[0]);
     if (pid !== this.pid) {
       const error = new SessionChangedError(this.pid, pid);

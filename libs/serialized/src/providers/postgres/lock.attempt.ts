@@ -24,6 +24,8 @@ export type AttemptMode = 'wait' | 'try';
 
 const LOCK_NOT_AVAILABLE = '55P03';
 const UNDEFINED_TABLE = '42P01';
+/** The largest `lock_timeout` PostgreSQL accepts (an int of milliseconds). */
+export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
 
 /**
  * The second level of an acquisition: the caller already owns the key in this
@@ -44,8 +46,14 @@ export class LockAttempt implements ConnectionRequest {
   private pending: PendingConnection | undefined;
   private connection: LockConnection | undefined;
   private retried = false;
+  // The statement in flight waits less than the budget left (lock_timeout clamped).
+  private waitClamped = false;
   private readonly onAbort: (() => void) | undefined;
   private whenDone: { promise: Promise<void>; resolve: () => void } | undefined;
+  private resolve!: (lock: PostgresLock | null) => void;
+  private reject!: (error: unknown) => void;
+  /** The caller's answer: the lock, `null` (`try` and busy), or the error. */
+  readonly promise: Promise<PostgresLock | null>;
 
   constructor(
     private readonly host: LockAttemptHost,
@@ -55,9 +63,11 @@ export class LockAttempt implements ConnectionRequest {
     private readonly waitTimeoutMs: number,
     private readonly startedAt: number,
     private readonly signal: AbortSignal | undefined,
-    private readonly resolve: (lock: PostgresLock | null) => void,
-    private readonly reject: (error: unknown) => void,
   ) {
+    this.promise = new Promise<PostgresLock | null>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
     if (signal) {
       this.onAbort = () => this.abort(signal.reason);
       signal.addEventListener('abort', this.onAbort, { once: true });
@@ -132,14 +142,19 @@ export class LockAttempt implements ConnectionRequest {
       return this.finish(this.abortedWith.reason);
     }
     this.connection = connection;
-    const remaining = this.remainingMs();
+    const left = this.remainingMs();
     // lock_timeout = 0 would mean "wait forever": with no budget left, only try.
-    const waits = this.mode === 'wait' && remaining >= 1;
+    const waits = this.mode === 'wait' && left >= 1;
+    const remaining = Math.ceil(left);
+    // Any budget is valid; the server takes at most 2^31−1 ms, so a longer budget
+    // waits in rounds (see failed()).
+    const serverWaitMs = waits ? Math.min(remaining, MAX_LOCK_TIMEOUT_MS) : 0;
+    this.waitClamped = waits && serverWaitMs < remaining;
     const statement = waits
-      ? this.host.statements.lock(this.lockKey, `${Math.ceil(remaining)}ms`)
+      ? this.host.statements.lock(this.lockKey, `${serverWaitMs}ms`)
       : this.host.statements.tryLock(this.lockKey);
     connection
-      .query(statement, Math.max(0, remaining) + this.host.connectTimeoutMs)
+      .query(statement, serverWaitMs)
       .then(
         (row) => this.answered(connection, row),
         (error: unknown) => this.failed(connection, error),
@@ -161,7 +176,8 @@ export class LockAttempt implements ConnectionRequest {
     }
     if (token === null || token === undefined) {
       this.host.pool.release(connection);
-      return this.finish(this.mode === 'try' ? null : this.timeoutError());
+      // Busy is an answer, not an error: `try` resolves null.
+      return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.timeoutError());
     }
     this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection));
   }
@@ -175,6 +191,7 @@ export class LockAttempt implements ConnectionRequest {
     }
     if (code === LOCK_NOT_AVAILABLE) {
       // lock_timeout ended the wait on the server: nothing is held, the session is reusable.
+      if (this.waitClamped && this.remainingMs() >= 1) return this.lock(connection);
       this.host.pool.release(connection);
       return this.finish(this.timeoutError());
     }

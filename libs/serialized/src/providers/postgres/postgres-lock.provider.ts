@@ -1,6 +1,5 @@
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
-import type { Pool } from 'pg';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
@@ -8,15 +7,16 @@ import { HeldLocks } from '../../internal/held-locks';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import { commonProviderOptions, type LockProviderCommonOptions } from '../../lock-provider-options.interface';
+import { commonProviderOptions } from '../../lock-provider-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
 import { LockAttempt, type AttemptMode, type LockAttemptHost } from './lock.attempt';
 import { lockClientConfig } from './lock-client.config';
-import { LockConnection, type LockSessionSettings } from './lock-connection';
+import type { LockConnection, LockSessionSettings } from './lock-connection';
 import { LockConnectionPool } from './lock-connection.pool';
+import { openLockSession } from './lock-session.opener';
 import { loadPgDriver } from './pg-driver.loader';
 import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
@@ -24,34 +24,10 @@ import { QueryWatchdog } from './query.watchdog';
 import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
+import { checkSession, unlockSession } from './held-session';
+import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 
-/** Options of {@link PostgresLockProvider}; module options fill them in. */
-export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
-  /** `postgres://` URL of the database the locks live in. */
-  connectionString?: string;
-  /**
-   * A `pg.Pool` the app already has. Only its connection settings (`pool.options`)
-   * are used, to open a small lock pool of the library's own; the app's pool is
-   * never used for locks and never ended by the library.
-   */
-  pool?: Pool;
-  /** Lock connections per process (default 10): distinct keys held or waited for in PostgreSQL at once. */
-  lockPoolSize?: number;
-  /** Sets how often held sessions are checked: every min(leaseMs / 3, 1 s) (default lease 30 000 ms). */
-  leaseMs?: number;
-  /** Bound on opening a lock connection before `LockBackendError` (default 3000 ms). */
-  connectTimeoutMs?: number;
-  /** `application_name` of the lock sessions (default `nestjs-serialized:<keyPrefix>`, cut to 63 bytes). */
-  applicationName?: string;
-  /**
-   * Sequence fencing tokens are drawn from (default `nestjs_serialized_fencing_token`,
-   * `schema.name` accepted). Created on first connection if missing; a role that may
-   * not create it needs it created once beforehand.
-   */
-  fencingSequence?: string;
-  /** Idle lock connections are closed after this long (default 10 000 ms). */
-  idleTimeoutMs?: number;
-}
+export type { PostgresLockProviderOptions } from './postgres-lock-provider.options';
 
 /**
  * Locks shared by every process using one PostgreSQL database: session-level
@@ -66,8 +42,9 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
  * (lock and fencing token in one statement), release one more.
  *
  * A held lock keeps its connection until release; the session is pinged while
- * held, and a session that ends (terminated backend, dropped network, server
- * restart) aborts the holder's `signal` with `LockLostError`.
+ * held, and a session that ends (terminated backend, closed socket, server
+ * restart, or a path silent for `sessionTimeoutMs`) aborts the holder's `signal`
+ * with `LockLostError`. A slow path is not a lost session.
  *
  * See docs/providers/postgres.md.
  */
@@ -103,39 +80,33 @@ export class PostgresLockProvider
     super();
     const pg = loadPgDriver();
     this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
-    const leaseMs = options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs;
+    const timings = sessionTimings(options);
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
     this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
-    this.applicationName = truncateUtf8(options.applicationName ?? `nestjs-serialized:${this.keyPrefix}`, 63);
+    this.applicationName = lockApplicationName(options, this.keyPrefix);
     this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
-    const lockPoolSize = options.lockPoolSize ?? SERIALIZED_DEFAULTS.pgLockPoolSize;
-    if (!Number.isInteger(lockPoolSize) || lockPoolSize < 1) {
-      throw new Error(`lockPoolSize must be a positive integer, got ${JSON.stringify(lockPoolSize)}`);
-    }
-
     this.settings = {
       pg,
       config: lockClientConfig(options),
       applicationName: this.applicationName,
       connectTimeoutMs: this.connectTimeoutMs,
-      // The server gives up on a vanished client (and frees its locks) after about a lease.
-      keepaliveSeconds: Math.max(1, Math.round(leaseMs / 4000)),
+      sessionTimeoutMs: timings.sessionTimeoutMs,
+      keepaliveSeconds: timings.keepaliveSeconds,
       sequence: this.statements.sequence,
     };
     this.pool = new LockConnectionPool(
       {
-        size: lockPoolSize,
-        open: () => this.openConnection(),
+        size: lockPoolSizeOf(options),
+        open: () => openLockSession(this.settings, this.deadlines, this.watchdog, (error) => this.refuse(error)),
         idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
         retryAfterFailureMs: Math.min(1000, this.connectTimeoutMs),
         closeTimeoutMs: this.connectTimeoutMs,
       },
       this.deadlines,
     );
-    const pingEveryMs = Math.max(50, Math.min(1000, Math.floor(leaseMs / 3)));
-    this.monitor = new SessionLivenessMonitor(() => this.heldSessions(), pingEveryMs, Math.max(pingEveryMs, 1000));
+    this.monitor = new SessionLivenessMonitor(() => this.heldSessions(), timings.pingEveryMs);
     this.watchdog = new QueryWatchdog(250);
   }
 
@@ -267,48 +238,23 @@ export class PostgresLockProvider
 
   /** @internal */
   async releaseLock(lock: PostgresLock): Promise<void> {
-    const connection = lock.connection;
-    connection.holder = undefined;
-    let notHeld = false;
+    let lost: LockLostError | undefined;
     try {
-      if (connection.dead) return; // the session ended, and its locks with it
-      let unlocked: unknown;
-      try {
-        [unlocked] = await connection.query(this.statements.unlock(lock.lockKey), this.connectTimeoutMs);
-      } catch (error) {
-        // Ending the session frees the lock on the server whatever happened to the unlock.
-        this.pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
-        return;
-      }
-      if (unlocked === true) {
-        this.pool.release(connection);
-      } else {
-        notHeld = true;
-        this.pool.discard(connection, new Error('pg_advisory_unlock returned false'));
-      }
+      lost = await unlockSession(lock, this.pool, this.statements);
     } finally {
       this.held.delete(lock);
       this.queue.release(lock.key);
     }
-    if (notHeld) {
-      const error = new LockLostError(
-        lock.key,
-        'PostgreSQL reported at release that its session did not hold the advisory lock (pg_advisory_unlock returned false); its session was closed',
-      );
-      this.logger.warn(error.message);
-      lock.markLost(error);
-      throw error;
+    if (lost) {
+      this.logger.warn(lost.message);
+      lock.markLost(lost);
+      throw lost;
     }
   }
 
   /** @internal */
-  async checkLock(lock: PostgresLock): Promise<void> {
-    try {
-      await lock.connection.ping(this.connectTimeoutMs);
-    } catch (error) {
-      lock.connection.kill(error instanceof Error ? error : new Error(String(error)));
-      throw lock.lost ?? new LockLostError(lock.key, 'its PostgreSQL session could not be checked', error);
-    }
+  checkLock(lock: PostgresLock): Promise<void> {
+    return checkSession(lock);
   }
 
   private assertUsable(key: string): void {
@@ -323,48 +269,10 @@ export class PostgresLockProvider
     startedAt: number,
     signal: AbortSignal | undefined,
   ): Promise<PostgresLock | null> {
-    return new Promise<PostgresLock | null>((resolve, reject) => {
-      const lockKey = advisoryLockKey(this.keyPrefix, key);
-      const attempt = new LockAttempt(this, key, lockKey, mode, waitTimeoutMs, startedAt, signal, resolve, reject);
-      this.attempts.set(key, attempt);
-      attempt.start();
-    });
-  }
-
-  private async openConnection(): Promise<LockConnection> {
-    let opened;
-    try {
-      opened = await LockConnection.open(this.settings, this.deadlines, this.watchdog);
-    } catch (error) {
-      if (error instanceof SessionChangedError) this.refuse(error);
-      throw error;
-    }
-    const { connection, sequencePresent } = opened;
-    if (!sequencePresent) {
-      try {
-        await this.createSequence(connection);
-      } catch (error) {
-        connection.kill(error as Error);
-        throw error;
-      }
-    }
-    return connection;
-  }
-
-  private async createSequence(connection: LockConnection): Promise<void> {
-    const sequence = this.statements.sequence;
-    try {
-      await connection.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence}`, rowMode: 'array' }, this.connectTimeoutMs);
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      // Another process created it at the same moment.
-      if (code === '42P07' || code === '23505') return;
-      throw new Error(
-        `cannot create the fencing-token sequence ${sequence} (${(error as Error).message}); ` +
-          `create it once with "CREATE SEQUENCE ${sequence}" and grant USAGE on it to this role`,
-        { cause: error },
-      );
-    }
+    const attempt = new LockAttempt(this, key, advisoryLockKey(this.keyPrefix, key), mode, waitTimeoutMs, startedAt, signal);
+    this.attempts.set(key, attempt);
+    attempt.start();
+    return attempt.promise;
   }
 
   private async shutDownNow(): Promise<void> {
@@ -385,10 +293,4 @@ export class PostgresLockProvider
   private *heldSessions(): Iterable<LockConnection> {
     for (const lock of this.held.values()) if (!lock.released) yield lock.connection;
   }
-}
-
-function truncateUtf8(text: string, maxBytes: number): string {
-  let out = text;
-  while (Buffer.byteLength(out, 'utf8') > maxBytes) out = out.slice(0, -1);
-  return out;
 }

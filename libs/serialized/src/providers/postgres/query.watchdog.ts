@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 
 /** A connection whose statements the watchdog bounds. */
 export interface Watched {
-  /** Ends the session when its oldest statement is overdue at `now`. */
+  /** Ends the session when its oldest statement is overdue at `now` (watchdog time). */
   checkOverdue(now: number): void;
 }
 
@@ -14,11 +14,21 @@ export interface Watched {
  * work. The server answers long before these bounds on a live session (its own
  * `lock_timeout` ends a lock wait); the watchdog only catches a server or path
  * that went silent. While no statement runs there is no timer.
+ *
+ * Deadlines are kept in the watchdog's own time, which stands still while our
+ * event loop is blocked: a tick that comes much later than asked means the
+ * process itself did not run (a synchronous burst, a busy host, a debugger), and
+ * that gap is not counted as the server's silence. During such a stall nothing
+ * was read from the sockets, and an in-process proxy or TLS layer may not even
+ * have sent the statement yet.
  */
 export class QueryWatchdog {
   private readonly connections = new Set<Watched>();
   private running = 0;
   private timer: NodeJS.Timeout | undefined;
+  private lastTickAt = 0;
+  // Total time our event loop was seen blocked while statements ran.
+  private stalledMs = 0;
   // Created in a neutral scope so the interval never pins a request's context.
   private readonly scope = new AsyncResource('nestjs-serialized.pg-watchdog');
 
@@ -29,6 +39,11 @@ export class QueryWatchdog {
     return this.timer !== undefined;
   }
 
+  /** Now, in watchdog time: wall-clock time minus the stalls of our own event loop. */
+  now(): number {
+    return performance.now() - this.stalledMs;
+  }
+
   add(connection: Watched): void {
     this.connections.add(connection);
   }
@@ -37,14 +52,15 @@ export class QueryWatchdog {
     this.connections.delete(connection);
   }
 
-  /** A statement started; returns its deadline. */
+  /** A statement started; returns its deadline in watchdog time. */
   started(timeoutMs: number): number {
     this.running++;
     if (!this.timer) {
       this.timer = this.scope.runInAsyncScope(() => setInterval(() => this.tick(), this.tickMs));
       this.timer.unref();
+      this.lastTickAt = performance.now();
     }
-    return performance.now() + timeoutMs;
+    return this.now() + timeoutMs;
   }
 
   // The timer stops on its next tick with nothing running, so a busy loop keeps one timer.
@@ -53,12 +69,17 @@ export class QueryWatchdog {
   }
 
   private tick(): void {
+    const at = performance.now();
+    const gap = at - this.lastTickAt;
+    this.lastTickAt = at;
+    // Ordinary timer jitter stays below a tick; beyond that, our loop was blocked.
+    if (gap > 2 * this.tickMs) this.stalledMs += gap - this.tickMs;
     if (this.running <= 0) {
       clearInterval(this.timer);
       this.timer = undefined;
       return;
     }
-    const now = performance.now();
+    const now = this.now();
     for (const connection of this.connections) connection.checkOverdue(now);
   }
 }

@@ -7,8 +7,10 @@ import type { LockConnection } from './lock-connection';
  * closes and the connection reports it); the ping catches the silent cases: a
  * dropped network path, a session that changed under a pooler. Each ping is one
  * cheap statement (`SELECT pg_backend_pid()`), skipped while the session is
- * busy anyway, and a session that does not answer within the timeout is ended,
- * which aborts its holder's signal. With no lock held there is no timer.
+ * busy anyway (so a slow path has one ping in flight, never a pile of them). A
+ * session that leaves a ping unanswered for its `sessionTimeoutMs` is ended,
+ * which aborts its holder's signal; a slow answer is an answer. With no lock
+ * held there is no timer.
  */
 export class SessionLivenessMonitor {
   private timer: NodeJS.Timeout | undefined;
@@ -20,12 +22,10 @@ export class SessionLivenessMonitor {
    * @param held the sessions holding locks right now (read on every tick, so
    *   holding and releasing costs the monitor nothing)
    * @param intervalMs time between pings of one session
-   * @param timeoutMs a ping without answer after this long ends the session
    */
   constructor(
     private readonly held: () => Iterable<LockConnection>,
     private readonly intervalMs: number,
-    private readonly timeoutMs: number,
   ) {}
 
   /** Whether the timer runs (tests check that none runs when nothing is held). */
@@ -54,7 +54,7 @@ export class SessionLivenessMonitor {
       any = true;
       if (!connection.dead && !connection.busy) {
         // A failed ping has already ended the session and told its holder.
-        connection.ping(this.timeoutMs).catch((error: Error) => connection.kill(error));
+        connection.ping().catch((error: Error) => connection.kill(error));
       }
     }
     if (!any) this.disarm();

@@ -1,0 +1,44 @@
+import { LockLostError } from '../../errors';
+import type { LockConnectionPool } from './lock-connection.pool';
+import type { PostgresLock } from './postgres-lock';
+import type { LockStatements } from './postgres-lock.statements';
+
+/**
+ * Unlocks `lock` on its session and gives the session back to the pool. The
+ * result of the unlock is checked: `false` (the session did not hold the lock:
+ * someone called `pg_advisory_unlock_all()` on it, or a pooler swapped sessions)
+ * closes the session and comes back as the `LockLostError` to report. A session
+ * already gone, or an unlock that fails, ends the session, which frees the lock
+ * on the server whatever happened to the unlock.
+ */
+export async function unlockSession(lock: PostgresLock, pool: LockConnectionPool, statements: LockStatements): Promise<LockLostError | undefined> {
+  const connection = lock.connection;
+  connection.holder = undefined;
+  if (connection.dead) return undefined; // the session ended, and its locks with it
+  let unlocked: unknown;
+  try {
+    [unlocked] = await connection.query(statements.unlock(lock.lockKey));
+  } catch (error) {
+    pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
+    return undefined;
+  }
+  if (unlocked === true) {
+    pool.release(connection);
+    return undefined;
+  }
+  pool.discard(connection, new Error('pg_advisory_unlock returned false'));
+  return new LockLostError(
+    lock.key,
+    'PostgreSQL reported at release that its session did not hold the advisory lock (pg_advisory_unlock returned false); its session was closed',
+  );
+}
+
+/** Checks `lock`'s session now (`lock.extend()`); a session that fails the check is ended. */
+export async function checkSession(lock: PostgresLock): Promise<void> {
+  try {
+    await lock.connection.ping();
+  } catch (error) {
+    lock.connection.kill(error instanceof Error ? error : new Error(String(error)));
+    throw lock.lost ?? new LockLostError(lock.key, 'its PostgreSQL session could not be checked', error);
+  }
+}

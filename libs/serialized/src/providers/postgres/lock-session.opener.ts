@@ -1,0 +1,50 @@
+import type { DeadlineQueue } from '../../internal/deadline-queue';
+import { LockConnection, type LockSessionSettings } from './lock-connection';
+import type { QueryWatchdog } from './query.watchdog';
+import { SessionChangedError } from './session-changed.error';
+
+/**
+ * Opens one session of the lock pool and makes sure the fencing-token sequence
+ * exists (created on the first connection that finds it missing). A session
+ * that turns out not to be pinned (a transaction pooler) is reported to
+ * `refuse`, so the provider refuses from then on.
+ */
+export async function openLockSession(
+  settings: LockSessionSettings,
+  deadlines: DeadlineQueue,
+  watchdog: QueryWatchdog,
+  refuse: (error: SessionChangedError) => void,
+): Promise<LockConnection> {
+  let opened;
+  try {
+    opened = await LockConnection.open(settings, deadlines, watchdog);
+  } catch (error) {
+    if (error instanceof SessionChangedError) refuse(error);
+    throw error;
+  }
+  const { connection, sequencePresent } = opened;
+  if (!sequencePresent) {
+    try {
+      await createSequence(connection, settings.sequence);
+    } catch (error) {
+      connection.kill(error as Error);
+      throw error;
+    }
+  }
+  return connection;
+}
+
+async function createSequence(connection: LockConnection, sequence: string): Promise<void> {
+  try {
+    await connection.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence}`, rowMode: 'array' });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    // Another process created it at the same moment.
+    if (code === '42P07' || code === '23505') return;
+    throw new Error(
+      `cannot create the fencing-token sequence ${sequence} (${(error as Error).message}); ` +
+        `create it once with "CREATE SEQUENCE ${sequence}" and grant USAGE on it to this role`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,76 @@
+import { performance } from 'node:perf_hooks';
+import { LockBackendError, LockTimeoutError } from '../../errors';
+import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type LockAttemptHost } from './lock.attempt';
+import type { LockConnection } from './lock-connection';
+import type { LockConnectionPool } from './lock-connection.pool';
+import type { PostgresLock } from './postgres-lock';
+import { lockStatements } from './postgres-lock.statements';
+
+/** A session that answers each statement with the next scripted outcome. */
+class ScriptedConnection {
+  readonly pid = 42;
+  dead: Error | undefined;
+  readonly sent: { lockTimeout: unknown; serverWaitMs: number }[] = [];
+  constructor(private readonly outcomes: (unknown[] | { code: string })[]) {}
+  async query(config: { values?: unknown[] }, serverWaitMs = 0): Promise<unknown[]> {
+    this.sent.push({ lockTimeout: config.values?.[1], serverWaitMs });
+    const outcome = this.outcomes.shift();
+    if (!outcome) throw new Error('no scripted answer left');
+    if (!Array.isArray(outcome)) throw Object.assign(new Error('scripted error'), outcome);
+    return outcome;
+  }
+  kill(reason: Error): void {
+    this.dead = reason;
+  }
+  cancel(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeoutMs: number) {
+  const released: unknown[] = [];
+  const host: LockAttemptHost = {
+    pool: {
+      take: () => ({ promise: Promise.resolve(connection as unknown as LockConnection), cancel: () => undefined }),
+      release: (c: unknown) => void released.push(c),
+      discard: (c: ScriptedConnection, reason: Error) => c.kill(reason),
+    } as unknown as LockConnectionPool,
+    statements: lockStatements('nsz_spec_seq'),
+    connectTimeoutMs: 1000,
+    backendError: (key, cause) => new LockBackendError(`backend: ${(cause as Error).message}`, { key, cause }),
+    grant: (key, fencingToken) => ({ key, fencingToken }) as unknown as PostgresLock,
+    attemptDone: () => undefined,
+    refuse: () => undefined,
+  };
+  const made = new LockAttempt(host, 'k', '1', mode, waitTimeoutMs, performance.now(), undefined);
+  made.start();
+  return { promise: made.promise, released };
+}
+
+describe('LockAttempt', () => {
+  it('clamps lock_timeout to 2^31−1 ms for a longer budget, and waits again when the server bound runs out first', async () => {
+    const connection = new ScriptedConnection([{ code: '55P03' }, ['7', 42]]);
+    const { promise } = attempt(connection, 'wait', Number.MAX_SAFE_INTEGER);
+    await expect(promise).resolves.toEqual({ key: 'k', fencingToken: 7n });
+    expect(connection.sent).toEqual([
+      { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
+      { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
+    ]);
+  });
+
+  it('ends with LockTimeoutError when lock_timeout was the whole budget', async () => {
+    const connection = new ScriptedConnection([{ code: '55P03' }]);
+    const { promise, released } = attempt(connection, 'wait', 5000);
+    await expect(promise).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(connection.sent).toHaveLength(1);
+    expect(Number(String(connection.sent[0].lockTimeout).replace('ms', ''))).toBeLessThanOrEqual(5000);
+    expect(released).toEqual([connection]);
+  });
+
+  it("resolves null (never rejects with null) when a 'try' finds the key busy", async () => {
+    const connection = new ScriptedConnection([[null, 42]]);
+    const { promise, released } = attempt(connection, 'try', 5000);
+    await expect(promise).resolves.toBeNull();
+    expect(released).toEqual([connection]);
+  });
+});
