@@ -122,4 +122,20 @@ describe('RedisLock', () => {
     extends_()[1].answer(1);
     context.deadlines.clear();
   });
+
+  it('reports the hand-off a release made with the time the release was sent, not when its reply was read', async () => {
+    const { context, calls } = fakeContext();
+    const handOffs: { member: string; since: number }[] = [];
+    (context as { handedOver: unknown }).handedOver = (member: string, _fence: number, _px: number, since: number) => handOffs.push({ member, since });
+    const lock = make(context, 30_000);
+    const before = performance.now();
+    const releasing = lock.release();
+    const sentBy = performance.now();
+    await sleep(50);
+    calls.find((c) => c.script === 'release')!.answer([2, 'other:90:2.y', 8, 5000]);
+    await releasing;
+    expect(handOffs).toHaveLength(1);
+    expect(handOffs[0].since).toBeGreaterThanOrEqual(before);
+    expect(handOffs[0].since).toBeLessThanOrEqual(sentBy);
+  });
 });
