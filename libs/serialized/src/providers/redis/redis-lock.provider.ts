@@ -188,7 +188,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       lostPlace: (waiter) => this.handOffs.waitAgain(waiter, false),
       closeKeyIfIdle: (queue) => this.closeKeyIfIdle(queue),
     });
-    this.connection.onReconnect(() => this.checkAllSoon());
+    this.connection.onReconnect(() => {
+      this.checkAllSoon();
+      this.recheckHeld();
+    });
+    this.connection.onEnded(() => this.connectionEnded());
     this.lockContext = {
       connection: this.connection,
       scripts: this.scripts,
@@ -516,6 +520,21 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   /** After a reconnect or (re)subscription: messages may have been lost, so every waiting key is checked now. */
   private checkAllSoon(): void {
     for (const queue of this.keys.values()) this.checks.schedule(queue, -2);
+  }
+
+  /**
+   * After a reconnect: Redis may have lost its data (a restart without persistence,
+   * a fail-over) and a newcomer may already hold a key. Every held lock asks at once
+   * (owner-checked), so each one that is gone aborts its signal now, not at its next
+   * renewal.
+   */
+  private recheckHeld(): void {
+    for (const lock of this.held.values()) lock.recheck();
+  }
+
+  /** The command connection ended for good (an app's client that gave up): no lock can be renewed. */
+  private connectionEnded(): void {
+    for (const lock of this.held.values()) lock.abandon('the Redis connection ended, so its lease can no longer be renewed');
   }
 
   private async shutDown(): Promise<void> {

@@ -144,6 +144,22 @@ export class RedisLock implements Lock {
     this.cancelGuard();
   }
 
+  /**
+   * Asks Redis now, owner-checked, whether the key is still this lock's (a renewal
+   * ahead of time): after a reconnect Redis may have lost it. A key that is gone
+   * aborts `signal`; one that is still ours is renewed.
+   */
+  recheck(): void {
+    if (this.state !== HELD || !this.renewing || this.renewalInFlight) return;
+    this.cancelRenewal();
+    this.renew();
+  }
+
+  /** The provider can no longer renew it (its connection ended for good): `signal` aborts now. */
+  abandon(reason: string): void {
+    if (this.state === HELD) this.lose(reason);
+  }
+
   private scheduleRenewal(delayMs: number): void {
     if (!this.renewing || this.state !== HELD) return;
     this.renewal = this.context.deadlines.schedule(Math.max(0, delayMs), this.onRenewal);
