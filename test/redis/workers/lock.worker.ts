@@ -10,6 +10,15 @@
  * - {type:'acquire', id, key, waitTimeoutMs, hold, recordKey?}: waits for the key,
  *   replies {type:'acquired', id, fence, token (the owner token in Redis)}; appends `id` to `recordKey` while holding;
  *   releases after `hold` ms, or on {type:'release', id} when `hold` is -1.
+ * - {type:'section', id, key, waitTimeoutMs, insideKey, overlapKey, orderKey}: waits
+ *   for the key, then counts itself in on `insideKey` (INCR; above 1 is an overlap,
+ *   counted on `overlapKey`), appends "<id> <fence>" to `orderKey` and replies
+ *   {type:'entered', id, fence}; on {type:'release', id} it counts itself out, releases
+ *   and replies {type:'released', id}. A failed wait replies {type:'failed', id, name}.
+ * - {type:'stall', ms}: replies {type:'stalling'}, then blocks its event loop with a
+ *   synchronous busy loop for `ms`, then replies {type:'stalled'}.
+ *
+ * Its 'ready' message carries its provider's session (the first part of its owner tokens).
  */
 import { Redis } from 'ioredis';
 import type { Lock } from 'nestjs-serialized';
@@ -30,6 +39,8 @@ const provider = new RedisLockProvider({
 const locks = new LockService(provider);
 const data = new Redis(redisUrl);
 const held = new Map<string, Lock>();
+/** Sections waiting for {type:'release'}: what leaving each one takes. */
+const exits = new Map<string, () => Promise<void>>();
 
 const send = (message: Command): void => {
   process.send?.(message);
@@ -69,6 +80,34 @@ async function acquire(command: Command): Promise<void> {
   }
 }
 
+async function section(command: Command): Promise<void> {
+  const { id, key, waitTimeoutMs, insideKey, overlapKey, orderKey } = command as unknown as Record<string, string> & { waitTimeoutMs?: number };
+  let lock: Lock;
+  try {
+    lock = await provider.acquire(key, { waitTimeoutMs });
+  } catch (error) {
+    send({ type: 'failed', id, name: (error as Error).name, message: (error as Error).message });
+    return;
+  }
+  // Counted in Redis, so that sections of different processes see each other.
+  if ((await data.incr(insideKey)) > 1) await data.incr(overlapKey);
+  await data.rpush(orderKey, `${id} ${lock.fencingToken}`);
+  exits.set(id, async () => {
+    await data.decr(insideKey);
+    await lock.release();
+  });
+  send({ type: 'entered', id, fence: lock.fencingToken.toString() });
+}
+
+function stall(ms: number): void {
+  send({ type: 'stalling' });
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // A synchronous burst: nothing else of this process runs meanwhile.
+  }
+  send({ type: 'stalled' });
+}
+
 process.on('message', (command: Command) => {
   const fail = (error: unknown): void => send({ type: 'error', message: String((error as Error)?.stack ?? error) });
   switch (command.type) {
@@ -78,7 +117,19 @@ process.on('message', (command: Command) => {
     case 'acquire':
       acquire(command).catch(fail);
       break;
+    case 'section':
+      section(command).catch(fail);
+      break;
+    case 'stall':
+      stall(command.ms as number);
+      break;
     case 'release': {
+      const exit = exits.get(command.id as string);
+      if (exit) {
+        exits.delete(command.id as string);
+        exit().then(() => send({ type: 'released', id: command.id as string }), fail);
+        break;
+      }
       const lock = held.get(command.id as string);
       held.delete(command.id as string);
       lock?.release().then(() => send({ type: 'released', id: command.id as string }), fail);
@@ -94,8 +145,12 @@ process.on('message', (command: Command) => {
 process.on('disconnect', () => process.exit(0));
 
 // Connected and scripts warmed, so the test's timing starts from a ready process.
+let session = '';
 provider
   .tryAcquire(`warm-up-${process.pid}`)
-  .then((lock) => lock?.release())
+  .then((lock) => {
+    session = String((lock as { token?: string } | null)?.token ?? '').split(':')[0];
+    return lock?.release();
+  })
   .then(() => data.ping())
-  .then(() => send({ type: 'ready', pid: process.pid }), (error) => send({ type: 'error', message: String(error) }));
+  .then(() => send({ type: 'ready', pid: process.pid, session }), (error) => send({ type: 'error', message: String(error) }));

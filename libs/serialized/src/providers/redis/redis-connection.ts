@@ -5,6 +5,8 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { SerializedConfigError } from '../../config/serialized-config.error';
 import { LockBackendError } from '../../errors';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
+import { CallQueue } from './redis-call-queue';
+import { closeClient } from './redis-close-client';
 import { loadIoredis } from './redis-driver';
 
 /** A standalone, Sentinel or Cluster client. */
@@ -57,6 +59,13 @@ const CORK_AT = 128;
 /** Options of the commands that keep locks and places alive or free keys. */
 export const URGENT: RunOptions = { urgent: true };
 
+/**
+ * Longest pause between reconnection attempts of the connections the library
+ * opens: held locks are re-checked as soon as the connection is back, so a lock
+ * that Redis lost is known lost within about this long of Redis answering again.
+ */
+const RECONNECT_MAX_DELAY_MS = 1000;
+
 /** Default of {@link RedisConnectionOptions.maxInFlight} (see docs/providers/redis.md, "Tuning"). */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
 
@@ -84,40 +93,6 @@ interface Call {
   done: boolean;
 }
 
-/** A FIFO of calls waiting to be sent. */
-class CallQueue {
-  private items: (Call | undefined)[] = [];
-  private head = 0;
-
-  get size(): number {
-    return this.items.length - this.head;
-  }
-
-  push(call: Call): void {
-    this.items.push(call);
-  }
-
-  shift(): Call | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const call = this.items[this.head];
-    this.items[this.head++] = undefined;
-    if (this.head === this.items.length) {
-      // Empty: keep nothing.
-      this.items.length = 0;
-      this.head = 0;
-    } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return call;
-  }
-
-  clear(): void {
-    this.items = [];
-    this.head = 0;
-  }
-}
-
 /**
  * One stream of replies: the standalone (or Sentinel) connection, or one Cluster
  * master. Redis answers the commands of one connection in order, so a reply to any
@@ -128,8 +103,8 @@ class ReplyStream {
   readonly calls = new Set<Call>();
   /** Commands on the wire, including those whose caller no longer waits. */
   inFlight = 0;
-  readonly urgent = new CallQueue();
-  readonly normal = new CallQueue();
+  readonly urgent = new CallQueue<Call>();
+  readonly normal = new CallQueue<Call>();
   /** When a reply (or the connection becoming ready) was last heard of. */
   lastReplyAt = -Infinity;
   /** The next look at whether the stream went silent. */
@@ -203,6 +178,7 @@ export class RedisConnection {
   /** Waiters whose bound starts at the next turn of the event loop. */
   private readonly unstamped: ReadyWaiter[] = [];
   private readonly readyListeners = new Set<() => void>();
+  private readonly endListeners = new Set<() => void>();
   /** The standalone connection's reply stream, or (Cluster) one per master node. */
   private readonly stream: ReplyStream;
   private readonly nodeStreams = new Map<string, ReplyStream>();
@@ -277,6 +253,11 @@ export class RedisConnection {
     this.readyListeners.add(listener);
   }
 
+  /** Calls `listener` when the client ends for good (an app's client that gave up reconnecting), not on `close()`. */
+  onEnded(listener: () => void): void {
+    this.endListeners.add(listener);
+  }
+
   /** A second connection like the command one, for subscribing (always the library's own). */
   createSubscriber(): RedisClient {
     let subscriber: RedisClient;
@@ -303,6 +284,7 @@ export class RedisConnection {
     this.client.off('ready', this.onReady);
     this.client.off('end', this.onEnd);
     this.readyListeners.clear();
+    this.endListeners.clear();
     if (this.ownsClient) await closeClient(this.client);
     // Replies that never came will not come now; queued calls are never sent.
     for (const stream of this.streams()) {
@@ -325,7 +307,7 @@ export class RedisConnection {
       // Fail in-flight commands on a disconnect instead of replaying them later.
       maxRetriesPerRequest: 0,
       autoResendUnfulfilledCommands: false,
-      retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+      retryStrategy: (attempt) => Math.min(attempt * 100, RECONNECT_MAX_DELAY_MS),
     };
     const client = new Redis(this.url!, options);
     client.on('error', this.onError);
@@ -586,17 +568,12 @@ export class RedisConnection {
     if (this.readyWatch) this.deadlines.cancel(this.readyWatch);
     this.readyWatch = undefined;
     for (const waiter of waiters) waiter.resolve();
-    for (const listener of this.readyListeners) {
-      try {
-        listener();
-      } catch {
-        // A listener only schedules work; it has no one to report to.
-      }
-    }
+    notify(this.readyListeners);
   }
 
   private ended(): void {
     this.failReadyWaiters(Infinity, (waiter) => this.closedError(waiter.key));
+    notify(this.endListeners);
   }
 
   private unreachable(key: string, what: string): LockBackendError {
@@ -620,26 +597,17 @@ export class RedisConnection {
   }
 }
 
+function notify(listeners: Iterable<() => void>): void {
+  for (const listener of listeners) {
+    try {
+      listener();
+    } catch {
+      // A listener only schedules work; it has no one to report to.
+    }
+  }
+}
+
 /** A reply Redis sent (`-ERR ...`, `NOSCRIPT ...`), as opposed to a command the client dropped. */
 function isReplyError(error: unknown): boolean {
   return error instanceof Error && error.name === 'ReplyError';
-}
-
-/**
- * Quits politely when connected (pending replies still arrive), otherwise just
- * disconnects; resolves once the connection is gone.
- */
-export async function closeClient(client: RedisClient): Promise<void> {
-  if (client.status === 'end') return;
-  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
-  if (client.status === 'ready') {
-    client.quit().catch(() => client.disconnect());
-  } else {
-    client.disconnect();
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const stuck = new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)));
-  await Promise.race([ended, stuck]);
-  clearTimeout(timer);
-  if ((client.status as string) !== 'end') client.disconnect();
 }

@@ -11,14 +11,18 @@ import type { ResolvedSerializedOptions } from '../../serialized-options.interfa
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { DeadlineQueue } from '../../internal/deadline-queue';
+import { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import { OwnerTokens } from './owner-tokens';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { RedisConnection, URGENT, type RedisClient } from './redis-connection';
+import { RedisGrantCheck } from './redis-grant-check';
 import { RedisKeyWaiters } from './redis-key-waiters';
 import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
 import { RedisLock, type RedisLockContext } from './redis-lock';
+import { RedisSafetyChecks } from './redis-safety-checks';
 import { RedisScripts } from './redis-scripts';
-import { QUEUED, RedisWaiter, SENDING, SETTLED } from './redis-waiter';
+import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED } from './redis-waiter';
+import { RedisHandOffs } from './redis-hand-offs';
 import { RedisWakeUps } from './redis-wake-ups';
 
 /** Options of {@link RedisLockProvider}; module options fill in all but the tuning knobs. */
@@ -95,6 +99,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly wakeUps: RedisWakeUps;
   private readonly scripts: RedisScripts;
   private readonly keyspace: RedisKeyspace;
+  private readonly grants: RedisGrantCheck;
+  private readonly checks: RedisSafetyChecks;
+  private readonly handOffs: RedisHandOffs;
+  /** Dates hand-off messages: runs while this process has waiters. */
+  private readonly stalls: EventLoopStallMonitor;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, RedisKeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
@@ -108,7 +117,6 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
   private readonly heartbeatMs: number;
-  private readonly checkIntervalMs: number;
   /** How often a waiter whose budget ran out while its script had no answer looks again (see `waitEnded`). */
   private readonly recheckMs: number;
   private shuttingDown: Promise<void> | undefined;
@@ -121,10 +129,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.heartbeatMs = Math.max(30, Math.ceil(options.heartbeatMs ?? REDIS_LOCK_DEFAULTS.heartbeatMs));
-    this.checkIntervalMs = this.heartbeatMs / 3;
     const connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     this.recheckMs = Math.max(10, connectTimeoutMs / 8);
     this.scripts = new RedisScripts();
+    // Fine enough that a hand-off read at once is never mistaken for a late one.
+    this.stalls = new EventLoopStallMonitor(Math.min(100, Math.max(10, this.heartbeatMs / 15)), 'nestjs-serialized.redis-stalls');
     this.connection = new RedisConnection(
       {
         url: options.url,
@@ -141,16 +150,55 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     this.wakeUps = new RedisWakeUps(
       this.connection,
       this.keyspace.channelPrefix + this.tokens.session,
-      (message) => this.onWakeUp(message),
+      (message) => this.handOffs.onMessage(message),
       () => this.checkAllSoon(),
     );
-    this.connection.onReconnect(() => this.checkAllSoon());
+    this.grants = new RedisGrantCheck(this.connection, this.scripts);
+    this.handOffs = new RedisHandOffs(
+      {
+        waiter: (token) => this.waiters.get(token),
+        settle: (waiter) => this.settle(waiter),
+        leave: (key, keys, token) => this.leave(key, keys, token),
+        enqueueAgain: (waiter) => {
+          this.waiters.delete(waiter.token);
+          waiter.token = this.tokens.next(waiter.leaseMs);
+          this.waiters.set(waiter.token, waiter);
+          this.enqueue(waiter);
+        },
+        lockFor: (waiter, fence, px, since) => this.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since),
+      },
+      this.grants,
+      this.stalls,
+    );
+    this.checks = new RedisSafetyChecks({
+      connection: this.connection,
+      scripts: this.scripts,
+      deadlines: this.deadlines,
+      heartbeatMs: this.heartbeatMs,
+      handOffArgs: this.handOffArgs,
+      isCurrent: (queue) => this.keys.get(queue.key) === queue,
+      waiter: (token) => this.waiters.get(token),
+      handedOver: (member, fence, px, since) => this.handOffs.handedOver(member, fence, px, since),
+      grantWaiter: (waiter, fence, px, since) => this.handOffs.grant(waiter, fence, px, since),
+      dropWaiter: (waiter, error) => {
+        this.settle(waiter);
+        waiter.reject(error);
+        this.leave(waiter.queue.key, waiter.queue.keys, waiter.token);
+      },
+      lostPlace: (waiter) => this.handOffs.waitAgain(waiter, false),
+      closeKeyIfIdle: (queue) => this.closeKeyIfIdle(queue),
+    });
+    this.connection.onReconnect(() => {
+      this.checkAllSoon();
+      this.recheckHeld();
+    });
+    this.connection.onEnded(() => this.connectionEnded());
     this.lockContext = {
       connection: this.connection,
       scripts: this.scripts,
       deadlines: this.deadlines,
       handOffArgs: this.handOffArgs,
-      handedOver: (member, fence, px) => this.handedOver(member, fence, px),
+      handedOver: (member, fence, px, since) => this.handOffs.handedOver(member, fence, px, since),
       released: (lock) => this.held.delete(lock),
     };
   }
@@ -218,21 +266,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       waiter.onAbort = () => this.giveUp(waiter, signal.reason);
       signal.addEventListener('abort', waiter.onAbort, { once: true });
     }
-    const keys = queue.keys;
-    this.connection
-      .run(
-        key,
-        (client) =>
-          this.scripts.acquire.run(client, [
-            keys.lock, keys.queue, keys.heartbeats, keys.fence, token, leaseMs, 'wait', this.heartbeatMs, ...this.handOffArgs,
-          ]),
-        // Given up while still queued in this process: never sent, nothing to undo (`waiter.skip()`).
-        waiter,
-      )
-      .then(
-        (reply) => this.enqueued(waiter, reply as AcquireReply),
-        (error: unknown) => this.enqueueFailed(waiter, error),
-      );
+    this.enqueue(waiter);
     return waiter.promise;
   }
 
@@ -267,24 +301,19 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private take(key: string, leaseMs: number, signal: AbortSignal | undefined): Promise<Lock | null> {
     const keys = this.keys.get(key)?.keys ?? this.keyspace.keysOf(key);
     const token = this.tokens.next(leaseMs);
-    const sentAt = performance.now();
+    let sentAt = -Infinity;
     return this.connection
-      .run(key, (client) =>
-        this.scripts.acquire.run(client, [
+      .run(key, (client) => {
+        sentAt = performance.now();
+        return this.scripts.acquire.run(client, [
           keys.lock, keys.queue, keys.heartbeats, keys.fence, token, leaseMs, 'try', this.heartbeatMs, ...this.handOffArgs,
-        ]),
-      )
+        ]);
+      })
       .then(
         (reply) => {
           const [status, fence, pttl, handedMember, handedFence, handedPx] = reply as AcquireReply;
-          if (handedMember) this.handedOver(handedMember, handedFence, handedPx);
-          if (status === 1) {
-            if (signal?.aborted) {
-              this.leave(key, keys, token);
-              throw signal.reason;
-            }
-            return this.grant(key, keys, token, fence, leaseMs, pttl, sentAt);
-          }
+          if (handedMember) this.handOffs.handedOver(handedMember, handedFence, handedPx, sentAt);
+          if (status === 1) return this.taken(key, keys, token, fence, leaseMs, pttl, sentAt, signal);
           if (status === 2) {
             this.leave(key, keys, token);
             throw new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key });
@@ -299,6 +328,29 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       );
   }
 
+  /** `take` got the key: the caller holds it once it is sure the lease still runs. */
+  private async taken(
+    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, signal: AbortSignal | undefined,
+  ): Promise<Lock | null> {
+    if (!this.grants.isFresh(since, px)) {
+      // The reply came too late to count (a stalled event loop): Redis decides.
+      const confirmed = await this.grants.confirm(key, keys, token, leaseMs).catch((error: unknown) => {
+        this.leave(key, keys, token);
+        throw error;
+      });
+      if (typeof confirmed !== 'number') {
+        if (confirmed === 'late') this.leave(key, keys, token);
+        return null;
+      }
+      [px, since] = [leaseMs, confirmed];
+    }
+    if (signal?.aborted) {
+      this.leave(key, keys, token);
+      throw signal.reason;
+    }
+    return this.grant(key, keys, token, fence, leaseMs, px, since);
+  }
+
   private grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number): RedisLock {
     const lock = new RedisLock(this.lockContext, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
     this.held.add(lock);
@@ -306,7 +358,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   private openKey(key: string): RedisKeyWaiters {
-    const queue = new RedisKeyWaiters(key, this.keyspace.keysOf(key), (q) => this.runCheck(q));
+    const queue = new RedisKeyWaiters(key, this.keyspace.keysOf(key), (q) => this.checks.run(q));
     this.keys.set(key, queue);
     return queue;
   }
@@ -316,26 +368,59 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     if (queue.check) this.deadlines.cancel(queue.check);
     queue.check = undefined;
     if (this.keys.get(queue.key) === queue) this.keys.delete(queue.key);
+    if (this.keys.size === 0) this.stalls.stop();
   }
 
-  private enqueued(waiter: RedisWaiter, reply: AcquireReply): void {
-    const [status, fence, pttl, handedMember, handedFence, handedPx] = reply;
-    if (handedMember) this.handedOver(handedMember, handedFence, handedPx);
+  /** Sends the waiter's acquisition (mode "wait") under its current owner token. */
+  private enqueue(waiter: RedisWaiter): void {
     const { key, keys } = waiter.queue;
+    const token = waiter.token;
+    let sentAt = -Infinity;
+    // From now on a hand-off message may come for it, and has to be dated.
+    this.stalls.start();
+    this.connection
+      .run(
+        key,
+        (client) => {
+          sentAt = performance.now();
+          return this.scripts.acquire.run(client, [
+            keys.lock, keys.queue, keys.heartbeats, keys.fence, token, waiter.leaseMs, 'wait', this.heartbeatMs, ...this.handOffArgs,
+          ]);
+        },
+        // Given up while still queued in this process: never sent, nothing to undo (`waiter.skip()`).
+        waiter,
+      )
+      .then(
+        (reply) => this.enqueued(waiter, token, reply as AcquireReply, sentAt),
+        (error: unknown) => this.enqueueFailed(waiter, token, error),
+      );
+  }
+
+  private enqueued(waiter: RedisWaiter, token: string, reply: AcquireReply, sentAt: number): void {
+    const [status, fence, pttl, handedMember, handedFence, handedPx] = reply;
+    if (handedMember) this.handOffs.handedOver(handedMember, handedFence, handedPx, sentAt);
+    const { key, keys } = waiter.queue;
+    if (waiter.token !== token) {
+      // An earlier attempt of a waiter that now waits under a new token: undo it.
+      if (status !== -1) this.leave(key, keys, token);
+      return;
+    }
     if (waiter.phase === SETTLED) {
       // Handed the key by a message that overtook this reply (nothing to do), or it
       // gave up meanwhile (shutdown): undo what the call took.
-      if (!waiter.granted && status !== -1) this.leave(key, keys, waiter.token);
+      if (!waiter.granted && status !== -1) this.leave(key, keys, token);
       return;
     }
+    // Handed the key by a message that overtook this reply; Redis is being asked whether it still holds.
+    if (waiter.phase === CONFIRMING) return;
     if (status === 1) {
-      this.grantWaiter(waiter, fence, pttl, waiter.startedAt);
+      this.handOffs.grant(waiter, fence, pttl, sentAt);
       return;
     }
     if (status !== 0) {
       this.settle(waiter);
       waiter.reject(new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }));
-      this.leave(key, keys, waiter.token);
+      this.leave(key, keys, token);
       return;
     }
     waiter.fence = fence;
@@ -348,56 +433,44 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     waiter.phase = QUEUED;
     waiter.queue.link(waiter);
     this.wakeUps.ensure();
-    this.scheduleCheck(waiter.queue, pttl);
+    this.checks.schedule(waiter.queue, pttl);
   }
 
   /**
-   * A waiter's budget ran out. Queued in Redis: it leaves. Its script still
-   * unanswered: if the connection has answered other commands since it was sent,
-   * Redis is up and merely busy, so it is a timeout like any other (the reply,
-   * when it comes, undoes what the script took). If nothing has come back since,
-   * Redis may be gone: that is for the backend bound to say (`LockBackendError`
-   * within `connectTimeoutMs`, never a 429 for an outage), so it looks again
-   * shortly, until a reply or the backend bound settles it.
+   * A waiter's budget ran out. Queued in Redis (or asking whether a hand-off still
+   * stands): it leaves. Its script still unanswered: if the connection has answered
+   * other commands since it was sent, Redis is up and merely busy, so it is a
+   * timeout like any other (the reply, when it comes, undoes what the script took).
+   * If nothing has come back since, Redis may be gone: that is for the backend bound
+   * to say (`LockBackendError` within `connectTimeoutMs`, never a 429 for an
+   * outage), so it looks again shortly, until a reply or the backend bound settles it.
    */
   private waitEnded(waiter: RedisWaiter): void {
     waiter.deadline = undefined;
     if (waiter.phase === SETTLED) return;
     const key = waiter.queue.key;
-    if (waiter.phase === QUEUED || this.connection.answeredSince(key, waiter.startedAt)) {
+    if (waiter.phase !== SENDING || this.connection.answeredSince(key, waiter.startedAt)) {
       this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
       return;
     }
     waiter.deadline = this.deadlines.schedule(this.recheckMs, () => this.waitEnded(waiter));
   }
 
-  private enqueueFailed(waiter: RedisWaiter, error: unknown): void {
+  private enqueueFailed(waiter: RedisWaiter, token: string, error: unknown): void {
     const { key, keys } = waiter.queue;
-    if (waiter.granted) return;
-    if (waiter.phase !== SETTLED) {
-      this.settle(waiter);
-      waiter.reject(error);
+    if (waiter.token === token) {
+      if (waiter.granted) return;
+      if (waiter.phase !== SETTLED) {
+        this.settle(waiter);
+        waiter.reject(error);
+      }
     }
     // It may have run: undo whatever it took.
-    if (this.connection.mayHaveRun(error)) this.leave(key, keys, waiter.token);
-  }
-
-  /** The key is the waiter's: it resolves with the lock (or passes it on if it was just aborted). */
-  private grantWaiter(waiter: RedisWaiter, fence: number, px: number, grantedAt: number): void {
-    this.settle(waiter);
-    waiter.granted = true;
-    const { key, keys } = waiter.queue;
-    if (waiter.signal?.aborted) {
-      // Handed over in the same tick the caller gave up: pass it on, never run.
-      this.leave(key, keys, waiter.token);
-      waiter.reject(waiter.signal.reason);
-      return;
-    }
-    waiter.resolve(this.grant(key, keys, waiter.token, fence, waiter.leaseMs, px, grantedAt));
+    if (this.connection.mayHaveRun(error)) this.leave(key, keys, token);
   }
 
   /** A waiter leaves: rejected at once; its place in Redis is given up behind the scenes. */
-  private giveUp(waiter: RedisWaiter, error: unknown, hasPlace = waiter.phase === QUEUED): void {
+  private giveUp(waiter: RedisWaiter, error: unknown, hasPlace = waiter.phase === QUEUED || waiter.phase === CONFIRMING): void {
     if (waiter.phase === SETTLED) return;
     this.settle(waiter);
     waiter.reject(error);
@@ -420,12 +493,20 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
 
   /** Leaves the queue, or passes the key on if it was handed over meanwhile. Never throws. */
   private leave(key: string, keys: RedisLockKeys, token: string): void {
+    let sentAt = -Infinity;
     const call = this.connection
-      .run(key, (client) => this.scripts.leave.run(client, [keys.lock, keys.queue, keys.heartbeats, token, ...this.handOffArgs]), URGENT)
+      .run(
+        key,
+        (client) => {
+          sentAt = performance.now();
+          return this.scripts.leave.run(client, [keys.lock, keys.queue, keys.heartbeats, token, ...this.handOffArgs]);
+        },
+        URGENT,
+      )
       .then(
         (reply) => {
           const [status, member, fence, px] = reply as HandOffReply;
-          if (status === 2) this.handedOver(member!, fence!, px!);
+          if (status === 2) this.handOffs.handedOver(member!, fence!, px!, sentAt);
         },
         (error: unknown) => {
           // The place expires with its heart-beats, a grant with its lease.
@@ -436,108 +517,24 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     this.leaving.add(call);
   }
 
-  /** A script passed the key to `member`: if it is a waiter of this process, it now holds the key. */
-  private handedOver(member: string, fence: number, px: number): void {
-    const waiter = this.waiters.get(member);
-    // Anyone else: a waiter of another process (told by message) or one of ours that
-    // gave up (its leave, sent later, passes the key on).
-    if (waiter === undefined || waiter.phase === SETTLED) return;
-    this.grantWaiter(waiter, Number(fence), Number(px), performance.now());
-  }
-
-  /** A hand-off message on this process's channel: "<member> <fence> <px>". */
-  private onWakeUp(message: string): void {
-    const first = message.indexOf(' ');
-    const second = message.indexOf(' ', first + 1);
-    if (first < 0 || second < 0) return;
-    this.handedOver(message.slice(0, first), Number(message.slice(first + 1, second)), Number(message.slice(second + 1)));
+  /** After a reconnect or (re)subscription: messages may have been lost, so every waiting key is checked now. */
+  private checkAllSoon(): void {
+    for (const queue of this.keys.values()) this.checks.schedule(queue, -2);
   }
 
   /**
-   * Plans the key's next heart-beat / safety check: after a third of the heart-beat
-   * timeout, or when the holder's lease would end, whichever comes first.
+   * After a reconnect: Redis may have lost its data (a restart without persistence,
+   * a fail-over) and a newcomer may already hold a key. Every held lock asks at once
+   * (owner-checked), so each one that is gone aborts its signal now, not at its next
+   * renewal.
    */
-  private scheduleCheck(queue: RedisKeyWaiters, holderPttl: number): void {
-    if (queue.queued === 0) return;
-    let delay = this.checkIntervalMs;
-    if (holderPttl === -2) delay = 0; // no holder: someone must pass the key on
-    else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
-    const at = performance.now() + delay;
-    if (queue.checking) {
-      queue.recheckAt = Math.min(queue.recheckAt, at);
-      return;
-    }
-    if (queue.check) {
-      if (queue.check.at <= at) return;
-      this.deadlines.cancel(queue.check);
-    }
-    queue.check = this.deadlines.schedule(delay, queue.fireCheck);
+  private recheckHeld(): void {
+    for (const lock of this.held.values()) lock.recheck();
   }
 
-  private runCheck(queue: RedisKeyWaiters): void {
-    if (queue.queued === 0 || queue.checking || this.keys.get(queue.key) !== queue) return;
-    queue.checking = true;
-    queue.recheckAt = Infinity;
-    const keys = queue.keys;
-    const tokens = queue.tokens();
-    this.connection
-      .run(
-        queue.key,
-        (client) => this.scripts.check.run(client, [keys.lock, keys.queue, keys.heartbeats, this.heartbeatMs, ...this.handOffArgs, ...tokens]),
-        URGENT,
-      )
-      .then(
-        (reply) => this.checked(queue, reply as (string | number)[]),
-        (error: unknown) => this.checkFailed(queue, error),
-      );
-  }
-
-  private checked(queue: RedisKeyWaiters, reply: (string | number)[]): void {
-    queue.checking = false;
-    const owner = reply[0] as string;
-    const pttl = reply[1] as number;
-    if (reply[2]) this.handedOver(reply[2] as string, reply[3] as number, reply[4] as number);
-    const ours = owner ? this.waiters.get(owner) : undefined;
-    // Handed the key by a message this process missed.
-    if (ours && ours.phase === QUEUED) this.grantWaiter(ours, ours.fence, pttl, performance.now());
-    for (let i = 5; i < reply.length; i++) {
-      const token = reply[i] as string;
-      const dropped = token === owner ? undefined : this.waiters.get(token);
-      if (dropped && dropped.phase === QUEUED) {
-        this.settle(dropped);
-        dropped.reject(
-          new LockBackendError(`Lost its place in the Redis queue: no heart-beat reached Redis within ${this.heartbeatMs} ms`, {
-            key: queue.key,
-          }),
-        );
-      }
-    }
-    if (queue.queued === 0) {
-      this.closeKeyIfIdle(queue);
-      return;
-    }
-    const recheck = queue.recheckAt - performance.now();
-    queue.recheckAt = Infinity;
-    this.scheduleCheck(queue, Math.min(pttl === -2 ? -2 : pttl, Number.isFinite(recheck) ? Math.max(0, recheck - 2) : Infinity));
-  }
-
-  /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
-  private checkFailed(queue: RedisKeyWaiters, error: unknown): void {
-    queue.checking = false;
-    for (let waiter = queue.first; waiter; waiter = queue.first) {
-      this.settle(waiter);
-      waiter.reject(
-        new LockBackendError(`Lost contact with Redis while waiting: ${(error as Error)?.message ?? error}`, { key: queue.key, cause: error }),
-      );
-      // Its place expires with its heart-beats if Redis stays away.
-      this.leave(queue.key, queue.keys, waiter.token);
-    }
-    this.closeKeyIfIdle(queue);
-  }
-
-  /** After a reconnect or (re)subscription: messages may have been lost, so every waiting key is checked now. */
-  private checkAllSoon(): void {
-    for (const queue of this.keys.values()) this.scheduleCheck(queue, -2);
+  /** The command connection ended for good (an app's client that gave up): no lock can be renewed. */
+  private connectionEnded(): void {
+    for (const lock of this.held.values()) lock.abandon('the Redis connection ended, so its lease can no longer be renewed');
   }
 
   private async shutDown(): Promise<void> {

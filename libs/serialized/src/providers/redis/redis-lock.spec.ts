@@ -122,4 +122,66 @@ describe('RedisLock', () => {
     extends_()[1].answer(1);
     context.deadlines.clear();
   });
+
+  it('recheck() asks Redis at once with an owner-checked renewal; a key found gone aborts the signal', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 30_000);
+    expect(extends_()).toHaveLength(0); // next renewal 10 s away
+    lock.recheck();
+    lock.recheck(); // one question on the way is enough
+    expect(extends_()).toHaveLength(1);
+    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 30_000]);
+    extends_()[0].answer(0);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    lock.recheck();
+    expect(extends_()).toHaveLength(1);
+    context.deadlines.clear();
+  });
+
+  it('recheck() of a key still held renews it and keeps renewing from then on', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 90);
+    lock.recheck();
+    extends_()[0].answer(1);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(false);
+    while (extends_().length < 2) await sleep(5);
+    extends_()[1].answer(1);
+    expect(lock.signal.aborted).toBe(false);
+    context.deadlines.clear();
+  });
+
+  it('abandon() aborts the signal with LockLostError at once and stops renewing; a released lock is left alone', async () => {
+    const { context, extends_, calls } = fakeContext();
+    const lock = make(context, 60);
+    lock.abandon('the Redis connection ended');
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as Error).message).toContain('the Redis connection ended');
+    await sleep(60);
+    expect(extends_()).toHaveLength(0);
+    const released = make(context, 60);
+    const releasing = released.release();
+    released.abandon('too late');
+    expect(released.signal.aborted).toBe(false);
+    calls.find((c) => c.script === 'release')!.answer([1]);
+    await releasing;
+  });
+
+  it('reports the hand-off a release made with the time the release was sent, not when its reply was read', async () => {
+    const { context, calls } = fakeContext();
+    const handOffs: { member: string; since: number }[] = [];
+    (context as { handedOver: unknown }).handedOver = (member: string, _fence: number, _px: number, since: number) => handOffs.push({ member, since });
+    const lock = make(context, 30_000);
+    const before = performance.now();
+    const releasing = lock.release();
+    const sentBy = performance.now();
+    await sleep(50);
+    calls.find((c) => c.script === 'release')!.answer([2, 'other:90:2.y', 8, 5000]);
+    await releasing;
+    expect(handOffs).toHaveLength(1);
+    expect(handOffs[0].since).toBeGreaterThanOrEqual(before);
+    expect(handOffs[0].since).toBeLessThanOrEqual(sentBy);
+  });
 });

@@ -13,8 +13,11 @@ export interface RedisLockContext {
   readonly deadlines: DeadlineQueue;
   /** The script arguments that let a release hand the key on: lease cap, channel prefix, session. */
   readonly handOffArgs: readonly [number, string, string];
-  /** The release passed the key to `member` (perhaps a waiter of this process). */
-  handedOver(member: string, fence: number, px: number): void;
+  /**
+   * The release passed the key to `member` (perhaps a waiter of this process), with
+   * `px` ms of lease from no earlier than `since` (when the release was sent).
+   */
+  handedOver(member: string, fence: number, px: number, since: number): void;
   /** The lock is released (or its release failed): it no longer counts as held. */
   released(lock: RedisLock): void;
 }
@@ -109,17 +112,21 @@ export class RedisLock implements Lock {
     this.cancelRenewal();
     this.cancelGuard();
     const { context, keys } = this;
+    let sentAt = -Infinity;
     this.releasing = context.connection
       .run(
         this.key,
-        (client) => context.scripts.release.run(client, [keys.lock, keys.queue, keys.heartbeats, this.token, ...context.handOffArgs]),
+        (client) => {
+          sentAt = performance.now();
+          return context.scripts.release.run(client, [keys.lock, keys.queue, keys.heartbeats, this.token, ...context.handOffArgs]);
+        },
         URGENT,
       )
       .then(
         (reply) => {
           const result = reply as [number, string?, number?, number?];
           context.released(this);
-          if (result[0] === 2) context.handedOver(result[1]!, result[2]!, result[3]!);
+          if (result[0] === 2) context.handedOver(result[1]!, result[2]!, result[3]!, sentAt);
         },
         (error: unknown) => {
           // Not released: the lease ends it (and the queue moves on then).
@@ -135,6 +142,22 @@ export class RedisLock implements Lock {
     this.renewing = false;
     this.cancelRenewal();
     this.cancelGuard();
+  }
+
+  /**
+   * Asks Redis now, owner-checked, whether the key is still this lock's (a renewal
+   * ahead of time): after a reconnect Redis may have lost it. A key that is gone
+   * aborts `signal`; one that is still ours is renewed.
+   */
+  recheck(): void {
+    if (this.state !== HELD || !this.renewing || this.renewalInFlight) return;
+    this.cancelRenewal();
+    this.renew();
+  }
+
+  /** The provider can no longer renew it (its connection ended for good): `signal` aborts now. */
+  abandon(reason: string): void {
+    if (this.state === HELD) this.lose(reason);
   }
 
   private scheduleRenewal(delayMs: number): void {

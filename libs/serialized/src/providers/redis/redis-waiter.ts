@@ -9,13 +9,19 @@ export const SENDING = 0;
 export const QUEUED = 1;
 /** It holds the key, or gave up; nothing more happens to it. */
 export const SETTLED = 2;
+/**
+ * It was handed the key, but the hand-off may have run out before this process
+ * could act on it (its event loop stalled, the news came late): Redis is asked
+ * whether the key is still its own before it runs. It has no place in the queue.
+ */
+export const CONFIRMING = 3;
 
 /**
  * One caller waiting for a key in this process. It is also the options of its
  * enqueue call: a call whose waiter gave up before it was sent is dropped unsent.
  */
 export class RedisWaiter implements RunOptions {
-  phase: typeof SENDING | typeof QUEUED | typeof SETTLED = SENDING;
+  phase: typeof SENDING | typeof QUEUED | typeof SETTLED | typeof CONFIRMING = SENDING;
   /** Its place in the Redis queue, which becomes its fencing token. */
   fence = 0;
   /** Settled by being handed the key (not by giving up). */
@@ -30,7 +36,8 @@ export class RedisWaiter implements RunOptions {
 
   constructor(
     readonly queue: RedisKeyWaiters,
-    readonly token: string,
+    /** Its owner token; a waiter that lost an expired hand-off waits again under a new one. */
+    public token: string,
     readonly leaseMs: number,
     readonly waitTimeoutMs: number,
     readonly signal: AbortSignal | undefined,

@@ -1,4 +1,5 @@
-import { closeClient, type RedisClient, type RedisConnection } from './redis-connection';
+import { closeClient } from './redis-close-client';
+import type { RedisClient, RedisConnection } from './redis-connection';
 
 /**
  * The process's single wake-up path: one subscriber connection on one channel of

@@ -1,0 +1,122 @@
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { RedisLockProvider, type Lock } from 'nestjs-serialized';
+import { TEST_REDIS_URL } from '../support/services';
+import { uniqueId, waitFor } from '../support/timing';
+
+/**
+ * A reply read after the lease it granted ran out never makes this process a
+ * holder (issue 10, item 1; DESIGN semantics 11): the lease counts from when the
+ * request was sent, and a grant that may have run out is confirmed with Redis or
+ * refused. The process stalls its own event loop (a synchronous burst) right
+ * after sending, so Redis's reply waits unread past the lease. The other holder
+ * is always another provider instance.
+ */
+const busy = (ms: number): void => {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // a synchronous burst: replies wait unread meanwhile
+  }
+};
+const tokenOf = (lock: Lock): string => (lock as unknown as { token: string }).token;
+
+describe('RedisLockProvider: replies read after their lease ran out', () => {
+  const prefix = uniqueId('late-replies');
+  let redis: Redis;
+  const providers: RedisLockProvider[] = [];
+  const make = (options: Partial<ConstructorParameters<typeof RedisLockProvider>[0]> = {}): RedisLockProvider => {
+    const provider = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix, ...options });
+    providers.push(provider);
+    return provider;
+  };
+  /** Connected, scripts loaded: the next command goes out at once. */
+  const warm = async (provider: RedisLockProvider): Promise<void> => {
+    await provider.tryAcquire(uniqueId('warm-up')).then((lock) => lock?.release());
+  };
+
+  beforeAll(() => {
+    redis = new Redis(TEST_REDIS_URL);
+  });
+
+  afterAll(async () => {
+    await Promise.all(providers.map((p) => p.close()));
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    await redis.quit();
+  });
+
+  it('tryAcquire: a grant whose lease ran out before its reply was read is refused (null); the key is free for another instance', async () => {
+    const late = make();
+    const other = make();
+    await Promise.all([warm(late), warm(other)]);
+    const attempt = late.tryAcquire('try', { leaseMs: 300 });
+    busy(900);
+    const lock = await attempt;
+    const owner = await redis.get(late.redisKeysOf('try').lock);
+    expect({ got: lock === null ? null : 'a lock', ownerInRedis: owner }).toEqual({ got: null, ownerInRedis: null });
+    const next = await other.tryAcquire('try');
+    expect(next).not.toBeNull();
+    await next!.release();
+  });
+
+  it('acquire: a grant whose lease ran out before its reply was read is taken again, under a new token and a higher fencing token', async () => {
+    const late = make();
+    await warm(late);
+    const before = await late.acquire('wait');
+    await before.release();
+    const attempt = late.acquire('wait', { leaseMs: 300, waitTimeoutMs: 10_000 });
+    busy(900);
+    const lock = await attempt;
+    // It holds what Redis says it holds.
+    expect(await redis.get(late.redisKeysOf('wait').lock)).toBe(tokenOf(lock));
+    expect(lock.fencingToken).toBeGreaterThan(before.fencingToken + 1n);
+    expect(lock.signal.aborted).toBe(false);
+    await lock.release();
+  });
+
+  it('release: a hand-off to a waiter of the same process, read after its lease ran out, does not run while another instance holds the key', async () => {
+    // The release grants min(lease, heartbeatMs of the releasing side): 300 ms here. The
+    // other instance shares this process and its stall, so its waiter's place must outlive it.
+    const releasing = make({ heartbeatMs: 300 });
+    const other = make({ heartbeatMs: 5000 });
+    await Promise.all([warm(releasing), warm(other)]);
+    const key = 'hand-off';
+    let inside = 0;
+    let maxInside = 0;
+    const ran: { who: string; fence: bigint }[] = [];
+    const enter = (who: string) => (lock: Lock) => {
+      inside++;
+      maxInside = Math.max(maxInside, inside);
+      ran.push({ who, fence: lock.fencingToken });
+      return lock;
+    };
+    const leave = async (lock: Lock): Promise<void> => {
+      inside--;
+      await lock.release();
+    };
+    const holder = await releasing.acquire(key);
+    const w = releasing.acquire(key, { waitTimeoutMs: 20_000 }).then(enter('W'));
+    await waitQueued(key, 1);
+    const x = other.acquire(key, { waitTimeoutMs: 20_000 }).then(enter('X'));
+    await waitQueued(key, 2);
+
+    const released = holder.release(); // sent now: its reply (W is the owner for 300 ms) waits unread
+    busy(900);
+    await released;
+    const first = await Promise.race([w, x]);
+    // Long enough for the other one to enter too, if it (wrongly) would.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await leave(first);
+    await leave(await (ran[0].who === 'W' ? x : w));
+
+    expect({ maxInside, ran: ran.map((r) => r.who) }).toEqual({ maxInside: 1, ran: ['X', 'W'] });
+    expect(ran[1].fence).toBeGreaterThan(ran[0].fence);
+  }, 30_000);
+
+  const waitQueued = (key: string, count: number): Promise<void> =>
+    waitFor(async () => (await redis.zcard(providers[0].redisKeysOf(key).queue)) === count, 10_000, `${count} queued waiters`);
+});
