@@ -28,8 +28,11 @@ export class HeldLocks<T> {
     this.held.add(lock);
   }
 
-  delete(lock: T): void {
-    if (this.held.delete(lock) && this.held.size === 0) this.drained?.();
+  /** Returns whether `lock` was held. */
+  delete(lock: T): boolean {
+    if (!this.held.delete(lock)) return false;
+    if (this.held.size === 0) this.drained?.();
+    return true;
   }
 
   values(): IterableIterator<T> {

@@ -173,13 +173,14 @@ export class PostgresLockProvider
     const waiting = this.queue.take(key, {
       timeoutMs: waitTimeoutMs,
       signal,
-      // The head waiting in PostgreSQL is one of this process's waiters too.
-      maxPending: this.attempts.has(key) ? maxPending - 1 : maxPending,
+      // The caller becoming the holder is not a waiter; the head waiting in
+      // PostgreSQL behind another session is one (`attemptBlocked`).
+      maxPending: this.attempts.get(key)?.blocked ? maxPending - 1 : maxPending,
       timeoutError: () => new LockTimeoutError(key, waitTimeoutMs),
       busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
     });
     // Uncontended in this process: straight to the server, no extra promise in between.
-    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal) as Promise<Lock>;
+    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     return waiting.then(() => {
       // Handed over in the same tick the caller gave up (or shutdown began): pass it on.
       if (signal?.aborted) {
@@ -190,7 +191,7 @@ export class PostgresLockProvider
         this.queue.release(key);
         throw new LockBackendError('The lock provider is shutting down', { key });
       }
-      return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal) as Promise<Lock>;
+      return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     });
   }
 
@@ -260,6 +261,14 @@ export class PostgresLockProvider
   }
 
   /** @internal */
+  attemptBlocked(attempt: LockAttempt): LockBusyError | undefined {
+    // Its caller now waits too: callers queued here beyond their bound, counting it, are one too many.
+    this.queue.refuseSurplus(attempt.key, 1);
+    if (attempt.maxPending >= 1) return undefined;
+    return new LockBusyError(attempt.key, 'max-pending', { maxPending: attempt.maxPending });
+  }
+
+  /** @internal */
   refuse(error: SessionChangedError): void {
     if (!this.refusal) this.logger.error(error.message);
     this.refusal ??= error;
@@ -322,10 +331,12 @@ export class PostgresLockProvider
     waitTimeoutMs: number,
     startedAt: number,
     signal: AbortSignal | undefined,
+    maxPending = Infinity,
   ): Promise<PostgresLock | null> {
     return new Promise<PostgresLock | null>((resolve, reject) => {
       const lockKey = advisoryLockKey(this.keyPrefix, key);
       const attempt = new LockAttempt(this, key, lockKey, mode, waitTimeoutMs, startedAt, signal, resolve, reject);
+      attempt.maxPending = maxPending;
       this.attempts.set(key, attempt);
       attempt.start();
     });

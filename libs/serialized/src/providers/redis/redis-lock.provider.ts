@@ -99,6 +99,8 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly keys = new Map<string, RedisKeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly waiters = new Map<string, RedisWaiter>();
+  /** How many locks this process holds per key (only keys held): `maxPending` tells holders from waiters by it. */
+  private readonly heldKeys = new Map<string, number>();
   /** Leave calls on their way (shutdown lets them finish). */
   private readonly leaving = new Set<Promise<void>>();
   private readonly handOffArgs: readonly [number, string, string];
@@ -151,7 +153,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       deadlines: this.deadlines,
       handOffArgs: this.handOffArgs,
       handedOver: (member, fence, px) => this.handedOver(member, fence, px),
-      released: (lock) => this.held.delete(lock),
+      released: (lock) => this.dropHeld(lock),
     };
   }
 
@@ -199,17 +201,26 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
     }
     const pending = queue?.pending ?? 0;
-    if (pending >= maxPending) {
+    const holding = this.heldKeys.has(key);
+    if (maxPending <= 0) {
+      // None may wait: only a free key will do.
       const busy = new LockBusyError(key, 'max-pending', { maxPending });
-      // Callers of this process already wait, so the key is busy; with none allowed, it may still be free.
-      if (pending > 0) return Promise.reject(busy);
+      if (pending > 0 || holding) return Promise.reject(busy);
       return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+    }
+    // The caller becoming the holder is not a waiter. While this process holds the
+    // key, every caller of it waits; while it does not, one of those on their way
+    // may be about to take it, so one more is let through, and a reply showing more
+    // than maxPending of them queued makes that newest one busy (`enqueued`).
+    if (pending >= (holding ? maxPending : maxPending + 1)) {
+      return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
     }
 
     queue ??= this.openKey(key);
     queue.pending++;
     const token = this.tokens.next(leaseMs);
     const waiter = new RedisWaiter(queue, token, leaseMs, waitTimeoutMs, signal, performance.now());
+    waiter.maxPending = maxPending;
     this.waiters.set(token, waiter);
     // The wait budget runs from the call, not from the reply: under a burst the
     // script may wait behind thousands of others on the connection.
@@ -302,7 +313,16 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number): RedisLock {
     const lock = new RedisLock(this.lockContext, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
     this.held.add(lock);
+    this.heldKeys.set(key, (this.heldKeys.get(key) ?? 0) + 1);
     return lock;
+  }
+
+  private dropHeld(lock: RedisLock): void {
+    if (!this.held.delete(lock)) return;
+    const count = this.heldKeys.get(lock.key);
+    if (count === undefined) return;
+    if (count > 1) this.heldKeys.set(lock.key, count - 1);
+    else this.heldKeys.delete(lock.key);
   }
 
   private openKey(key: string): RedisKeyWaiters {
@@ -342,6 +362,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
       // Its budget ran out while the reply was on its way (see `waitEnded`).
       this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
+      return;
+    }
+    if (waiter.queue.queued >= waiter.maxPending) {
+      // It was let through in case it became the holder, and it did not: one waiter too many.
+      this.giveUp(waiter, new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }), true);
       return;
     }
     // Its deadline and abort listener run since the call; it now has a place.
