@@ -381,6 +381,17 @@ export class PostgresLockProvider
   private async shutDownNow(): Promise<void> {
     this.held.close();
     this.monitor.stop();
+    // Nothing watches the sessions still held past the grace period any more (and
+    // they no longer keep the process alive): their holders are told now.
+    for (const lock of [...this.held.values()]) {
+      if (lock.released) continue;
+      lock.markLost(
+        new LockLostError(
+          lock.key,
+          'the provider shut down past its grace period and stopped watching its PostgreSQL session (the session keeps the lock until release)',
+        ),
+      );
+    }
     // Aborted waits end their sessions as soon as the server answers the cancel.
     await Promise.race([
       Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
