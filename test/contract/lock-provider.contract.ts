@@ -251,10 +251,11 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       });
 
       it('keeps a lease alive while its holder runs longer than the lease', async () => {
-        const { provider, other } = await makeWithOther(peer, { leaseMs: 300 });
+        // Short, but not so short that a busy host's scheduling alone could miss a renewal.
+        const { provider, other } = await makeWithOther(peer, { leaseMs: 600 });
         const key = uniqueId('lease');
         const lock = await provider.acquire(key);
-        await sleep(1000);
+        await sleep(1800); // three leases
         expect(await other.tryAcquire(key)).toBeNull();
         expect(lock.signal.aborted).toBe(false);
         await lock.extend(2000);
@@ -348,10 +349,12 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       expect(locks.isHeld(key)).toBe(false);
       // Once released, the key is not "held" by a late continuation of that context.
       let late: Promise<string> | undefined;
+      const goOn = deferred();
       await locks.run(key, () => {
-        late = sleep(30).then(() => locks.run(key, () => 'late ran'));
+        late = goOn.promise.then(() => locks.run(key, () => 'late ran'));
       });
       const blocker = await locks.provider.acquire(key);
+      goOn.resolve();
       await expect(Promise.race([late, sleep(200).then(() => 'still waiting')])).resolves.toBe('still waiting');
       await blocker.release();
       await expect(late).resolves.toBe('late ran');
