@@ -89,7 +89,8 @@ type HandOffReply = [status: number, member?: string, fence?: number, px?: numbe
 export class RedisLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   private readonly deadlines = new DeadlineQueue({ unref: true, name: 'nestjs-serialized.redis-deadlines' });
-  private readonly held = new HeldLocks<RedisLock>();
+  // Counted per key: `maxPending` tells a process that holds the key from one that does not.
+  private readonly held = new HeldLocks<RedisLock>(true);
   private readonly tokens = new OwnerTokens();
   private readonly connection: RedisConnection;
   private readonly wakeUps: RedisWakeUps;
@@ -99,8 +100,6 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly keys = new Map<string, RedisKeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly waiters = new Map<string, RedisWaiter>();
-  /** How many locks this process holds per key (only keys held): `maxPending` tells holders from waiters by it. */
-  private readonly heldKeys = new Map<string, number>();
   /** Leave calls on their way (shutdown lets them finish). */
   private readonly leaving = new Set<Promise<void>>();
   private readonly handOffArgs: readonly [number, string, string];
@@ -153,7 +152,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       deadlines: this.deadlines,
       handOffArgs: this.handOffArgs,
       handedOver: (member, fence, px) => this.handedOver(member, fence, px),
-      released: (lock) => this.dropHeld(lock),
+      released: (lock) => this.held.delete(lock),
     };
   }
 
@@ -201,7 +200,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
     }
     const pending = queue?.pending ?? 0;
-    const holding = this.heldKeys.has(key);
+    const holding = this.held.holds(key);
     if (maxPending <= 0) {
       // None may wait: only a free key will do.
       const busy = new LockBusyError(key, 'max-pending', { maxPending });
@@ -313,16 +312,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number): RedisLock {
     const lock = new RedisLock(this.lockContext, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
     this.held.add(lock);
-    this.heldKeys.set(key, (this.heldKeys.get(key) ?? 0) + 1);
     return lock;
-  }
-
-  private dropHeld(lock: RedisLock): void {
-    if (!this.held.delete(lock)) return;
-    const count = this.heldKeys.get(lock.key);
-    if (count === undefined) return;
-    if (count > 1) this.heldKeys.set(lock.key, count - 1);
-    else this.heldKeys.delete(lock.key);
   }
 
   private openKey(key: string): RedisKeyWaiters {
