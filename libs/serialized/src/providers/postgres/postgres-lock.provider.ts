@@ -383,15 +383,7 @@ export class PostgresLockProvider
     this.monitor.stop();
     // Nothing watches the sessions still held past the grace period any more (and
     // they no longer keep the process alive): their holders are told now.
-    for (const lock of [...this.held.values()]) {
-      if (lock.released) continue;
-      lock.markLost(
-        new LockLostError(
-          lock.key,
-          'the provider shut down past its grace period and stopped watching its PostgreSQL session (the session keeps the lock until release)',
-        ),
-      );
-    }
+    for (const lock of [...this.held.values()]) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
     // Aborted waits end their sessions as soon as the server answers the cancel.
     await Promise.race([
       Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
@@ -408,6 +400,9 @@ export class PostgresLockProvider
     for (const lock of this.held.values()) if (!lock.released) yield lock.connection;
   }
 }
+
+const NO_LONGER_WATCHED =
+  'the provider shut down past its grace period and stopped watching its PostgreSQL session (the session keeps the lock until release)';
 
 function truncateUtf8(text: string, maxBytes: number): string {
   let out = text;
