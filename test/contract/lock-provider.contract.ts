@@ -1,4 +1,5 @@
 import { LockBackendError, LockBusyError, LockLostError, LockService, LockTimeoutError, type Lock, type LockProvider } from 'nestjs-serialized';
+import { performance } from 'node:perf_hooks';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
 
 /** A provider under test; `close()` shuts it down as `app.close()` would. */
@@ -17,6 +18,21 @@ export interface ContractSubject {
   /** A fresh provider with its own key namespace, so tests never see each other's keys. */
   create(options?: ProviderOptionsForTest): Promise<ClosableLockProvider>;
   /**
+   * "Someone else": another provider instance sharing `provider`'s backend and key
+   * namespace (same keyPrefix) over connections of its own, as a second app
+   * instance would. Every check in which another holder takes part runs with the
+   * other holder here. The in-memory provider cannot share state across
+   * instances, so its peer is `provider` itself (those checks then repeat the
+   * same-instance case).
+   */
+  createPeer(provider: ClosableLockProvider, options?: ProviderOptionsForTest): Promise<ClosableLockProvider>;
+  /**
+   * Whether the provider renews or watches held locks (Redis leases, PostgreSQL
+   * sessions). Such a provider aborts a lock's signal when it stops doing so
+   * (shutdown past its grace period); an in-memory lock is neither, so nothing stops.
+   */
+  readonly watchesHeldLocks: boolean;
+  /**
    * What the backend still holds for this provider's namespace once every lock was
    * released and every waiter left: lock keys, queue entries, sessions holding
    * advisory locks, map entries, timers. Must be 0.
@@ -26,21 +42,45 @@ export interface ContractSubject {
   afterAll?(): Promise<void>;
 }
 
+/** Where the other holder of a check lives. */
+const HOLDERS = [
+  ['this instance', false],
+  ['another instance', true],
+] as const;
+
 /**
  * The behaviour every provider must share (DESIGN.md, "Semantics"). Written once,
  * run against the in-memory, Redis and PostgreSQL providers, so they cannot drift.
+ *
+ * "Someone else holds the key" means another provider instance sharing the
+ * backend (`createPeer`), never the provider itself: checks that involve another
+ * holder run both ways, with the holder in this instance (the provider's own,
+ * in-process queue) and in another instance (the backend's queue).
  */
 export function describeLockProviderContract(subject: ContractSubject): void {
   describe(`LockProvider contract: ${subject.name}`, () => {
-    const open: ClosableLockProvider[] = [];
+    const open = new Set<ClosableLockProvider>();
     const make = async (options?: ProviderOptionsForTest) => {
       const provider = await subject.create(options);
-      open.push(provider);
+      open.add(provider);
       return { provider, locks: new LockService(provider) };
+    };
+    /** A provider and the instance the other holder of a check uses (itself, or a peer). */
+    const makeWithOther = async (peer: boolean, options?: ProviderOptionsForTest) => {
+      const { provider, locks } = await make(options);
+      const other = peer ? await subject.createPeer(provider, options) : provider;
+      open.add(other);
+      return { provider, locks, other, otherLocks: other === provider ? locks : new LockService(other) };
+    };
+    const noLeftovers = async (provider: ClosableLockProvider) => {
+      await waitFor(async () => (await subject.leftovers(provider)) === 0, 3000, 'no leftovers').catch(() => undefined);
+      expect(await subject.leftovers(provider)).toBe(0);
     };
 
     afterEach(async () => {
-      await Promise.all(open.splice(0).map((p) => p.close()));
+      const providers = [...open];
+      open.clear();
+      await Promise.all(providers.map((p) => p.close()));
     });
     afterAll(async () => {
       await subject.afterAll?.();
@@ -66,74 +106,234 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       expect(probe.maxInside).toBe(1);
     });
 
-    it('serves waiters first-come, first-served', async () => {
-      const { provider, locks } = await make();
-      const key = uniqueId('fifo');
-      const holder = await provider.acquire(key);
+    it('excludes across instances: read-modify-write split over two instances loses no update and never overlaps', async () => {
+      const { locks, otherLocks } = await makeWithOther(true);
+      const key = uniqueId('exclusion2');
+      const probe = new OverlapProbe();
+      let counter = 0;
+      await Promise.all(
+        Array.from({ length: 24 }, (_, i) =>
+          (i % 2 ? otherLocks : locks).run(key, () =>
+            probe.run(async () => {
+              const read = counter;
+              await sleep(2);
+              counter = read + 1;
+            }),
+          ),
+        ),
+      );
+      expect(counter).toBe(24);
+      expect(probe.maxInside).toBe(1);
+    });
+
+    describe.each(HOLDERS)('the other holder in %s', (_where, peer) => {
+      it('serves waiters first-come, first-served', async () => {
+        const { locks, other } = await makeWithOther(peer);
+        const key = uniqueId('fifo');
+        const holder = await other.acquire(key);
+        const order: number[] = [];
+        const runs: Promise<void>[] = [];
+        for (let i = 0; i < 8; i++) {
+          runs.push(locks.run(key, () => void order.push(i)));
+          await sleep(25); // arrival order is the order these reach the backend
+        }
+        await holder.release();
+        await Promise.all(runs);
+        expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      });
+
+      it('times out a waiter with LockTimeoutError, which then never runs', async () => {
+        const { provider, locks, other } = await makeWithOther(peer);
+        const key = uniqueId('timeout');
+        const holder = await other.acquire(key);
+        let ran = false;
+        const started = Date.now();
+        await expect(locks.run(key, () => (ran = true), { waitTimeoutMs: 300 })).rejects.toBeInstanceOf(LockTimeoutError);
+        const waited = Date.now() - started;
+        expect(waited).toBeGreaterThanOrEqual(250);
+        expect(waited).toBeLessThan(5000);
+        await holder.release();
+        await sleep(50);
+        expect(ran).toBe(false);
+        const next = await provider.tryAcquire(key);
+        expect(next).not.toBeNull();
+        await next!.release();
+      });
+
+      it('rejects at once in reject mode, and tryAcquire never jumps queued waiters', async () => {
+        const { provider, locks, other } = await makeWithOther(peer);
+        const key = uniqueId('reject');
+        const holder = await other.acquire(key);
+        await expect(locks.run(key, () => 'ran', { mode: 'reject' })).rejects.toBeInstanceOf(LockBusyError);
+        expect(await provider.tryAcquire(key)).toBeNull();
+
+        const gate = deferred();
+        const waiter = locks.run(key, async () => {
+          await gate.promise;
+          return 'waiter ran';
+        });
+        await sleep(50);
+        await holder.release();
+        // The key passes to the waiter, not to a newcomer calling tryAcquire (of either instance).
+        const barging = await Promise.all([other.tryAcquire(key), provider.tryAcquire(key)]);
+        await Promise.all(barging.map((lock) => lock?.release()));
+        expect(barging.map((lock) => (lock ? 'barged in' : null))).toEqual([null, null]);
+        gate.resolve();
+        await expect(waiter).resolves.toBe('waiter ran');
+      });
+
+      it('bounds waiters per key with maxPending (the holder does not count)', async () => {
+        const { provider, locks, other } = await makeWithOther(peer, { maxPending: 2 });
+        const key = uniqueId('pending');
+        const holder = await other.acquire(key);
+        // All three at once: the third is one waiter too many, whichever instance holds the key.
+        const runs = [1, 2, 3].map((i) => locks.run(key, () => i));
+        await expect(runs[2]).rejects.toBeInstanceOf(LockBusyError);
+        await expect(runs[2]).rejects.toMatchObject({ reason: 'max-pending' });
+        await holder.release();
+        await expect(Promise.all(runs.slice(0, 2))).resolves.toEqual([1, 2]);
+        // A per-call bound overrides the provider's.
+        const again = await other.acquire(key);
+        const bounded = locks.run(key, () => 4, { maxPending: 0 });
+        await expect(bounded).rejects.toBeInstanceOf(LockBusyError);
+        await again.release();
+        await noLeftovers(provider);
+      });
+
+      it('with maxPending 1, three callers at once: one waits, two are busy', async () => {
+        const { provider, locks, other } = await makeWithOther(peer, { maxPending: 1 });
+        const key = uniqueId('pending1');
+        const holder = await other.acquire(key);
+        const outcomes = [1, 2, 3].map((i) => locks.run(key, () => i).catch((error: unknown) => error));
+        // Neither of the last two may wait: the first one already does.
+        const [second, third] = await Promise.all(outcomes.slice(1));
+        expect(second).toBeInstanceOf(LockBusyError);
+        expect(third).toBeInstanceOf(LockBusyError);
+        expect(second).toMatchObject({ reason: 'max-pending' });
+        await holder.release();
+        await expect(outcomes[0]).resolves.toBe(1);
+        await noLeftovers(provider);
+      });
+
+      it('drops an aborted waiter at once; it never runs and does not hold up the queue', async () => {
+        const { provider, locks, other } = await makeWithOther(peer);
+        const key = uniqueId('abort');
+        const holder = await other.acquire(key);
+        const controller = new AbortController();
+        let abortedRan = false;
+        const aborted = locks.run(key, () => (abortedRan = true), { signal: controller.signal });
+        await sleep(30);
+        const after = locks.run(key, () => 'after ran');
+        await sleep(30);
+        const reason = new Error('client went away');
+        const abortedAt = Date.now();
+        controller.abort(reason);
+        await expect(aborted).rejects.toBe(reason);
+        expect(Date.now() - abortedAt).toBeLessThan(500);
+        await holder.release();
+        await expect(after).resolves.toBe('after ran');
+        expect(abortedRan).toBe(false);
+        const pre = new AbortController();
+        pre.abort(reason);
+        await expect(provider.acquire(key, { signal: pre.signal })).rejects.toBe(reason);
+      });
+
+      it('hands out strictly increasing fencing tokens to successive holders', async () => {
+        const { locks, otherLocks } = await makeWithOther(peer);
+        const key = uniqueId('fencing');
+        const tokens: bigint[] = [];
+        await Promise.all(
+          Array.from({ length: 16 }, (_, i) => (i % 2 ? otherLocks : locks).run(key, (lock) => void tokens.push(lock.fencingToken))),
+        );
+        expect(tokens).toHaveLength(16);
+        for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
+        expect(typeof tokens[0]).toBe('bigint');
+      });
+
+      it('keeps a lease alive while its holder runs longer than the lease', async () => {
+        // Short, but not so short that a busy host's scheduling alone could miss a renewal.
+        const { provider, other } = await makeWithOther(peer, { leaseMs: 600 });
+        const key = uniqueId('lease');
+        const lock = await provider.acquire(key);
+        await sleep(1800); // three leases
+        expect(await other.tryAcquire(key)).toBeNull();
+        expect(lock.signal.aborted).toBe(false);
+        await lock.extend(2000);
+        expect(await other.tryAcquire(key)).toBeNull();
+        await lock.release();
+        const next = await other.tryAcquire(key);
+        expect(next).not.toBeNull();
+        await next!.release();
+      });
+
+      it('releases idempotently and never releases a lock someone else now holds', async () => {
+        const { provider, other } = await makeWithOther(peer);
+        const key = uniqueId('release');
+        const a = await provider.acquire(key);
+        await a.release();
+        await a.release();
+        const b = await other.acquire(key, { waitTimeoutMs: 1000 });
+        await a.release();
+        expect(await provider.tryAcquire(key)).toBeNull();
+        expect(await other.tryAcquire(key)).toBeNull();
+        await expect(a.extend()).rejects.toBeInstanceOf(LockLostError);
+        await b.release();
+        const c = await provider.tryAcquire(key);
+        expect(c).not.toBeNull();
+        await c!.release();
+      });
+    });
+
+    it('with maxPending 1, three callers at once on a free key: one holds, one waits, one is busy', async () => {
+      const { provider, locks } = await make({ maxPending: 1 });
+      const key = uniqueId('free3');
+      const gate = deferred();
       const order: number[] = [];
-      const runs: Promise<void>[] = [];
-      for (let i = 0; i < 8; i++) {
-        runs.push(locks.run(key, () => void order.push(i)));
-        await sleep(25); // arrival order is the order these reach the backend
-      }
-      await holder.release();
-      await Promise.all(runs);
-      expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      const outcomes = [1, 2, 3].map((i) =>
+        locks
+          .run(key, async () => {
+            order.push(i);
+            if (i === 1) await gate.promise;
+            return i;
+          })
+          .catch((error: unknown) => error),
+      );
+      // The caller becoming the holder is not a waiter: only the third is one too many.
+      const third = await outcomes[2];
+      expect(third).toBeInstanceOf(LockBusyError);
+      expect(third).toMatchObject({ reason: 'max-pending' });
+      gate.resolve();
+      await expect(Promise.all(outcomes.slice(0, 2))).resolves.toEqual([1, 2]);
+      expect(order).toEqual([1, 2]);
+      await noLeftovers(provider);
     });
 
-    it('times out a waiter with LockTimeoutError, which then never runs', async () => {
-      const { provider, locks } = await make();
-      const key = uniqueId('timeout');
-      const holder = await provider.acquire(key);
-      let ran = false;
-      const started = Date.now();
-      await expect(locks.run(key, () => (ran = true), { waitTimeoutMs: 300 })).rejects.toBeInstanceOf(LockTimeoutError);
-      const waited = Date.now() - started;
-      expect(waited).toBeGreaterThanOrEqual(250);
-      expect(waited).toBeLessThan(5000);
-      await holder.release();
-      await sleep(50);
-      expect(ran).toBe(false);
-      const next = await provider.tryAcquire(key);
-      expect(next).not.toBeNull();
-      await next!.release();
-    });
-
-    it('rejects at once in reject mode, and tryAcquire never jumps queued waiters', async () => {
-      const { provider, locks } = await make();
-      const key = uniqueId('reject');
-      const holder = await provider.acquire(key);
-      await expect(locks.run(key, () => 'ran', { mode: 'reject' })).rejects.toBeInstanceOf(LockBusyError);
-      expect(await provider.tryAcquire(key)).toBeNull();
-
-      const waiter = locks.run(key, () => 'waiter ran');
-      await sleep(50);
-      await holder.release();
-      // The key passes to the waiter, not to a newcomer calling tryAcquire.
-      const barging = await provider.tryAcquire(key);
-      if (barging) await barging.release();
-      expect(barging).toBeNull();
-      await expect(waiter).resolves.toBe('waiter ran');
-    });
-
-    it('bounds waiters per key with maxPending (the holder does not count)', async () => {
-      const { provider, locks } = await make({ maxPending: 2 });
-      const key = uniqueId('pending');
-      const holder = await provider.acquire(key);
-      const first = locks.run(key, () => 1);
-      const second = locks.run(key, () => 2);
-      await sleep(50);
-      const third = locks.run(key, () => 3);
-      await expect(third).rejects.toBeInstanceOf(LockBusyError);
-      await expect(third).rejects.toMatchObject({ reason: 'max-pending' });
-      await holder.release();
-      await expect(Promise.all([first, second])).resolves.toEqual([1, 2]);
-      // A per-call bound overrides the provider's.
-      const again = await provider.acquire(key);
-      const bounded = locks.run(key, () => 4, { maxPending: 0 });
-      await expect(bounded).rejects.toBeInstanceOf(LockBusyError);
-      await again.release();
-    });
+    it('with maxPending 1000, 1002 callers at once on a free key: 1001 run, 1 is busy', async () => {
+      const { provider, locks } = await make({ maxPending: 1000, waitTimeoutMs: 60_000 });
+      const key = uniqueId('free1002');
+      const gate = deferred();
+      let ran = 0;
+      const outcomes = Array.from({ length: 1002 }, (_, i) =>
+        locks
+          .run(key, async () => {
+            ran++;
+            if (i === 0) await gate.promise;
+          })
+          .then(
+            () => 'ran',
+            (error: unknown) => error,
+          ),
+      );
+      await expect(outcomes[1001]).resolves.toBeInstanceOf(LockBusyError);
+      gate.resolve();
+      const settled = await Promise.all(outcomes);
+      const busy = settled.filter((outcome) => outcome instanceof LockBusyError);
+      expect(busy).toHaveLength(1);
+      expect(busy[0]).toMatchObject({ reason: 'max-pending' });
+      expect(settled.filter((outcome) => outcome === 'ran')).toHaveLength(1001);
+      expect(ran).toBe(1001);
+      await noLeftovers(provider);
+    }, 90_000);
 
     it('is reentrant: a holder asking for its own key again runs at once', async () => {
       const { locks } = await make();
@@ -149,77 +349,15 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       expect(locks.isHeld(key)).toBe(false);
       // Once released, the key is not "held" by a late continuation of that context.
       let late: Promise<string> | undefined;
+      const goOn = deferred();
       await locks.run(key, () => {
-        late = sleep(30).then(() => locks.run(key, () => 'late ran'));
+        late = goOn.promise.then(() => locks.run(key, () => 'late ran'));
       });
       const blocker = await locks.provider.acquire(key);
+      goOn.resolve();
       await expect(Promise.race([late, sleep(200).then(() => 'still waiting')])).resolves.toBe('still waiting');
       await blocker.release();
       await expect(late).resolves.toBe('late ran');
-    });
-
-    it('hands out strictly increasing fencing tokens to successive holders', async () => {
-      const { locks } = await make();
-      const key = uniqueId('fencing');
-      const tokens: bigint[] = [];
-      await Promise.all(Array.from({ length: 15 }, () => locks.run(key, (lock) => void tokens.push(lock.fencingToken))));
-      expect(tokens).toHaveLength(15);
-      for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
-      expect(typeof tokens[0]).toBe('bigint');
-    });
-
-    it('drops an aborted waiter at once; it never runs and does not hold up the queue', async () => {
-      const { provider, locks } = await make();
-      const key = uniqueId('abort');
-      const holder = await provider.acquire(key);
-      const controller = new AbortController();
-      let abortedRan = false;
-      const aborted = locks.run(key, () => (abortedRan = true), { signal: controller.signal });
-      await sleep(30);
-      const after = locks.run(key, () => 'after ran');
-      await sleep(30);
-      const reason = new Error('client went away');
-      const abortedAt = Date.now();
-      controller.abort(reason);
-      await expect(aborted).rejects.toBe(reason);
-      expect(Date.now() - abortedAt).toBeLessThan(500);
-      await holder.release();
-      await expect(after).resolves.toBe('after ran');
-      expect(abortedRan).toBe(false);
-      const pre = new AbortController();
-      pre.abort(reason);
-      await expect(provider.acquire(key, { signal: pre.signal })).rejects.toBe(reason);
-    });
-
-    it('keeps a lease alive while its holder runs longer than the lease', async () => {
-      const { provider } = await make({ leaseMs: 300 });
-      const key = uniqueId('lease');
-      const lock = await provider.acquire(key);
-      await sleep(1000);
-      expect(await provider.tryAcquire(key)).toBeNull();
-      expect(lock.signal.aborted).toBe(false);
-      await lock.extend(2000);
-      expect(await provider.tryAcquire(key)).toBeNull();
-      await lock.release();
-      const next = await provider.tryAcquire(key);
-      expect(next).not.toBeNull();
-      await next!.release();
-    });
-
-    it('releases idempotently and never releases a lock someone else now holds', async () => {
-      const { provider } = await make();
-      const key = uniqueId('release');
-      const a = await provider.acquire(key);
-      await a.release();
-      await a.release();
-      const b = await provider.acquire(key, { waitTimeoutMs: 1000 });
-      await a.release();
-      expect(await provider.tryAcquire(key)).toBeNull();
-      await expect(a.extend()).rejects.toBeInstanceOf(LockLostError);
-      await b.release();
-      const c = await provider.tryAcquire(key);
-      expect(c).not.toBeNull();
-      await c!.release();
     });
 
     it('leaves nothing behind for idle keys', async () => {
@@ -236,8 +374,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       await aborted;
       await Promise.all(holders.map((h) => h.release()));
       await Promise.all(waiters);
-      await waitFor(async () => (await subject.leftovers(provider)) === 0, 3000, 'no leftovers').catch(() => undefined);
-      expect(await subject.leftovers(provider)).toBe(0);
+      await noLeftovers(provider);
     });
 
     it('shuts down: waiters and newcomers get LockBackendError, holders finish first', async () => {
@@ -267,5 +404,32 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       await closing;
       expect(holderFinished).toBe(true);
     });
+
+    it(
+      subject.watchesHeldLocks
+        ? 'aborts the signal of a lock still held when the shutdown grace ends (renewal/watch stops then)'
+        : 'keeps a lock held past the shutdown grace (nothing renews or watches an in-memory lock, so nothing stops)',
+      async () => {
+        const graceMs = 200;
+        const { provider } = await make({ shutdownGraceMs: graceMs, leaseMs: 3000 });
+        const key = uniqueId('grace');
+        const lock = await provider.acquire(key);
+        let abortedAfter: number | undefined;
+        const closeStarted = performance.now();
+        lock.signal.addEventListener('abort', () => (abortedAfter = performance.now() - closeStarted));
+        await provider.close();
+        if (subject.watchesHeldLocks) {
+          expect(lock.signal.aborted).toBe(true);
+          expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+          expect((lock.signal.reason as Error).message).toContain(key);
+          // Not before the holder had its whole grace period.
+          expect(abortedAfter).toBeGreaterThanOrEqual(graceMs - 5);
+          await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+        } else {
+          expect(lock.signal.aborted).toBe(false);
+        }
+        await lock.release().catch(() => undefined);
+      },
+    );
   });
 }

@@ -15,7 +15,16 @@ describeLockProviderContract({
       lockPoolSize: 5,
       ...options,
     }),
-  // Advisory locks held or awaited by this provider's sessions, plus its local queue entries.
+  // Same prefix (so the same advisory lock keys and application_name), its own lock sessions.
+  createPeer: async (provider, options) =>
+    new PostgresLockProvider({
+      connectionString: TEST_DATABASE_URL,
+      keyPrefix: (provider as PostgresLockProvider).keyPrefix,
+      lockPoolSize: 5,
+      ...options,
+    }),
+  watchesHeldLocks: true,
+  // Advisory locks held or awaited by the sessions of this provider's prefix (its peer's too), plus its local queue entries.
   leftovers: async (provider: ClosableLockProvider) => {
     const postgres = provider as PostgresLockProvider;
     return (await (await inspect()).advisoryLocks(postgres.applicationName)) + postgres.activeKeys;

@@ -49,6 +49,14 @@ describeLockProviderContract({
     standalonePrefixes.set(provider, keyPrefix);
     return provider;
   },
+  // Same prefix, its own two connections: a second app instance.
+  createPeer: async (provider, options) => {
+    const keyPrefix = standalonePrefixes.get(provider as RedisLockProvider)!;
+    const peer = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix, ...options });
+    standalonePrefixes.set(peer, keyPrefix);
+    return peer;
+  },
+  watchesHeldLocks: true,
   leftovers: async (provider: ClosableLockProvider) => {
     const redis = provider as RedisLockProvider;
     standaloneInspector ??= new Redis(TEST_REDIS_URL);
@@ -85,6 +93,16 @@ describeLockProviderContract({
     clusterPrefixes.set(provider, keyPrefix);
     return provider;
   },
+  // Same prefix, a Cluster client of its own: a second app instance.
+  createPeer: async (provider, options) => {
+    const keyPrefix = clusterPrefixes.get(provider as RedisLockProvider)!;
+    const client = new Cluster(clusterNodes());
+    clusterClients.push(client);
+    const peer = new RedisLockProvider({ client, keyPrefix, ...options });
+    clusterPrefixes.set(peer, keyPrefix);
+    return peer;
+  },
+  watchesHeldLocks: true,
   leftovers: async (provider: ClosableLockProvider) => {
     const redis = provider as RedisLockProvider;
     const cluster = redis.client as Cluster;

@@ -79,6 +79,25 @@ describe('KeyedWaitQueue', () => {
     await expect(queue.take('k', options({ timeoutMs: 0 }))).rejects.toThrow('timeout');
   });
 
+  it('refuses the waiters beyond their maxPending once callers wait ahead of them, keeping the oldest', async () => {
+    queue.take('k', options());
+    const outcomes = [2, 2, 3, 1].map((maxPending, i) =>
+      queue.take('k', options({ maxPending, busyError: () => new Error(`busy ${i}`) }))!.then(
+        () => `ran ${i}`,
+        (error: Error) => error.message,
+      ),
+    );
+    // One caller of this process waits ahead of them all (in the backend).
+    queue.refuseSurplus('k', 1);
+    expect(queue.waiting('k')).toBe(2);
+    queue.release('k');
+    queue.release('k');
+    queue.release('k');
+    // Waiter 0 has place 2 of 2, waiter 1 would be 3 of 2, waiter 2 is 3 of 3, waiter 3 would be 4 of 1.
+    await expect(Promise.all(outcomes)).resolves.toEqual(['ran 0', 'busy 1', 'ran 2', 'busy 3']);
+    expect(queue.size).toBe(0);
+  });
+
   it('rejects every waiter on shutdown but leaves holders their keys', async () => {
     queue.take('a', options());
     const waiter = queue.take('a', options())!;

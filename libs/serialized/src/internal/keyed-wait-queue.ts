@@ -22,6 +22,8 @@ interface Waiter {
   deadline: Deadline | undefined;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
+  maxPending: number;
+  busyError: () => Error;
 }
 
 interface KeyEntry {
@@ -91,6 +93,8 @@ export class KeyedWaitQueue {
         deadline: undefined,
         signal: options.signal,
         onAbort: undefined,
+        maxPending: options.maxPending,
+        busyError: options.busyError,
       };
       if (entry.last) entry.last.next = waiter;
       else entry.first = waiter;
@@ -120,6 +124,28 @@ export class KeyedWaitQueue {
     this.unlink(head);
     head.resolve();
     return true;
+  }
+
+  /**
+   * `ahead` more callers of this process wait for `key` before its first waiter
+   * (the PostgreSQL provider's head, found waiting in the server): every waiter
+   * that, counting them, is more than its own `maxPending` gets its busy error.
+   * The oldest keep their places.
+   */
+  refuseSurplus(key: string, ahead: number): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    let place = ahead;
+    for (let waiter = entry.first; waiter; ) {
+      const next = waiter.next;
+      if (place < waiter.maxPending) {
+        place++;
+      } else {
+        this.unlink(waiter);
+        waiter.reject(waiter.busyError());
+      }
+      waiter = next;
+    }
   }
 
   /** Rejects every waiter of every key (shutdown); holders keep their keys. */

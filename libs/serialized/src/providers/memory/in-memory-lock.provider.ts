@@ -88,6 +88,10 @@ export class InMemoryLockProvider
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    // A lock still held when the grace period ends stays held and its signal does
+    // not abort: an in-memory lock is never renewed nor watched, so nothing stops
+    // (unlike Redis and PostgreSQL, which abort it then), and nobody can take the
+    // key from its holder.
     this.held.close();
     this.queue.rejectAll((key) => new LockBackendError('The lock provider is shutting down', { key }));
     await this.held.drain(this.shutdownGraceMs);

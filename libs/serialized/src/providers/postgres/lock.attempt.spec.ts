@@ -41,6 +41,8 @@ function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeo
     grant: (key, fencingToken) => ({ key, fencingToken }) as unknown as PostgresLock,
     attemptDone: () => undefined,
     refuse: () => undefined,
+    // Another session holds the key: the caller waits (it counts as a waiter).
+    attemptBlocked: () => undefined,
   };
   const made = new LockAttempt(host, 'k', '1', mode, waitTimeoutMs, performance.now(), undefined);
   made.start();
@@ -49,21 +51,23 @@ function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeo
 
 describe('LockAttempt', () => {
   it('clamps lock_timeout to 2^31−1 ms for a longer budget, and waits again when the server bound runs out first', async () => {
-    const connection = new ScriptedConnection([{ code: '55P03' }, ['7', 42]]);
+    // A wait starts with a try; the key is busy, so it waits in the server.
+    const connection = new ScriptedConnection([[null, 42], { code: '55P03' }, ['7', 42]]);
     const { promise } = attempt(connection, 'wait', Number.MAX_SAFE_INTEGER);
     await expect(promise).resolves.toEqual({ key: 'k', fencingToken: 7n });
     expect(connection.sent).toEqual([
+      { lockTimeout: undefined, serverWaitMs: 0 },
       { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
       { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
     ]);
   });
 
   it('ends with LockTimeoutError when lock_timeout was the whole budget', async () => {
-    const connection = new ScriptedConnection([{ code: '55P03' }]);
+    const connection = new ScriptedConnection([[null, 42], { code: '55P03' }]);
     const { promise, released } = attempt(connection, 'wait', 5000);
     await expect(promise).rejects.toBeInstanceOf(LockTimeoutError);
-    expect(connection.sent).toHaveLength(1);
-    expect(Number(String(connection.sent[0].lockTimeout).replace('ms', ''))).toBeLessThanOrEqual(5000);
+    expect(connection.sent).toHaveLength(2);
+    expect(Number(String(connection.sent[1].lockTimeout).replace('ms', ''))).toBeLessThanOrEqual(5000);
     expect(released).toEqual([connection]);
   });
 

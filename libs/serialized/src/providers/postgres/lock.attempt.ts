@@ -17,6 +17,12 @@ export interface LockAttemptHost {
   attemptDone(attempt: LockAttempt, held: boolean): void;
   /** Sessions are not pinned (a transaction pooler): refuse from now on. */
   refuse(error: SessionChangedError): void;
+  /**
+   * Another session holds the key: the attempt's caller is about to wait, so it
+   * counts as a waiter of this process (`maxPending`). Returns the error to end
+   * the attempt with when it may not wait.
+   */
+  attemptBlocked(attempt: LockAttempt): Error | undefined;
 }
 
 /** `wait` queues in PostgreSQL for the rest of the budget; `try` takes the key only if it is free. */
@@ -40,6 +46,10 @@ export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
  * ended, so a lock granted in the same instant is freed rather than kept.
  */
 export class LockAttempt implements ConnectionRequest {
+  /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
+  maxPending = Infinity;
+  /** The key proved held by another session: this caller waits in the server (a waiter, not the holder-to-be). */
+  blocked = false;
   private settled = false;
   private finished = false;
   private abortedWith: { reason: unknown } | undefined;
@@ -144,7 +154,9 @@ export class LockAttempt implements ConnectionRequest {
     this.connection = connection;
     const left = this.remainingMs();
     // lock_timeout = 0 would mean "wait forever": with no budget left, only try.
-    const waits = this.mode === 'wait' && left >= 1;
+    // A wait starts with a try too: whether another session holds the key tells a
+    // caller about to hold it from one that waits (see `answered`).
+    const waits = this.mode === 'wait' && left >= 1 && this.blocked;
     const remaining = Math.ceil(left);
     // Any budget is valid; the server takes at most 2^31−1 ms, so a longer budget
     // waits in rounds (see failed()).
@@ -173,6 +185,13 @@ export class LockAttempt implements ConnectionRequest {
       // The lock may have been granted just before the cancel: ending the session frees it.
       this.host.pool.discard(connection, new Error('the lock wait was aborted'));
       return this.finish(this.abortedWith.reason);
+    }
+    if ((token === null || token === undefined) && this.mode === 'wait' && !this.blocked) {
+      this.blocked = true;
+      const refusal = this.host.attemptBlocked(this);
+      if (refusal === undefined) return this.lock(connection);
+      this.host.pool.release(connection);
+      return this.finish(refusal);
     }
     if (token === null || token === undefined) {
       this.host.pool.release(connection);

@@ -144,13 +144,14 @@ export class PostgresLockProvider
     const waiting = this.queue.take(key, {
       timeoutMs: waitTimeoutMs,
       signal,
-      // The head waiting in PostgreSQL is one of this process's waiters too.
-      maxPending: this.attempts.has(key) ? maxPending - 1 : maxPending,
+      // The caller becoming the holder is not a waiter; the head waiting in
+      // PostgreSQL behind another session is one (`attemptBlocked`).
+      maxPending: this.attempts.get(key)?.blocked ? maxPending - 1 : maxPending,
       timeoutError: () => new LockTimeoutError(key, waitTimeoutMs),
       busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
     });
     // Uncontended in this process: straight to the server, no extra promise in between.
-    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal) as Promise<Lock>;
+    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     return waiting.then(() => {
       // Handed over in the same tick the caller gave up (or shutdown began): pass it on.
       if (signal?.aborted) {
@@ -161,7 +162,7 @@ export class PostgresLockProvider
         this.queue.release(key);
         throw new LockBackendError('The lock provider is shutting down', { key });
       }
-      return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal) as Promise<Lock>;
+      return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     });
   }
 
@@ -231,6 +232,14 @@ export class PostgresLockProvider
   }
 
   /** @internal */
+  attemptBlocked(attempt: LockAttempt): LockBusyError | undefined {
+    // Its caller now waits too: callers queued here beyond their bound, counting it, are one too many.
+    this.queue.refuseSurplus(attempt.key, 1);
+    if (attempt.maxPending >= 1) return undefined;
+    return new LockBusyError(attempt.key, 'max-pending', { maxPending: attempt.maxPending });
+  }
+
+  /** @internal */
   refuse(error: SessionChangedError): void {
     if (!this.refusal) this.logger.error(error.message);
     this.refusal ??= error;
@@ -268,8 +277,10 @@ export class PostgresLockProvider
     waitTimeoutMs: number,
     startedAt: number,
     signal: AbortSignal | undefined,
+    maxPending = Infinity,
   ): Promise<PostgresLock | null> {
     const attempt = new LockAttempt(this, key, advisoryLockKey(this.keyPrefix, key), mode, waitTimeoutMs, startedAt, signal);
+    attempt.maxPending = maxPending;
     this.attempts.set(key, attempt);
     attempt.start();
     return attempt.promise;
@@ -278,6 +289,9 @@ export class PostgresLockProvider
   private async shutDownNow(): Promise<void> {
     this.held.close();
     this.monitor.stop();
+    // Nothing watches the sessions still held past the grace period any more (and
+    // they no longer keep the process alive): their holders are told now.
+    for (const lock of [...this.held.values()]) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
     // Aborted waits end their sessions as soon as the server answers the cancel.
     await Promise.race([
       Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
@@ -294,3 +308,6 @@ export class PostgresLockProvider
     for (const lock of this.held.values()) if (!lock.released) yield lock.connection;
   }
 }
+
+const NO_LONGER_WATCHED =
+  'the provider shut down past its grace period and stopped watching its PostgreSQL session (the session keeps the lock until release)';

@@ -93,7 +93,8 @@ type HandOffReply = [status: number, member?: string, fence?: number, px?: numbe
 export class RedisLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   private readonly deadlines = new DeadlineQueue({ unref: true, name: 'nestjs-serialized.redis-deadlines' });
-  private readonly held = new HeldLocks<RedisLock>();
+  // Counted per key: `maxPending` tells a process that holds the key from one that does not.
+  private readonly held = new HeldLocks<RedisLock>(true);
   private readonly tokens = new OwnerTokens();
   private readonly connection: RedisConnection;
   private readonly wakeUps: RedisWakeUps;
@@ -247,17 +248,26 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
     }
     const pending = queue?.pending ?? 0;
-    if (pending >= maxPending) {
+    const holding = this.held.holds(key);
+    if (maxPending <= 0) {
+      // None may wait: only a free key will do.
       const busy = new LockBusyError(key, 'max-pending', { maxPending });
-      // Callers of this process already wait, so the key is busy; with none allowed, it may still be free.
-      if (pending > 0) return Promise.reject(busy);
+      if (pending > 0 || holding) return Promise.reject(busy);
       return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+    }
+    // The caller becoming the holder is not a waiter. While this process holds the
+    // key, every caller of it waits; while it does not, one of those on their way
+    // may be about to take it, so one more is let through, and a reply showing more
+    // than maxPending of them queued makes that newest one busy (`enqueued`).
+    if (pending >= (holding ? maxPending : maxPending + 1)) {
+      return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
     }
 
     queue ??= this.openKey(key);
     queue.pending++;
     const token = this.tokens.next(leaseMs);
     const waiter = new RedisWaiter(queue, token, leaseMs, waitTimeoutMs, signal, performance.now());
+    waiter.maxPending = maxPending;
     this.waiters.set(token, waiter);
     // The wait budget runs from the call, not from the reply: under a burst the
     // script may wait behind thousands of others on the connection.
@@ -429,6 +439,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
       return;
     }
+    if (waiter.queue.queued >= waiter.maxPending) {
+      // It was let through in case it became the holder, and it did not: one waiter too many.
+      this.giveUp(waiter, new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }), true);
+      return;
+    }
     // Its deadline and abort listener run since the call; it now has a place.
     waiter.phase = QUEUED;
     waiter.queue.link(waiter);
@@ -548,7 +563,8 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
 
   private async closeConnections(): Promise<void> {
     await this.beforeApplicationShutdown();
-    for (const lock of this.held.values()) lock.stopRenewing();
+    // Each holder's signal aborts here (LockLostError): whatever still runs is told before its lease can end.
+    for (const lock of [...this.held.values()]) lock.stopRenewing();
     await Promise.allSettled([...this.leaving]);
     await Promise.all([this.wakeUps.close(), this.connection.close()]);
     this.deadlines.clear();

@@ -137,11 +137,18 @@ export class RedisLock implements Lock {
     return this.releasing;
   }
 
-  /** Shutdown past its grace period: no more renewals; the lease runs out on its own. */
+  /**
+   * Shutdown past its grace period: no more renewals, so the lease runs out on its
+   * own. The holder is told now, while the key is still its own: `signal` aborts
+   * with `LockLostError` before anyone else can take the key.
+   */
   stopRenewing(): void {
     this.renewing = false;
     this.cancelRenewal();
     this.cancelGuard();
+    if (this.state === HELD) {
+      this.lose('the provider shut down past its grace period and stopped renewing its lease, which now runs out on its own');
+    }
   }
 
   /**

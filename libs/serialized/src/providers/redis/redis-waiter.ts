@@ -24,6 +24,8 @@ export class RedisWaiter implements RunOptions {
   phase: typeof SENDING | typeof QUEUED | typeof SETTLED | typeof CONFIRMING = SENDING;
   /** Its place in the Redis queue, which becomes its fencing token. */
   fence = 0;
+  /** Most waiters of this process its call allows (`maxPending`): checked again when its reply shows it queued. */
+  maxPending = Infinity;
   /** Settled by being handed the key (not by giving up). */
   granted = false;
   prev: RedisWaiter | undefined;
