@@ -6,6 +6,7 @@ import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { RELEASE_NOW, TAKE_NOW, type ImmediateLock, type ImmediateLockProvider } from './internal/immediate-lock';
 import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
+import { hasLoneSurrogate } from './key/lock-key';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
@@ -93,6 +94,8 @@ export class LockService {
     if (typeof key !== 'string' || key === '') {
       throw new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
     }
+    // Every backend must tell two keys apart alike; UTF-8 cannot carry a lone surrogate.
+    if (hasLoneSurrogate(key)) throw new SerializationKeyError(key, 'unencodable', [], options.handler);
     const entry = this.context.getStore()?.locks.get(key);
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
@@ -151,7 +154,7 @@ export class LockService {
   private takeNow(key: string, options: RunOptions): HeldLock | undefined {
     const provider = this.provider as LockProvider & Partial<ImmediateLockProvider>;
     // Anything unusual (a bad key, a key this context already holds) takes the usual path.
-    if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || this.isHeld(key)) return undefined;
+    if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || this.isHeld(key)) return undefined;
     const lock = provider[TAKE_NOW](key, options);
     return lock && new HeldLock(lock, options.handler, this.logger);
   }

@@ -48,6 +48,15 @@ describe('key resolution', () => {
     expect(missing.message).toContain('Jobs#process');
   });
 
+  it('refuses values of only white space and values with a lone surrogate', async () => {
+    for (const [value, problem] of [[' \t', 'blank'], ['\ud800', 'unencodable'], ['x\udc00', 'unencodable']] as const) {
+      const error = await resolveContextKey(key('body.id'), http({ body: { id: value } }), 'T#h').catch((e) => e);
+      expect(error).toBeInstanceOf(SerializationKeyError);
+      expect(error.problem).toBe(problem);
+    }
+    await expect(resolveContextKey(key('body.id'), http({ body: { id: '\ufffd' } }), 'T#h')).resolves.toBe('\ufffd');
+  });
+
   it('refuses malformed keys when the decorator is applied', () => {
     expect(() => key('')).toThrow(TypeError);
     expect(() => key('a..b')).toThrow('empty path segment');

@@ -1,10 +1,12 @@
 import { SerializationKeyError } from '../errors';
 import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
+import { hasLoneSurrogate } from './lock-key';
 
 /**
  * Turns what a key lookup found into the key's value, or throws the 400-class
- * `SerializationKeyError`: missing (`undefined`, `null`, `''`), not a scalar, or
- * longer than 512 characters.
+ * `SerializationKeyError`: missing (`undefined`, `null`, `''`), not a scalar,
+ * longer than `maxKeyLength`, only white space, or with a lone surrogate (which
+ * the backends would store as U+FFFD, merging distinct values into one lock).
  */
 export function toKeyValue(found: unknown, keyText: string, lookedIn: readonly string[], handler: string): string {
   if (found === undefined || found === null || found === '') {
@@ -17,6 +19,8 @@ export function toKeyValue(found: unknown, keyText: string, lookedIn: readonly s
   if (value.length > SERIALIZED_DEFAULTS.maxKeyLength) {
     throw new SerializationKeyError(keyText, 'too-long', lookedIn, handler);
   }
+  if (hasLoneSurrogate(value)) throw new SerializationKeyError(keyText, 'unencodable', lookedIn, handler);
+  if (value.trim() === '') throw new SerializationKeyError(keyText, 'blank', lookedIn, handler);
   return value;
 }
 
