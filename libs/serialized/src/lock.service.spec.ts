@@ -78,6 +78,7 @@ describe('LockService.run on a key it can take at once', () => {
     // Redis and PostgreSQL would see U+FFFD for a lone surrogate: refused on every provider, fast path included.
     const fn = jest.fn();
     await expect(service.run('\ud800', fn)).rejects.toMatchObject({ name: 'SerializationKeyError', problem: 'unencodable' });
+    await expect(service.run('k', fn, { waitTimeoutMs: -1 })).rejects.toThrow('waitTimeoutMs=-1 is invalid');
     expect(fn).not.toHaveBeenCalled();
     expect(provider.activeKeys).toBe(0);
     await provider.close();

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
+import { validateAcquireOptions } from './config/acquire-options.validator';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
@@ -60,8 +61,11 @@ export class LockService {
    * @throws LockTimeoutError waited `waitTimeoutMs` without getting the key
    * @throws LockBusyError `mode: 'reject'` and the key is busy, or `maxPending` reached
    * @throws LockBackendError the backend cannot be reached (`fn` does not run)
+   * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+    const invalid = validateAcquireOptions(options, options.handler ?? 'LockService#run');
+    if (invalid) return Promise.reject(invalid);
     const held = this.takeNow(key, options);
     if (!held) return this.acquireAndRun(key, fn, options);
     // The key was free and taken synchronously: the same steps as below, without
@@ -96,6 +100,8 @@ export class LockService {
     }
     // Every backend must tell two keys apart alike; UTF-8 cannot carry a lone surrogate.
     if (hasLoneSurrogate(key)) throw new SerializationKeyError(key, 'unencodable', [], options.handler);
+    const invalid = validateAcquireOptions(options, options.handler ?? 'LockService#acquire');
+    if (invalid) throw invalid;
     const entry = this.context.getStore()?.locks.get(key);
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
