@@ -5,6 +5,9 @@ import { uniqueId, waitFor } from '../support/timing';
 import { Gates } from './fixtures/keys.controller';
 import { ADAPTERS, startTestApp, type Adapter } from './http-app';
 
+/** A user id no other test of this run uses (the keys are per app, the app per adapter). */
+let nextUser = 4_200_000 + Math.floor(Math.random() * 1_000_000);
+
 describe.each(ADAPTERS.map((a) => [a]))('lock keys over HTTP (%s)', (adapter: Adapter) => {
   let app: INestApplication;
   let url: string;
@@ -134,6 +137,49 @@ describe.each(ADAPTERS.map((a) => [a]))('lock keys over HTTP (%s)', (adapter: Ad
       const response = await post('/fx-keys/value').send({ value });
       expect(response.status).toBe(201);
       expect(response.body.value).toBe(value);
+    });
+  });
+
+  describe('canonical keys', () => {
+    it('raw values: /raw-users/42 and /raw-users/042 are two locks although ParseIntPipe makes them one user', async () => {
+      const user = nextUser++;
+      const tag = uniqueId('hold');
+      const holder = await holding(`/fx-keys/raw-users/${user}`, tag);
+      try {
+        expect((await post(`/fx-keys/raw-users/0${user}`)).status).toBe(201);
+      } finally {
+        gates.release(tag);
+      }
+      expect((await holder.response).status).toBe(201);
+    });
+
+    it('with transform: Number, /users/42, /users/042 and /users/0042 are one lock', async () => {
+      const user = nextUser++;
+      const tag = uniqueId('hold');
+      const holder = await holding(`/fx-keys/users/${user}`, tag);
+      try {
+        for (const path of [`/fx-keys/users/0${user}`, `/fx-keys/users/00${user}`, `/fx-keys/users/${user}`]) {
+          const response = await post(path);
+          expect({ path, status: response.status }).toEqual({ path, status: 429 });
+        }
+        // Another user is another lock.
+        expect((await post(`/fx-keys/users/${user + 1_000_000}`)).status).toBe(201);
+      } finally {
+        gates.release(tag);
+      }
+      const first = await holder.response;
+      expect(first.status).toBe(201);
+      expect(first.body).toEqual({ userId: user, held: true });
+      // The lock is named by the canonical value, however the client wrote it.
+      expect((await post(`/fx-keys/users/000${user}`)).body).toEqual({ userId: user, held: true });
+    });
+
+    it('a value the transform cannot make a key of is a 400 naming the key', async () => {
+      const response = await post('/fx-keys/users/forty-two');
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('SerializationKeyError');
+      expect(response.body.message).toContain('"userId"');
+      expect(response.body.message).toContain('transform');
     });
   });
 });

@@ -141,6 +141,7 @@ describe('per-call options', () => {
       [{ scope: '' }, /scope=""/],
       [{ scope: '   ' }, /scope="   "/],
       [{ scope: 'a\ud800' }, /scope=/],
+      [{ transform: 'Number' as never }, /transform="Number"/],
     ] as [SerializedOptions, RegExp][])('%j is a start-up error naming the option and Class#method', (options, option) => {
       expect(() => decorate(options)).toThrow(option);
       expect(() => decorate(options)).toThrow('Billing#charge');

@@ -1,5 +1,5 @@
 import type { SerializedMode } from '../lock.service';
-import type { ParsedSerializationKey, SerializationKey } from '../key/serialization-key';
+import type { ParsedSerializationKey, SerializationKey, SerializationKeyTransform } from '../key/serialization-key';
 
 /**
  * Options of `@Serialized(key, options)`; unset fields fall back to the module's options.
@@ -21,6 +21,13 @@ export interface SerializedOptions {
   leaseMs?: number;
   /** Most waiters of one key in this process (an integer, or `Infinity`); beyond it `LockBusyError` (429). */
   maxPending?: number;
+  /**
+   * Canonicalizes the value before it names a lock, so that requests for one
+   * thing written differently share it: with `transform: Number`, `/users/42`
+   * and `/users/042` are one lock. What it returns is checked like any key value
+   * (`NaN`, `undefined` or `''` is a 400).
+   */
+  transform?: SerializationKeyTransform;
 }
 
 /** What `@Serialized` stores under `serialized:options`. */

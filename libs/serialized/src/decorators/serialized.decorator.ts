@@ -39,7 +39,7 @@ export function Serialized(key: SerializationKey, options: SerializedOptions = {
     assertSerializedOptions(options, cls.name);
     const metadata: SerializedMetadata = {
       key,
-      parsedKey: parseSerializationKey(key, cls.name),
+      parsedKey: parseSerializationKey(key, cls.name, options.transform),
       options,
       defaultScope: cls.name,
     };
@@ -63,7 +63,7 @@ function decorateMethod(
 
   const metadata: SerializedMetadata = {
     key,
-    parsedKey: parseSerializationKey(key, handler),
+    parsedKey: parseSerializationKey(key, handler, options.transform),
     options,
     defaultScope: `${className}.${String(propertyKey)}`,
   };
