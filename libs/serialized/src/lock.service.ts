@@ -64,7 +64,7 @@ export class LockService {
    * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
-    const invalid = validateAcquireOptions(options, options.handler ?? 'LockService#run');
+    const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
     if (invalid) return Promise.reject(invalid);
     const held = this.takeNow(key, options);
     if (!held) return this.acquireAndRun(key, fn, options);
@@ -100,7 +100,7 @@ export class LockService {
     }
     // Every backend must tell two keys apart alike; UTF-8 cannot carry a lone surrogate.
     if (hasLoneSurrogate(key)) throw new SerializationKeyError(key, 'unencodable', [], options.handler);
-    const invalid = validateAcquireOptions(options, options.handler ?? 'LockService#acquire');
+    const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
     if (invalid) throw invalid;
     const entry = this.context.getStore()?.locks.get(key);
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };

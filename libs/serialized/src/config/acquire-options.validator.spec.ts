@@ -23,6 +23,7 @@ describe('per-call option validation', () => {
     [{ waitTimeoutMs: '5' }, TypeError, 'waitTimeoutMs="5" is invalid'],
     [{ mode: 'later' }, TypeError, `mode="later" is invalid: accepts 'wait' or 'reject' (in T#m)`],
     [{ signal: {} }, TypeError, 'signal is invalid: accepts an AbortSignal (in T#m)'],
+    [null, TypeError, 'options=null is invalid: accepts an object (in T#m)'],
   ])('refuses %j', (options, type, message) => {
     const error = validateAcquireOptions(options as never, 'T#m');
     expect(error).toBeInstanceOf(type);

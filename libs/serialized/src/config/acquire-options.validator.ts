@@ -5,6 +5,7 @@ import {
   acceptsOf,
   optionProblem,
   SERIALIZED_OPTIONS_SCHEMA as S,
+  showValue,
   type PerCallOptionName,
 } from './serialized-options.schema';
 
@@ -20,6 +21,10 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+function isAbortSignal(signal: unknown): boolean {
+  return typeof (signal as AbortSignal | null)?.aborted === 'boolean' && typeof (signal as AbortSignal).addEventListener === 'function';
+}
+
 /**
  * One problem line per invalid per-call option (none: `[]`). Per call, numbers
  * may be as large as any safe integer (timers are clamped where they are armed)
@@ -33,10 +38,7 @@ export function callOptionProblems(options: CallOptions): string[] {
     if (value !== undefined && !acceptsInteger(S[name], value, 'call')) problems.push(optionProblem(name, value, acceptsOf(S[name], 'call')));
   }
   if (options.mode !== undefined && !MODES.includes(options.mode)) problems.push(optionProblem('mode', options.mode, "'wait' or 'reject'"));
-  const signal = options.signal as Partial<AbortSignal> | undefined;
-  if (signal !== undefined && (typeof signal?.aborted !== 'boolean' || typeof signal.addEventListener !== 'function')) {
-    problems.push(`signal is invalid: accepts an AbortSignal`);
-  }
+  if (options.signal !== undefined && !isAbortSignal(options.signal)) problems.push(`signal is invalid: accepts an AbortSignal`);
   return problems;
 }
 
@@ -50,14 +52,20 @@ export function callOptionProblems(options: CallOptions): string[] {
  * @internal
  */
 export function validateAcquireOptions(options: CallOptions | undefined, where: string): Error | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') return new TypeError(`options=${showValue(options)} is invalid: accepts an object (in ${where})`);
+  const { waitTimeoutMs, leaseMs, maxPending, mode, signal } = options;
+  // The common case (every request of a decorated handler) allocates nothing.
   if (
-    options === undefined ||
-    (options.waitTimeoutMs === undefined && options.leaseMs === undefined && options.maxPending === undefined && options.mode === undefined && options.signal === undefined)
+    (waitTimeoutMs === undefined || acceptsInteger(S.waitTimeoutMs, waitTimeoutMs, 'call')) &&
+    (leaseMs === undefined || acceptsInteger(S.leaseMs, leaseMs, 'call')) &&
+    (maxPending === undefined || acceptsInteger(S.maxPending, maxPending, 'call')) &&
+    (mode === undefined || MODES.includes(mode)) &&
+    (signal === undefined || isAbortSignal(signal))
   ) {
     return undefined;
   }
   const problems = callOptionProblems(options);
-  if (problems.length === 0) return undefined;
   const message = `${problems.join('; ')} (in ${where})`;
   // A number out of what is accepted is a RangeError; anything else (text for a number, an unknown mode) a TypeError.
   const outOfRange = problems.every((problem) => PER_CALL.some((name) => problem.startsWith(`${name}=`) && typeof options[name] === 'number'));
