@@ -1,7 +1,13 @@
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Test } from '@nestjs/testing';
-import { LockProvider, SerializedConfigError, SerializedModule, InMemoryLockProvider } from 'nestjs-serialized';
+import {
+  InMemoryLockProvider,
+  LockProvider,
+  SerializedConfigError,
+  SerializedModule,
+  type SerializedModuleOptions,
+} from 'nestjs-serialized';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -58,5 +64,69 @@ describe('configuration from the environment', () => {
       .catch((e) => e);
     expect(error).toBeInstanceOf(SerializedConfigError);
     expect(error.message).toContain('REDIS_URL is required with the redis driver');
+  });
+
+  describe('credentials in URLs never reach a start-up error', () => {
+    const SECRET = 'hunter2-Pa55';
+    const compileWith = async (env: Record<string, string>, options: SerializedModuleOptions = {}) => {
+      delete process.env.REDIS_URL;
+      delete process.env.DATABASE_URL;
+      Object.assign(process.env, env);
+      const error = await Test.createTestingModule({ imports: [SerializedModule.forRoot(options)] })
+        .compile()
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error).toBeInstanceOf(SerializedConfigError);
+      return error as SerializedConfigError;
+    };
+    const everything = (error: SerializedConfigError) => [error.message, String(error.stack), ...error.problems].join('\n');
+
+    it.each([
+      ['REDIS_URL with the quotes docker --env-file keeps', 'redis', { REDIS_URL: `"redis://:${SECRET}@cache.internal:6379"` }, 'REDIS_URL='],
+      ['REDIS_URL with a user, single-quoted', 'redis', { REDIS_URL: `'redis://app:${SECRET}@cache.internal:6379/0'` }, 'REDIS_URL='],
+      ['REDIS_URL with another scheme', 'redis', { REDIS_URL: `http://app:${SECRET}@cache.internal:6379` }, 'REDIS_URL='],
+      ['REDIS_URL with an @ in the password', 'redis', { REDIS_URL: `"rediss://app:${SECRET}@x@cache.internal:6380"` }, 'REDIS_URL='],
+      ['DATABASE_URL with quotes', 'postgres', { DATABASE_URL: `"postgres://app:${SECRET}@db.internal:5432/app"` }, 'DATABASE_URL='],
+      ['DATABASE_URL with another scheme', 'postgres', { DATABASE_URL: `mysql://app:${SECRET}@db.internal/app` }, 'DATABASE_URL='],
+      ['DATABASE_URL in key=value form', 'postgres', { DATABASE_URL: `host=db.internal user=app password=${SECRET}` }, 'DATABASE_URL='],
+    ])('%s: the error names the variable, keeps the host, and hides the password', async (_name, driver, env, variable) => {
+      const error = await compileWith({ SERIALIZED_DRIVER: driver, ...env });
+      expect(error.message).toContain(variable);
+      expect(error.message).toContain('.internal');
+      expect(everything(error)).not.toContain(SECRET);
+    });
+
+    it('options.redis.url and options.postgres.connectionString are redacted the same way', async () => {
+      const redis = await compileWith({}, { driver: 'redis', redis: { url: `"redis://default:${SECRET}@cache.internal:6379"` } });
+      expect(redis.message).toContain('options.redis.url=');
+      expect(redis.message).toContain('cache.internal');
+      expect(everything(redis)).not.toContain(SECRET);
+      const postgres = await compileWith({}, { driver: 'postgres', postgres: { connectionString: `"postgresql://app:${SECRET}@db.internal/app"` } });
+      expect(postgres.message).toContain('options.postgres.connectionString');
+      expect(everything(postgres)).not.toContain(SECRET);
+    });
+
+    it('the example app prints no password when it refuses to start', () => {
+      const result = spawnSync(
+        process.execPath,
+        ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'src/main.ts'],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            SERIALIZED_DRIVER: 'redis',
+            REDIS_URL: `"redis://:${SECRET}@cache.internal:6379"`,
+            TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'),
+          },
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
+      expect(result.status).not.toBe(0);
+      expect(result.stderr + result.stdout).toContain('REDIS_URL=');
+      expect(result.stderr + result.stdout).not.toContain(SECRET);
+    });
   });
 });

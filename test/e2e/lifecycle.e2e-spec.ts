@@ -64,8 +64,10 @@ describe.each(ADAPTERS.map((a) => [a]))('lifecycle and failure (%s)', (adapter: 
     try {
       const response = await request(url).post('/life/hold/x');
       expect(response.status).toBe(503);
+      expect(response.headers['retry-after']).toBe('1');
       expect(response.body.code).toBe('LockBackendError');
-      expect(response.body.message).toContain('LifeController#hold');
+      // The client learns that the backend is unavailable, not where it is (the detail is in the server log).
+      expect(response.body.message).toBe('The lock backend is unavailable; retry later');
       expect(LifeController.runs).toEqual([]);
     } finally {
       await app.close();

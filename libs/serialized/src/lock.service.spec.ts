@@ -75,6 +75,12 @@ describe('LockService.run on a key it can take at once', () => {
     controller.abort(new Error('caller left'));
     await expect(service.run('k', () => 'ran', { signal: controller.signal })).rejects.toThrow('caller left');
     await expect(service.run('', () => 'ran')).rejects.toThrow(/missing/);
+    // Redis and PostgreSQL would see U+FFFD for a lone surrogate: refused on every provider, fast path included.
+    const fn = jest.fn();
+    await expect(service.run('\ud800', fn)).rejects.toMatchObject({ name: 'SerializationKeyError', problem: 'unencodable' });
+    await expect(service.run('k', fn, { waitTimeoutMs: -1 })).rejects.toThrow('waitTimeoutMs=-1 is invalid');
+    expect(fn).not.toHaveBeenCalled();
+    expect(provider.activeKeys).toBe(0);
     await provider.close();
     await expect(service.run('k', () => 'ran')).rejects.toBeInstanceOf(LockBackendError);
     expect(provider[TAKE_NOW]('k', {})).toBeUndefined();

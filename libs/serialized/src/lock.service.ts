@@ -1,11 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
+import { validateAcquireOptions } from './config/acquire-options.validator';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { RELEASE_NOW, TAKE_NOW, type ImmediateLock, type ImmediateLockProvider } from './internal/immediate-lock';
 import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
+import { hasLoneSurrogate } from './key/lock-key';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
@@ -59,8 +61,11 @@ export class LockService {
    * @throws LockTimeoutError waited `waitTimeoutMs` without getting the key
    * @throws LockBusyError `mode: 'reject'` and the key is busy, or `maxPending` reached
    * @throws LockBackendError the backend cannot be reached (`fn` does not run)
+   * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+    const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
+    if (invalid) return Promise.reject(invalid);
     const held = this.takeNow(key, options);
     if (!held) return this.acquireAndRun(key, fn, options);
     // The key was free and taken synchronously: the same steps as below, without
@@ -93,6 +98,10 @@ export class LockService {
     if (typeof key !== 'string' || key === '') {
       throw new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
     }
+    // Every backend must tell two keys apart alike; UTF-8 cannot carry a lone surrogate.
+    if (hasLoneSurrogate(key)) throw new SerializationKeyError(key, 'unencodable', [], options.handler);
+    const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
+    if (invalid) throw invalid;
     const entry = this.context.getStore()?.locks.get(key);
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
@@ -151,7 +160,7 @@ export class LockService {
   private takeNow(key: string, options: RunOptions): HeldLock | undefined {
     const provider = this.provider as LockProvider & Partial<ImmediateLockProvider>;
     // Anything unusual (a bad key, a key this context already holds) takes the usual path.
-    if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || this.isHeld(key)) return undefined;
+    if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || this.isHeld(key)) return undefined;
     const lock = provider[TAKE_NOW](key, options);
     return lock && new HeldLock(lock, options.handler, this.logger);
   }

@@ -1,4 +1,8 @@
-/** Every default of the library, in one place (the README and .env.example quote these). */
+/**
+ * Every default of the library, in one place (the README and .env.example quote
+ * these). Bounds, environment variables and what each option accepts are in the
+ * options table, `config/serialized-options.schema.ts`.
+ */
 export const SERIALIZED_DEFAULTS = {
   driver: 'memory',
   keyPrefix: 'serialized',
@@ -12,16 +16,6 @@ export const SERIALIZED_DEFAULTS = {
   pgSessionTimeoutMs: 10_000,
   /** Longest key value accepted from a request, in characters. */
   maxKeyLength: 512,
-  /** `Retry-After` (seconds) sent with a 429. */
+  /** `Retry-After` (seconds) sent with a 429 or a 503. */
   retryAfterSeconds: 1,
-} as const;
-
-/** Bounds every numeric option is checked against (options and environment alike). */
-export const SERIALIZED_LIMITS = {
-  leaseMs: { min: 100, max: 24 * 3600_000 },
-  waitTimeoutMs: { min: 0, max: 24 * 3600_000 },
-  maxPending: { min: 0, max: 10_000_000 },
-  connectTimeoutMs: { min: 100, max: 600_000 },
-  shutdownGraceMs: { min: 0, max: 3600_000 },
-  pgLockPoolSize: { min: 1, max: 1000 },
 } as const;

@@ -1,7 +1,11 @@
 import type { SerializedMode } from '../lock.service';
-import type { ParsedSerializationKey, SerializationKey } from '../key/serialization-key';
+import type { ParsedSerializationKey, SerializationKey, SerializationKeyTransform } from '../key/serialization-key';
 
-/** Options of `@Serialized(key, options)`; unset fields fall back to the module's options. */
+/**
+ * Options of `@Serialized(key, options)`; unset fields fall back to the module's options.
+ * They are checked when the decorator is applied (a bad one stops start-up, naming
+ * the option and `Class#method`); numbers may be as large as any safe integer.
+ */
 export interface SerializedOptions {
   /**
    * Namespace of the lock key `<keyPrefix>:<scope>:<value>`. Defaults to
@@ -11,10 +15,19 @@ export interface SerializedOptions {
   scope?: string;
   /** `wait` (default): queue up to `waitTimeoutMs`. `reject`: 429 / `LockBusyError` at once when busy. */
   mode?: SerializedMode;
+  /** Longest wait in `wait` mode, in ms (an integer, however large; default: the module's). */
   waitTimeoutMs?: number;
+  /** Lease of the lock, in ms (an integer, however large; default: the module's). */
   leaseMs?: number;
-  /** Most waiters of one key in this process; beyond it `LockBusyError` (429). */
+  /** Most waiters of one key in this process (an integer, or `Infinity`); beyond it `LockBusyError` (429). */
   maxPending?: number;
+  /**
+   * Canonicalizes the value before it names a lock, so that requests for one
+   * thing written differently share it: with `transform: Number`, `/users/42`
+   * and `/users/042` are one lock. What it returns is checked like any key value
+   * (`NaN`, `undefined` or `''` is a 400).
+   */
+  transform?: SerializationKeyTransform;
 }
 
 /** What `@Serialized` stores under `serialized:options`. */

@@ -1,9 +1,13 @@
+import { composeLockKey } from '../key/lock-key';
 import type { RunOptions } from '../lock.service';
 import type { SerializedMetadata } from './serialized-options.interface';
 
-/** `<scope>:<value>`; the provider puts it under `keyPrefix`. */
+/**
+ * `<scope>:<value>`, with `%` and `:` inside either part escaped (see
+ * `composeLockKey`); the provider puts it under `keyPrefix`.
+ */
 export function lockKeyOf(metadata: SerializedMetadata, value: string): string {
-  return `${metadata.options.scope ?? metadata.defaultScope}:${value}`;
+  return composeLockKey(metadata.options.scope ?? metadata.defaultScope, value);
 }
 
 export function runOptionsOf(metadata: SerializedMetadata, handler: string, signal?: AbortSignal): RunOptions {

@@ -66,8 +66,12 @@ describe('@Serialized on a method that is not a route handler', () => {
     await expect(withLocks().charge(5, 'acc-1')).resolves.toBe('acc-1');
   });
 
-  it('refuses bad options when applied', () => {
-    expect(() => Serialized('id', { mode: 'later' as never })).toThrow("mode must be 'wait' or 'reject'");
-    expect(() => Serialized('id', { waitTimeoutMs: -1, leaseMs: 5 })).toThrow('waitTimeoutMs must be an integer >= 0');
+  it('refuses bad options when applied, naming each and Class#method', () => {
+    const apply = (options: object) => () => Serialized('id', options)(Jobs.prototype, 'charge', { value: () => undefined });
+    expect(apply({ mode: 'later' })).toThrow(`@Serialized on Jobs#charge: mode="later" is invalid: accepts 'wait' or 'reject'`);
+    expect(apply({ waitTimeoutMs: -1, leaseMs: 5 })).toThrow(
+      '@Serialized on Jobs#charge: waitTimeoutMs=-1 is invalid: accepts an integer number of milliseconds >= 0; leaseMs=5 is invalid',
+    );
+    expect(() => Serialized('id', { maxPending: 0.5 })(class Batch {})).toThrow('@Serialized on Batch: maxPending=0.5 is invalid');
   });
 });

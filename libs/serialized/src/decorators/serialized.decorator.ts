@@ -8,6 +8,7 @@ import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA } from '../seriali
 import { SerializedInterceptor } from '../interceptors/serialized.interceptor';
 import { lockKeyOf, runOptionsOf } from './serialized-run-options';
 import type { SerializedMetadata, SerializedOptions } from './serialized-options.interface';
+import { assertSerializedOptions } from './serialized-options.validator';
 
 /**
  * Serializes calls per key: one at a time, in arrival order.
@@ -28,15 +29,17 @@ import type { SerializedMetadata, SerializedOptions } from './serialized-options
  * then returns a Promise. Metadata other decorators put on the method is kept.
  *
  * The lock key is `<keyPrefix>:<scope>:<value>`; `scope` defaults to `<Class>.<method>`.
+ * Options are checked when the decorator is applied: a bad one is a start-up error
+ * naming it and `Class#method`.
  */
 export function Serialized(key: SerializationKey, options: SerializedOptions = {}): MethodDecorator & ClassDecorator {
-  validateOptions(options);
   return ((target: object, propertyKey?: string | symbol, descriptor?: PropertyDescriptor) => {
     if (descriptor) return decorateMethod(target, propertyKey!, descriptor, key, options);
     const cls = target as { name: string };
+    assertSerializedOptions(options, cls.name);
     const metadata: SerializedMetadata = {
       key,
-      parsedKey: parseSerializationKey(key, cls.name),
+      parsedKey: parseSerializationKey(key, cls.name, options.transform),
       options,
       defaultScope: cls.name,
     };
@@ -56,10 +59,11 @@ function decorateMethod(
   const className = target.constructor.name;
   const handler = `${className}#${String(propertyKey)}`;
   if (typeof original !== 'function') throw new TypeError(`@Serialized on ${handler}: only methods can be serialized`);
+  assertSerializedOptions(options, handler);
 
   const metadata: SerializedMetadata = {
     key,
-    parsedKey: parseSerializationKey(key, handler),
+    parsedKey: parseSerializationKey(key, handler, options.transform),
     options,
     defaultScope: `${className}.${String(propertyKey)}`,
   };
@@ -93,21 +97,4 @@ function decorateMethod(
   }
   UseInterceptors(SerializedInterceptor)(target, propertyKey, descriptor);
   return descriptor;
-}
-
-function validateOptions(options: SerializedOptions): void {
-  const problems: string[] = [];
-  if (options.mode !== undefined && options.mode !== 'wait' && options.mode !== 'reject') {
-    problems.push(`mode must be 'wait' or 'reject', got ${JSON.stringify(options.mode)}`);
-  }
-  for (const name of ['waitTimeoutMs', 'leaseMs', 'maxPending'] as const) {
-    const value = options[name];
-    if (value !== undefined && (!Number.isInteger(value) || value < (name === 'leaseMs' ? 100 : 0))) {
-      problems.push(`${name} must be an integer ${name === 'leaseMs' ? '>= 100' : '>= 0'}, got ${JSON.stringify(value)}`);
-    }
-  }
-  if (options.scope !== undefined && (typeof options.scope !== 'string' || options.scope === '')) {
-    problems.push(`scope must be a non-empty string, got ${JSON.stringify(options.scope)}`);
-  }
-  if (problems.length) throw new TypeError(`@Serialized: ${problems.join('; ')}`);
 }

@@ -17,6 +17,12 @@ export function statusOf(error: SerializedError): number {
   return HttpStatus.INTERNAL_SERVER_ERROR;
 }
 
+/**
+ * All a client learns when the lock backend cannot be used or a lock was lost:
+ * no host, port, role, driver text or lock key (those go to the server log).
+ */
+export const UNAVAILABLE_MESSAGE = 'The lock backend is unavailable; retry later';
+
 const REASONS: Record<number, string> = {
   400: 'Bad Request',
   429: 'Too Many Requests',
@@ -26,16 +32,20 @@ const REASONS: Record<number, string> = {
 
 /**
  * Turns a library error into its transport's form: an `HttpException` (400, 429
- * with `Retry-After`, 503) for HTTP and GraphQL, an `RpcException` or
+ * and 503 with `Retry-After`) for HTTP and GraphQL, an `RpcException` or
  * `WsException` when those packages are installed. Anything else passes as is.
+ * A 503 says only that the lock backend is unavailable; the caller logs the detail.
  */
 export function toTransportError(error: unknown, ctx: ExecutionContext): unknown {
   if (!(error instanceof SerializedError)) return error;
   const status = statusOf(error);
-  const body = { statusCode: status, error: REASONS[status], code: error.name, message: error.message };
+  const message = status === HttpStatus.SERVICE_UNAVAILABLE ? UNAVAILABLE_MESSAGE : error.message;
+  const body = { statusCode: status, error: REASONS[status], code: error.name, message };
   switch (ctx.getType<string>()) {
     case 'http':
-      if (status === HttpStatus.TOO_MANY_REQUESTS) setHeader(ctx, 'Retry-After', String(SERIALIZED_DEFAULTS.retryAfterSeconds));
+      if (status === HttpStatus.TOO_MANY_REQUESTS || status === HttpStatus.SERVICE_UNAVAILABLE) {
+        setHeader(ctx, 'Retry-After', String(SERIALIZED_DEFAULTS.retryAfterSeconds));
+      }
       return new HttpException(body, status, { cause: error });
     case 'graphql':
       return new HttpException(body, status, { cause: error });

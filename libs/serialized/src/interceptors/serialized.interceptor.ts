@@ -7,12 +7,14 @@ import {
 } from '@nestjs/common';
 import { Observable, type Subscription } from 'rxjs';
 import { lockKeyOf, runOptionsOf } from '../decorators/serialized-run-options';
+import { SerializedError } from '../errors';
 import { resolveContextKey } from '../key/context-key.resolver';
 import { LockService, type HeldKey } from '../lock.service';
 import { SerializedMetadataAccessor } from '../metadata/serialized-metadata.accessor';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
+import { BackendOutageLog } from './backend-outage.log';
 import { watchClientGone } from './client-gone';
-import { toTransportError } from './serialized-error.mapper';
+import { statusOf, toTransportError } from './serialized-error.mapper';
 
 /**
  * Serializes a handler per key. `@Serialized` applies it; register it as
@@ -22,10 +24,15 @@ import { toTransportError } from './serialized-error.mapper';
  * after the promise resolves or rejects, or the Observable completes, errors or
  * is unsubscribed. A client that leaves while waiting leaves the queue and its
  * handler never runs; a client that leaves while its handler runs does not stop it.
+ *
+ * Library errors, from acquiring or escaping the handler, get their transport's
+ * form (400, 429, 503 — never a 500). A 503 tells the client only that the lock
+ * backend is unavailable; its detail is logged here, once per outage.
  */
 @Injectable()
 export class SerializedInterceptor implements NestInterceptor {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
+  private readonly outages = new BackendOutageLog(this.logger);
 
   constructor(
     private readonly lockService: LockService,
@@ -67,8 +74,11 @@ export class SerializedInterceptor implements NestInterceptor {
         inner = this.lockService.runHolding(acquired, () =>
           next.handle().subscribe({
             next: (result) => subscriber.next(result),
-            error: (error) => finish(() => subscriber.error(error)),
-            complete: () => finish(() => subscriber.complete()),
+            error: (error) => finish(() => subscriber.error(this.toTransport(error, ctx, handler, true))),
+            complete: () => {
+              this.outages.recovered();
+              finish(() => subscriber.complete());
+            },
           }),
           ctx.getHandler(),
         );
@@ -76,7 +86,7 @@ export class SerializedInterceptor implements NestInterceptor {
         acquiring = false;
         stopWatching();
         if (error instanceof ClientGoneError) return; // nobody is listening
-        if (!subscriber.closed) subscriber.error(toTransportError(error, ctx));
+        if (!subscriber.closed) subscriber.error(this.toTransport(error, ctx, handler, false));
       });
 
       return () => {
@@ -87,6 +97,17 @@ export class SerializedInterceptor implements NestInterceptor {
         finish(() => undefined);
       };
     });
+  }
+
+  /**
+   * The error as the transport should see it. A 503's detail goes to the log (once
+   * per outage); any other outcome of a request that held its lock shows the
+   * backend works again.
+   */
+  private toTransport(error: unknown, ctx: ExecutionContext, handler: string, held: boolean): unknown {
+    if (error instanceof SerializedError && statusOf(error) === 503) this.outages.report(error, handler);
+    else if (held) this.outages.recovered();
+    return toTransportError(error, ctx);
   }
 }
 

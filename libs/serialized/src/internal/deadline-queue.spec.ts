@@ -1,4 +1,4 @@
-import { DeadlineQueue } from './deadline-queue';
+import { DeadlineQueue, MAX_TIMER_DELAY_MS } from './deadline-queue';
 
 describe('DeadlineQueue', () => {
   beforeEach(() => jest.useFakeTimers());
@@ -29,6 +29,28 @@ describe('DeadlineQueue', () => {
     queue.cancel(entries[2]);
     jest.advanceTimersByTime(100);
     expect(fired).toEqual([20, 30, 50]);
+  });
+
+  it('arms no timer beyond 2^31-1 ms: a later deadline is reached by re-arming, once per 24.8 days, not spinning', () => {
+    const setTimeoutSpy = jest.spyOn(global, 'setTimeout');
+    const queue = new DeadlineQueue();
+    const fired: string[] = [];
+    const far = 3 * MAX_TIMER_DELAY_MS + 12_345;
+    queue.schedule(far, () => fired.push('far'));
+    queue.schedule(Number.MAX_SAFE_INTEGER, () => fired.push('never'));
+    const delays = () => setTimeoutSpy.mock.calls.map(([, delay]) => delay ?? 0);
+    expect(delays()).toEqual([MAX_TIMER_DELAY_MS]);
+    jest.advanceTimersByTime(far - 1);
+    expect(fired).toEqual([]);
+    // Woken at each bound, then at the deadline itself: 4 timers for about 75 days.
+    expect(delays().length).toBe(4);
+    expect(Math.max(...delays())).toBe(MAX_TIMER_DELAY_MS);
+    jest.advanceTimersByTime(1);
+    expect(fired).toEqual(['far']);
+    expect(queue.armed).toBe(true); // the MAX_SAFE_INTEGER deadline, one bounded timer
+    expect(Math.max(...delays())).toBe(MAX_TIMER_DELAY_MS);
+    queue.clear();
+    setTimeoutSpy.mockRestore();
   });
 
   it('disarms its timer when the last deadline is cancelled', () => {

@@ -1,5 +1,12 @@
 import { AsyncResource } from 'node:async_hooks';
 
+/**
+ * The longest delay a Node.js timer takes (2^31 - 1 ms, 24.8 days). A longer one
+ * fires after 1 ms with a TimeoutOverflowWarning; a deadline further away is
+ * reached by re-arming at this bound, so any safe-integer wait is accepted.
+ */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 /** A scheduled call; pass it to `cancel`. */
 export interface Deadline {
   readonly at: number;
@@ -25,6 +32,7 @@ export interface DeadlineQueueOptions {
  * instead of a `setTimeout` each: a hundred waiters cost one timer, and the timer
  * is created in the provider's own async scope, so it never pins a request's
  * AsyncLocalStorage context. With no deadline pending there is no timer at all.
+ * A deadline beyond what a timer takes costs one wake-up per 24.8 days.
  */
 export class DeadlineQueue {
   private readonly heap: Deadline[] = [];
@@ -90,7 +98,8 @@ export class DeadlineQueue {
     this.timer = undefined;
     this.timerAt = next;
     if (next === Infinity) return;
-    const delay = Math.max(0, Math.ceil(next - performance.now()));
+    // Past the bound the timer fires early, finds nothing due and is armed again (see expire).
+    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(next - performance.now())));
     this.timer = this.scope.runInAsyncScope(() => setTimeout(this.onTimer, delay));
     if (this.unref) this.timer.unref();
   }

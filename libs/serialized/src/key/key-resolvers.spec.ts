@@ -48,6 +48,26 @@ describe('key resolution', () => {
     expect(missing.message).toContain('Jobs#process');
   });
 
+  it('canonicalizes with transform, on a route handler and on a method alike, and checks what it returns', async () => {
+    const byNumber = parseSerializationKey('userId', 'T#h', Number);
+    await expect(resolveContextKey(byNumber, http({ params: { userId: '0042' } }), 'T#h')).resolves.toBe('42');
+    await expect(resolveArgumentsKey(parseSerializationKey('data.userId', 'T#h', Number), [{ data: { userId: '042' } }], 'T#h')).resolves.toBe('42');
+    const lower = parseSerializationKey('body.email', 'T#h', async (v) => v.toLowerCase());
+    await expect(resolveContextKey(lower, http({ body: { email: 'A@B.example' } }), 'T#h')).resolves.toBe('a@b.example');
+    const nan = await resolveContextKey(byNumber, http({ params: { userId: 'x' } }), 'T#h').catch((e) => e);
+    expect(nan).toBeInstanceOf(SerializationKeyError);
+    expect(nan.message).toBe('Serialization key "userId" must be a string or a number (looked in transform(params.userId)) (in T#h)');
+  });
+
+  it('refuses values of only white space and values with a lone surrogate', async () => {
+    for (const [value, problem] of [[' \t', 'blank'], ['\ud800', 'unencodable'], ['x\udc00', 'unencodable']] as const) {
+      const error = await resolveContextKey(key('body.id'), http({ body: { id: value } }), 'T#h').catch((e) => e);
+      expect(error).toBeInstanceOf(SerializationKeyError);
+      expect(error.problem).toBe(problem);
+    }
+    await expect(resolveContextKey(key('body.id'), http({ body: { id: '\ufffd' } }), 'T#h')).resolves.toBe('\ufffd');
+  });
+
   it('refuses malformed keys when the decorator is applied', () => {
     expect(() => key('')).toThrow(TypeError);
     expect(() => key('a..b')).toThrow('empty path segment');

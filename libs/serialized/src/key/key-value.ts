@@ -1,10 +1,13 @@
 import { SerializationKeyError } from '../errors';
 import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
+import { hasLoneSurrogate } from './lock-key';
+import type { ParsedSerializationKey } from './serialization-key';
 
 /**
  * Turns what a key lookup found into the key's value, or throws the 400-class
- * `SerializationKeyError`: missing (`undefined`, `null`, `''`), not a scalar, or
- * longer than 512 characters.
+ * `SerializationKeyError`: missing (`undefined`, `null`, `''`), not a scalar,
+ * longer than `maxKeyLength`, only white space, or with a lone surrogate (which
+ * the backends would store as U+FFFD, merging distinct values into one lock).
  */
 export function toKeyValue(found: unknown, keyText: string, lookedIn: readonly string[], handler: string): string {
   if (found === undefined || found === null || found === '') {
@@ -17,7 +20,29 @@ export function toKeyValue(found: unknown, keyText: string, lookedIn: readonly s
   if (value.length > SERIALIZED_DEFAULTS.maxKeyLength) {
     throw new SerializationKeyError(keyText, 'too-long', lookedIn, handler);
   }
+  if (hasLoneSurrogate(value)) throw new SerializationKeyError(keyText, 'unencodable', lookedIn, handler);
+  if (value.trim() === '') throw new SerializationKeyError(keyText, 'blank', lookedIn, handler);
   return value;
+}
+
+/**
+ * The key's value from what a lookup found: checked, then passed through the
+ * decorator's `transform` (when there is one) and checked again, so a transform
+ * that yields nothing usable (`Number('abc')` is `NaN`) is a 400 too.
+ */
+export function keyValueOf(
+  key: ParsedSerializationKey,
+  found: unknown,
+  lookedIn: readonly string[],
+  handler: string,
+): string | Promise<string> {
+  const value = toKeyValue(found, key.text, lookedIn, handler);
+  if (!key.transform) return value;
+  const where = [`transform(${lookedIn[lookedIn.length - 1] ?? key.text})`];
+  const transformed = key.transform(value);
+  return transformed instanceof Promise
+    ? transformed.then((result) => toKeyValue(result, key.text, where, handler))
+    : toKeyValue(transformed, key.text, where, handler);
 }
 
 /**

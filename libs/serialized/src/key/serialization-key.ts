@@ -30,14 +30,24 @@ export type RequestSource = (typeof REQUEST_SOURCES)[number];
 /** Where a bare name is looked for, in order. */
 export const NAME_LOOKUP_ORDER: readonly RequestSource[] = ['params', 'user', 'body', 'query'];
 
+/**
+ * Canonicalizes a key's value before it names a lock (`@Serialized(key, { transform })`):
+ * it receives the value found, as text, and returns the value to lock on. `Number`
+ * makes `'042'` and `'42'` one lock; `(v) => v.toLowerCase()` makes e-mail
+ * addresses case-insensitive. Returning `undefined`, `null`, `''`, `NaN` or
+ * anything else that is not a usable key is a 400, as for a missing key.
+ */
+export type SerializationKeyTransform = (value: string) => SerializationKeyValue | Promise<SerializationKeyValue>;
+
 /** A key as checked once, when the decorator is applied. */
-export type ParsedSerializationKey =
+export type ParsedSerializationKey = (
   | { kind: 'function'; text: string; fn: SerializationKeyFn }
-  | { kind: 'path'; text: string; segments: readonly string[] };
+  | { kind: 'path'; text: string; segments: readonly string[] }
+) & { transform?: SerializationKeyTransform };
 
 /** Checks the key's form; a malformed key is a programming error, thrown at decoration time. */
-export function parseSerializationKey(key: SerializationKey, where: string): ParsedSerializationKey {
-  if (typeof key === 'function') return { kind: 'function', text: `function ${key.name || '(anonymous)'}`, fn: key };
+export function parseSerializationKey(key: SerializationKey, where: string, transform?: SerializationKeyTransform): ParsedSerializationKey {
+  if (typeof key === 'function') return { kind: 'function', text: `function ${key.name || '(anonymous)'}`, fn: key, transform };
   if (typeof key !== 'string' || key.trim() === '') {
     throw new TypeError(`@Serialized on ${where}: the key must be a non-empty string or a function, got ${JSON.stringify(key)}`);
   }
@@ -45,5 +55,5 @@ export function parseSerializationKey(key: SerializationKey, where: string): Par
   if (segments.some((s) => s === '')) {
     throw new TypeError(`@Serialized on ${where}: the key "${key}" has an empty path segment`);
   }
-  return { kind: 'path', text: key, segments };
+  return { kind: 'path', text: key, segments, transform };
 }

@@ -1,5 +1,6 @@
 import type { BeforeApplicationShutdown, OnApplicationShutdown } from '@nestjs/common';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
@@ -54,6 +55,8 @@ export class InMemoryLockProvider
   }
 
   async acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+    const invalid = validateAcquire(key, options, 'InMemoryLockProvider#acquire');
+    if (invalid) throw invalid;
     this.held.assertOpen(key);
     const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
     const maxPending = options.maxPending ?? this.maxPending;
@@ -76,6 +79,8 @@ export class InMemoryLockProvider
   }
 
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
+    const invalid = validateAcquire(key, options, 'InMemoryLockProvider#tryAcquire');
+    if (invalid) throw invalid;
     this.held.assertOpen(key);
     if (options.signal?.aborted) throw options.signal.reason;
     return this.queue.tryTake(key) ? this.grant(key) : null;

@@ -1,0 +1,88 @@
+import { SerializationKeyError } from '../errors/serialization-key.error';
+import { hasLoneSurrogate } from '../key/lock-key';
+import {
+  acceptsInteger,
+  acceptsOf,
+  optionProblem,
+  SERIALIZED_OPTIONS_SCHEMA as S,
+  showValue,
+  type PerCallOptionName,
+} from './serialized-options.schema';
+
+const PER_CALL: readonly PerCallOptionName[] = ['waitTimeoutMs', 'leaseMs', 'maxPending'];
+const MODES: readonly unknown[] = ['wait', 'reject'];
+
+/** The per-call options any caller may pass (`@Serialized`, `LockService.run`, a provider's `acquire`). */
+export interface CallOptions {
+  waitTimeoutMs?: number;
+  leaseMs?: number;
+  maxPending?: number;
+  mode?: string;
+  signal?: AbortSignal;
+}
+
+function isAbortSignal(signal: unknown): boolean {
+  return typeof (signal as AbortSignal | null)?.aborted === 'boolean' && typeof (signal as AbortSignal).addEventListener === 'function';
+}
+
+/**
+ * One problem line per invalid per-call option (none: `[]`). Per call, numbers
+ * may be as large as any safe integer (timers are clamped where they are armed)
+ * and `maxPending` may be `Infinity`; fractions, `NaN`, negatives and non-numbers
+ * are refused. Bounds and texts come from the options table.
+ */
+export function callOptionProblems(options: CallOptions): string[] {
+  const problems: string[] = [];
+  for (const name of PER_CALL) {
+    const value = options[name];
+    if (value !== undefined && !acceptsInteger(S[name], value, 'call')) problems.push(optionProblem(name, value, acceptsOf(S[name], 'call')));
+  }
+  if (options.mode !== undefined && !MODES.includes(options.mode)) problems.push(optionProblem('mode', options.mode, "'wait' or 'reject'"));
+  if (options.signal !== undefined && !isAbortSignal(options.signal)) problems.push(`signal is invalid: accepts an AbortSignal`);
+  return problems;
+}
+
+/**
+ * Checks the options of one acquisition; returns the error to reject with, or
+ * `undefined` when they are fine. Callers reject their promise with it (never a
+ * synchronous throw). `where` is the `Class#method` that asked, or the API called
+ * (`LockService#run`, `RedisLockProvider#acquire`).
+ *
+ * Cheap when nothing is wrong: a few `typeof` checks, no allocation.
+ * @internal
+ */
+export function validateAcquireOptions(options: CallOptions | undefined, where: string): Error | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') return new TypeError(`options=${showValue(options)} is invalid: accepts an object (in ${where})`);
+  const { waitTimeoutMs, leaseMs, maxPending, mode, signal } = options;
+  // The common case (every request of a decorated handler) allocates nothing.
+  if (
+    (waitTimeoutMs === undefined || acceptsInteger(S.waitTimeoutMs, waitTimeoutMs, 'call')) &&
+    (leaseMs === undefined || acceptsInteger(S.leaseMs, leaseMs, 'call')) &&
+    (maxPending === undefined || acceptsInteger(S.maxPending, maxPending, 'call')) &&
+    (mode === undefined || MODES.includes(mode)) &&
+    (signal === undefined || isAbortSignal(signal))
+  ) {
+    return undefined;
+  }
+  const problems = callOptionProblems(options);
+  const message = `${problems.join('; ')} (in ${where})`;
+  // A number out of what is accepted is a RangeError; anything else (text for a number, an unknown mode) a TypeError.
+  const outOfRange = problems.every((problem) => PER_CALL.some((name) => problem.startsWith(`${name}=`) && typeof options[name] === 'number'));
+  return outOfRange ? new RangeError(message) : new TypeError(message);
+}
+
+/**
+ * {@link validateAcquireOptions} plus the key itself: a string that is not empty
+ * and has no lone surrogate (which UTF-8 would turn into U+FFFD, so distinct keys
+ * would share one lock in Redis and PostgreSQL but not in memory). What providers
+ * call first in `acquire` and `tryAcquire`, rejecting with the result.
+ * @internal
+ */
+export function validateAcquire(key: string, options: CallOptions | undefined, where: string): Error | undefined {
+  if (typeof key !== 'string' || key === '') {
+    return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], where);
+  }
+  if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], where);
+  return validateAcquireOptions(options, where);
+}

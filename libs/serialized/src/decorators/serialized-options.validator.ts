@@ -1,0 +1,25 @@
+import { callOptionProblems } from '../config/acquire-options.validator';
+import { showValue } from '../config/serialized-options.schema';
+import { hasLoneSurrogate } from '../key/lock-key';
+import type { SerializedOptions } from './serialized-options.interface';
+
+/**
+ * Checks `@Serialized` options when the decorator is applied, so a bad one stops
+ * start-up naming the option and `Class#method` (`where`). Numbers follow the
+ * per-call bounds of the options table, the same check `LockService.run` and the
+ * providers make.
+ */
+export function assertSerializedOptions(options: SerializedOptions, where: string): void {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`@Serialized on ${where}: options must be an object, got ${showValue(options)}`);
+  }
+  const problems = callOptionProblems(options);
+  const scope: unknown = options.scope;
+  if (scope !== undefined && (typeof scope !== 'string' || scope.trim() === '' || hasLoneSurrogate(scope))) {
+    problems.push(`scope=${showValue(scope)} is invalid: accepts a string that is not empty, not only white space, and well-formed Unicode`);
+  }
+  if (options.transform !== undefined && typeof options.transform !== 'function') {
+    problems.push(`transform=${showValue(options.transform)} is invalid: accepts a function (value: string) => string | number`);
+  }
+  if (problems.length) throw new TypeError(`@Serialized on ${where}: ${problems.join('; ')}`);
+}
