@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
+import { redactUrls } from './internal/redact';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
@@ -209,14 +210,14 @@ class HeldLock implements HeldKey {
     this.active = false;
     const signal = existingSignal(this.lock);
     if (signal?.aborted) {
-      this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${String(signal.reason?.message ?? signal.reason)}`);
+      this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(signal.reason?.message ?? signal.reason))}`);
     }
     return true;
   }
 
   private couldNotRelease(error: unknown): void {
     // The work is done; failing the call now would lose its result. The lease ends the lock.
-    this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${(error as Error)?.message ?? error}`);
+    this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`);
   }
 }
 

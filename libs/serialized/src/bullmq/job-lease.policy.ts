@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { SERIALIZED_LIMITS } from '../serialized.defaults';
+import { SERIALIZED_OPTIONS_SCHEMA } from '../config/serialized-options.schema';
 
 interface WithLockDuration {
   readonly opts?: { readonly lockDuration?: unknown };
@@ -25,7 +25,7 @@ interface WithLockDuration {
 export function jobLeaseMs(job: Job, processor: object, leaseMs: number | undefined): number | undefined {
   const lockDuration = workerLockDuration(job, processor);
   if (lockDuration === undefined) return leaseMs;
-  const bound = Math.max(Math.ceil(lockDuration), SERIALIZED_LIMITS.leaseMs.min);
+  const bound = Math.max(Math.ceil(lockDuration), SERIALIZED_OPTIONS_SCHEMA.leaseMs.perCall.min);
   return leaseMs === undefined ? bound : Math.min(leaseMs, bound);
 }
 

@@ -6,6 +6,7 @@ import { LockBackendError, LockBusyError, SerializationKeyError } from '../error
 import { resolveArgumentsKey } from '../key/arguments-key.resolver';
 import type { HeldKey, LockService } from '../lock.service';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
+import { redactUrls } from '../internal/redact';
 import { loadBullmq } from './bullmq.loader';
 import { JobOrderStore, type EnterVerdict } from './job-order.store';
 import { jobLeaseMs } from './job-lease.policy';
@@ -190,7 +191,7 @@ class SerializedJobRun {
       }
     } catch (error) {
       this.logger.warn(
-        `Job ${this.job.id} (${this.call.handler}) could not hand "${this.lockKey}" on: ${(error as Error)?.message ?? error}. The next job takes over within ${this.options.recheckMs} ms.`,
+        `Job ${this.job.id} (${this.call.handler}) could not hand "${this.lockKey}" on: ${redactUrls(String((error as Error)?.message ?? error))}. The next job takes over within ${this.options.recheckMs} ms.`,
       );
     }
   }

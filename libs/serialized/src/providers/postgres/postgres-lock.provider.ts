@@ -1,6 +1,8 @@
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { validateAcquire } from '../../config/acquire-options.validator';
+import { redactUrls } from '../../internal/redact';
 import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
@@ -132,6 +134,8 @@ export class PostgresLockProvider
   }
 
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+    const invalid = validateAcquire(key, options, 'PostgresLockProvider#acquire');
+    if (invalid) return Promise.reject(invalid);
     try {
       this.assertUsable(key);
     } catch (error) {
@@ -173,6 +177,8 @@ export class PostgresLockProvider
    * is not a busy key.
    */
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
+    const invalid = validateAcquire(key, options, 'PostgresLockProvider#tryAcquire');
+    if (invalid) throw invalid;
     this.assertUsable(key);
     if (options.signal?.aborted) throw options.signal.reason;
     if (!this.queue.tryTake(key)) return null;
@@ -211,7 +217,7 @@ export class PostgresLockProvider
 
   /** @internal */
   backendError(key: string, cause: unknown): LockBackendError {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = redactUrls(cause instanceof Error ? cause.message : String(cause));
     return new LockBackendError(`PostgreSQL cannot be used for locks: ${reason}`, { key, cause });
   }
 
@@ -241,7 +247,7 @@ export class PostgresLockProvider
 
   /** @internal */
   refuse(error: SessionChangedError): void {
-    if (!this.refusal) this.logger.error(error.message);
+    if (!this.refusal) this.logger.error(redactUrls(error.message));
     this.refusal ??= error;
   }
 
@@ -255,7 +261,7 @@ export class PostgresLockProvider
       this.queue.release(lock.key);
     }
     if (lost) {
-      this.logger.warn(lost.message);
+      this.logger.warn(redactUrls(lost.message));
       lock.markLost(lost);
       throw lost;
     }
