@@ -26,6 +26,9 @@ import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession, unlockSession } from './held-session';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
+import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
+import { PostgresIdempotencyStore } from '../../idempotency/stores/postgres-idempotency.store';
+import { idempotencyStatements } from '../../idempotency/stores/postgres-idempotency.statements';
 
 export type { PostgresLockProviderOptions } from './postgres-lock-provider.options';
 
@@ -50,7 +53,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  */
 export class PostgresLockProvider
   extends LockProvider
-  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost
+  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource
 {
   /** The lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
@@ -72,6 +75,8 @@ export class PostgresLockProvider
   private readonly waitTimeoutMs: number;
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
+  private readonly idempotencyTable: string | undefined;
+  private readonly createSchema: boolean;
   private refusal: SessionChangedError | undefined;
   private shutDown: Promise<void> | undefined;
 
@@ -87,6 +92,9 @@ export class PostgresLockProvider
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);
     this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
+    this.createSchema = options.createSchema ?? true;
+    this.idempotencyTable = options.idempotencyTable;
+    if (this.idempotencyTable !== undefined) idempotencyStatements(this.idempotencyTable);
     this.settings = {
       pg,
       config: lockClientConfig(options),
@@ -95,6 +103,7 @@ export class PostgresLockProvider
       sessionTimeoutMs: timings.sessionTimeoutMs,
       keepaliveSeconds: timings.keepaliveSeconds,
       sequence: this.statements.sequence,
+      createSchema: this.createSchema,
     };
     this.pool = new LockConnectionPool(
       {
@@ -112,8 +121,24 @@ export class PostgresLockProvider
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
   static fromModuleOptions(options: ResolvedSerializedOptions): PostgresLockProvider {
-    const { connectionString, pool, lockPoolSize } = options.postgres;
-    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize });
+    const { connectionString, pool, lockPoolSize, createSchema } = options.postgres;
+    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize, createSchema });
+  }
+
+  /**
+   * `@Idempotent`'s records, in a table of this database, through a small pool of
+   * their own (never the lock sessions, never the app's pool).
+   */
+  createIdempotencyStore(): IdempotencyStore {
+    return new PostgresIdempotencyStore({
+      pg: this.settings.pg,
+      config: this.settings.config,
+      applicationName: lockApplicationName({ applicationName: `nestjs-serialized-idempotency:${this.keyPrefix}` }, this.keyPrefix),
+      keyPrefix: this.keyPrefix,
+      table: this.idempotencyTable,
+      createSchema: this.createSchema,
+      connectTimeoutMs: this.connectTimeoutMs,
+    });
   }
 
   /** Keys held or waited for in this process (0 when idle). */
