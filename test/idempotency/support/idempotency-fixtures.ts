@@ -89,6 +89,15 @@ export class IdempotencyFixturesController {
     return { id, at: randomUUID() };
   }
 
+  /** Waits in its handler until the test opens the gate (the crash test kills the process meanwhile). */
+  @Post('hold/:id')
+  @Idempotent()
+  async hold(@Param('id') id: string) {
+    const run = this.probe.ran(`hold:${id}`);
+    await this.probe.pass(id);
+    return { id, run, pid: process.pid };
+  }
+
   @Post('ttl/:id')
   @Idempotent({ ttlMs: 600 })
   ttl(@Param('id') id: string) {
