@@ -1,6 +1,7 @@
 import { Controller, Get, Module, Next, Post, Res, Sse, StreamableFile } from '@nestjs/common';
 import { Observable, of } from 'rxjs';
-import { Idempotent, SerializedConfigError } from 'nestjs-serialized';
+import { Test } from '@nestjs/testing';
+import { Idempotent, SerializedConfigError, SerializedModule } from 'nestjs-serialized';
 import { createApp } from '../../src/app.factory';
 import { ADAPTERS, type Adapter } from '../e2e/http-app';
 
@@ -73,5 +74,22 @@ describe.each(ADAPTERS.map((a) => [a]))('@Idempotent at start-up (%s)', (adapter
   it('accepts @Res({ passthrough: true })', async () => {
     const app = await createApp({ config: { adapter, store: 'memory' }, serialized: { driver: 'memory' }, imports: [ReplayableModule], logger: false });
     await app.close();
+  });
+});
+
+describe('SERIALIZED_IDEMPOTENCY_TTL_MS at start-up', () => {
+  const saved = process.env.SERIALIZED_IDEMPOTENCY_TTL_MS;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.SERIALIZED_IDEMPOTENCY_TTL_MS;
+    else process.env.SERIALIZED_IDEMPOTENCY_TTL_MS = saved;
+  });
+
+  it('a bad value stops start-up, naming the variable and what it accepts', async () => {
+    process.env.SERIALIZED_IDEMPOTENCY_TTL_MS = '1 day';
+    const error = await Test.createTestingModule({ imports: [SerializedModule.forRoot({ driver: 'memory' })] })
+      .compile()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SerializedConfigError);
+    expect((error as Error).message).toContain('SERIALIZED_IDEMPOTENCY_TTL_MS="1 day" is invalid: accepts an integer number of milliseconds from 100');
   });
 });
