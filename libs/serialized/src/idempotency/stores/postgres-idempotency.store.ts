@@ -1,5 +1,6 @@
 import type { ClientConfig, Pool } from 'pg';
 import { LockBackendError } from '../../errors';
+import { lockApplicationName } from '../../providers/postgres/postgres-lock-provider.options';
 import { IDEMPOTENCY_DEFAULTS } from '../idempotency.defaults';
 import type { IdempotencyStore } from '../idempotency.store';
 import { decodeStoredResponse, encodeStoredResponse, type StoredResponse } from '../stored-response';
@@ -11,7 +12,6 @@ export interface PostgresIdempotencyStoreOptions {
   readonly pg: { Pool: new (config: object) => Pool };
   /** The lock sessions' connection settings (URL, or the app pool's settings). */
   readonly config: ClientConfig;
-  readonly applicationName: string;
   readonly keyPrefix: string;
   /** `name` or `schema.name` (default `nestjs_serialized_idempotency`). */
   readonly table?: string;
@@ -40,7 +40,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     this.statements = idempotencyStatements(options.table);
     this.pool = new options.pg.Pool({
       ...options.config,
-      application_name: options.applicationName,
+      // Not the lock sessions' name: those are counted by it.
+      application_name: lockApplicationName({ applicationName: `nestjs-serialized-idempotency:${options.keyPrefix}` }, options.keyPrefix),
       max: IDEMPOTENCY_DEFAULTS.pgPoolSize,
       idleTimeoutMillis: 10_000,
       connectionTimeoutMillis: options.connectTimeoutMs,

@@ -28,7 +28,6 @@ import { checkSession, unlockSession } from './held-session';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { PostgresIdempotencyStore } from '../../idempotency/stores/postgres-idempotency.store';
-import { idempotencyStatements } from '../../idempotency/stores/postgres-idempotency.statements';
 
 export type { PostgresLockProviderOptions } from './postgres-lock-provider.options';
 
@@ -76,7 +75,6 @@ export class PostgresLockProvider
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
   private readonly idempotencyTable: string | undefined;
-  private readonly createSchema: boolean;
   private refusal: SessionChangedError | undefined;
   private shutDown: Promise<void> | undefined;
 
@@ -92,9 +90,7 @@ export class PostgresLockProvider
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);
     this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
-    this.createSchema = options.createSchema ?? true;
     this.idempotencyTable = options.idempotencyTable;
-    if (this.idempotencyTable !== undefined) idempotencyStatements(this.idempotencyTable);
     this.settings = {
       pg,
       config: lockClientConfig(options),
@@ -103,7 +99,7 @@ export class PostgresLockProvider
       sessionTimeoutMs: timings.sessionTimeoutMs,
       keepaliveSeconds: timings.keepaliveSeconds,
       sequence: this.statements.sequence,
-      createSchema: this.createSchema,
+      createSchema: options.createSchema ?? true,
     };
     this.pool = new LockConnectionPool(
       {
@@ -125,20 +121,9 @@ export class PostgresLockProvider
     return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize, createSchema });
   }
 
-  /**
-   * `@Idempotent`'s records, in a table of this database, through a small pool of
-   * their own (never the lock sessions, never the app's pool).
-   */
+  /** `@Idempotent`'s records: a table of this database, reached through a small pool of their own. */
   createIdempotencyStore(): IdempotencyStore {
-    return new PostgresIdempotencyStore({
-      pg: this.settings.pg,
-      config: this.settings.config,
-      applicationName: lockApplicationName({ applicationName: `nestjs-serialized-idempotency:${this.keyPrefix}` }, this.keyPrefix),
-      keyPrefix: this.keyPrefix,
-      table: this.idempotencyTable,
-      createSchema: this.createSchema,
-      connectTimeoutMs: this.connectTimeoutMs,
-    });
+    return new PostgresIdempotencyStore({ ...this.settings, keyPrefix: this.keyPrefix, table: this.idempotencyTable });
   }
 
   /** Keys held or waited for in this process (0 when idle). */

@@ -167,10 +167,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     return this.connection.client;
   }
 
-  /**
-   * `@Idempotent`'s records: `<keyPrefix>:{<key>}:idem`, in the key's hash slot, sent
-   * on this provider's command connection (same bounds and errors as lock calls).
-   */
+  /** `@Idempotent`'s records: `<keyPrefix>:{<key>}:idem` (the key's slot), on the command connection. */
   createIdempotencyStore(): IdempotencyStore {
     return new RedisIdempotencyStore({
       run: (key, send) => this.connection.run(key, send),
