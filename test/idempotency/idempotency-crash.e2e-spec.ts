@@ -57,5 +57,5 @@ describe.each([['redis'], ['postgres']] as [Driver][])('@Idempotent when the fir
     const later = await request(survivor.url).post(`/idem/hold/${id}`).set('Idempotency-Key', key);
     expect([later.headers['idempotent-replayed'], later.body]).toEqual(['true', response.body]);
     expect(survivor.probe.count(`hold:${id}`)).toBe(1);
-  });
+  }, 120_000);
 });
