@@ -3,8 +3,8 @@
  *
  * Boots the example app (in this process, or as N OS processes sharing one
  * backend), fires 20 concurrent duplicate requests at each naive and each
- * serialized endpoint, prints what happened, and exits non-zero if a serialized
- * outcome is wrong.
+ * protected endpoint (`@Serialized`, and `@Idempotent` for the payment), prints
+ * what happened, and exits non-zero if a protected outcome is wrong.
  */
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -189,6 +189,37 @@ async function resourceScenario(urls: string[]): Promise<Row> {
   };
 }
 
+/** 20 copies of one payment with one Idempotency-Key: the naive twin charges each; @Idempotent charges once and answers all alike. */
+async function paymentScenario(urls: string[]): Promise<Row> {
+  const naiveAccount = `demo-${randomUUID().slice(0, 8)}`;
+  const account = `demo-${randomUUID().slice(0, 8)}`;
+  const key = randomUUID();
+  const pay = (base: string, path: string) =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify({ amount: 4200, currency: 'EUR' }),
+    }).then(async (response) => ({
+      shape: JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('location'), await response.text()]),
+      replayed: response.headers.get('idempotent-replayed') === 'true',
+    }));
+  const [, responses] = await Promise.all([
+    Promise.all(Array.from({ length: DUPLICATES }, (_, i) => pay(urls[i % urls.length], `/naive/accounts/${naiveAccount}/payments`))),
+    Promise.all(Array.from({ length: DUPLICATES }, (_, i) => pay(urls[i % urls.length], `/accounts/${account}/payments`))),
+  ]);
+  const naiveCharges = (await getJson<unknown[]>(`${urls[0]}/accounts/${naiveAccount}/payments`)).length;
+  const charges = (await getJson<unknown[]>(`${urls[0]}/accounts/${account}/payments`)).length;
+  const identical = responses.filter((r) => r.shape === responses[0].shape).length;
+  const replayed = responses.filter((r) => r.replayed).length;
+  return {
+    scenario: 'retried payment (Idempotency-Key)',
+    requests: `${DUPLICATES} × POST …/payments, 1 key`,
+    naive: `${naiveCharges} payments charged`,
+    serialized: `${charges} payment charged, ${identical} identical responses, ${replayed} replayed`,
+    ok: charges === 1 && identical === DUPLICATES && replayed === DUPLICATES - 1,
+  };
+}
+
 async function reportsScenario(urls: string[]): Promise<Row> {
   const result = await runReportsDemo(urls[0], { userId: `demo-${randomUUID().slice(0, 8)}`, count: REPORTS, pollMs: 100, timeoutMs: 60_000 });
   const done = REPORTS - result.notCompleted.length;
@@ -246,7 +277,7 @@ async function main(): Promise<void> {
   const deployment = args.instances === 1 ? await startInProcess(reports) : await startProcesses(args.instances, reports);
   let rows: Row[];
   try {
-    rows = [await rewardScenario(deployment.urls), await resourceScenario(deployment.urls)];
+    rows = [await rewardScenario(deployment.urls), await resourceScenario(deployment.urls), await paymentScenario(deployment.urls)];
     if (reports) rows.push(await reportsScenario(deployment.urls));
   } finally {
     await deployment.stop();
@@ -258,7 +289,7 @@ async function main(): Promise<void> {
     console.error(`\nFAILED: the serialized outcome is wrong for: ${failed.map((r) => r.scenario).join(', ')}`);
     process.exit(1);
   }
-  console.log('\nEvery serialized outcome is right: each thing done once, one at a time, in arrival order.');
+  console.log('\nEvery serialized outcome is right: each thing done once, one at a time, in arrival order; the retried payment charged once, every copy answered alike.');
 }
 
 main().catch((error) => {

@@ -3,6 +3,7 @@ import { SerializedModule, type SerializedModuleOptions } from 'nestjs-serialize
 import { AppConfigModule } from './config/app-config.module';
 import type { AppConfig } from './config/app.config';
 import { OverheadModule } from './overhead/overhead.module';
+import { PaymentsModule } from './payments/payments.module';
 import { ResourcesModule } from './resources/resources.module';
 import { RewardsModule } from './rewards/rewards.module';
 import { StoreModule } from './store/store.module';
@@ -15,7 +16,7 @@ export interface AppModuleOptions {
   imports?: ModuleMetadata['imports'];
 }
 
-/** The example app: the two seed scenarios, each serialized and naive, plus the overhead probe. */
+/** The example app: the seed scenarios, each protected and naive, plus the overhead probe. */
 @Module({})
 export class AppModule {
   static register(options: AppModuleOptions): DynamicModule {
@@ -27,6 +28,7 @@ export class AppModule {
         StoreModule,
         RewardsModule,
         ResourcesModule,
+        PaymentsModule,
         OverheadModule,
         ...(options.imports ?? []),
       ],

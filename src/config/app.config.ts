@@ -8,6 +8,7 @@ export const APP_ENV_ACCEPTS = {
   APP_STORE: 'memory, redis or postgres (default: the lock driver, SERIALIZED_DRIVER)',
   REWARD_TASK_MS: 'an integer number of milliseconds from 0 to 60000 (default 200)',
   RESOURCE_TASK_MS: 'an integer number of milliseconds from 0 to 60000 (default 50)',
+  PAYMENT_TASK_MS: 'an integer number of milliseconds from 0 to 60000 (default 100)',
   REPORTS_ENABLED: 'true or false (default true): the BullMQ reports flow, which needs Redis at REDIS_URL',
   REPORT_DURATION_MS: 'an integer number of milliseconds from 0 to 600000 (default 3000)',
   REPORTS_CONCURRENCY: 'an integer from 1 to 100 (default 4)',
@@ -20,13 +21,14 @@ class AppEnvironment {
   @IsOptional() @IsIn(['memory', 'redis', 'postgres']) APP_STORE?: 'memory' | 'redis' | 'postgres';
   @IsOptional() @IsInt() @Min(0) @Max(60000) REWARD_TASK_MS?: number;
   @IsOptional() @IsInt() @Min(0) @Max(60000) RESOURCE_TASK_MS?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(60000) PAYMENT_TASK_MS?: number;
   @IsOptional() @IsIn(['true', 'false']) REPORTS_ENABLED?: 'true' | 'false';
   @IsOptional() @IsInt() @Min(0) @Max(600000) REPORT_DURATION_MS?: number;
   @IsOptional() @IsInt() @Min(1) @Max(100) REPORTS_CONCURRENCY?: number;
   @IsOptional() @Matches(/^[A-Za-z0-9_.:{}-]{1,64}$/) REPORTS_QUEUE_PREFIX?: string;
 }
 
-const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS', 'REPORT_DURATION_MS', 'REPORTS_CONCURRENCY']);
+const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS', 'PAYMENT_TASK_MS', 'REPORT_DURATION_MS', 'REPORTS_CONCURRENCY']);
 
 /** The example app's own settings (the library reads its SERIALIZED_* variables itself). */
 export interface AppConfig {
@@ -35,6 +37,8 @@ export interface AppConfig {
   store: 'memory' | 'redis' | 'postgres';
   rewardTaskMs: number;
   resourceTaskMs: number;
+  /** The "slow step" of a payment (`POST /accounts/:accountId/payments`). */
+  paymentTaskMs: number;
   redisUrl: string;
   databaseUrl: string;
   /** The BullMQ reports flow (`POST /users/:userId/reports`, `GET /jobs/:id`). */
@@ -69,6 +73,7 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     store: env_.APP_STORE ?? (driver === 'redis' || driver === 'postgres' ? driver : 'memory'),
     rewardTaskMs: env_.REWARD_TASK_MS ?? 200,
     resourceTaskMs: env_.RESOURCE_TASK_MS ?? 50,
+    paymentTaskMs: env_.PAYMENT_TASK_MS ?? 100,
     redisUrl: env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379',
     databaseUrl: env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres',
     reports: {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveSerializedOptions } from 'nestjs-serialized';
 import { SERIALIZED_ENV_ACCEPTS } from 'nestjs-serialized/config/serialized-environment';
+import { IDEMPOTENCY_ENV_ACCEPTS, readIdempotencyTtlMs } from 'nestjs-serialized/idempotency/idempotency-environment';
 import { APP_ENV_ACCEPTS, loadAppConfig } from './app.config';
 
 /** The `NAME=value` lines of .env.example (commented-out lines are the tests' and benchmarks' own). */
@@ -17,7 +18,7 @@ function readEnvExample(): Record<string, string> {
 
 describe('.env.example', () => {
   const example = readEnvExample();
-  const readByCode = [...Object.keys(SERIALIZED_ENV_ACCEPTS), ...Object.keys(APP_ENV_ACCEPTS)].sort();
+  const readByCode = [...Object.keys(SERIALIZED_ENV_ACCEPTS), ...Object.keys(IDEMPOTENCY_ENV_ACCEPTS), ...Object.keys(APP_ENV_ACCEPTS)].sort();
 
   it('lists every variable the library and the example app read, and no other', () => {
     expect(Object.keys(example).sort()).toEqual(readByCode);
@@ -39,5 +40,6 @@ describe('.env.example', () => {
       lockPoolSize: postgres.lockPoolSize,
     });
     expect(pick(resolveSerializedOptions({}, example))).toEqual(pick(resolveSerializedOptions({}, {})));
+    expect(readIdempotencyTtlMs(example)).toBe(readIdempotencyTtlMs({}));
   });
 });

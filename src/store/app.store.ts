@@ -12,6 +12,16 @@ export interface Resource {
   createdAt: number;
 }
 
+/** A payment an account made. */
+export interface Payment {
+  id: string;
+  accountId: string;
+  amount: number;
+  currency: string;
+  status: 'succeeded';
+  createdAt: number;
+}
+
 /**
  * Where the example app keeps its data. Every method is a plain read or a plain
  * write — no transaction, no unique constraint, no compare-and-set — so a handler
@@ -25,5 +35,7 @@ export abstract class AppStore {
   abstract recordClaim(userId: string, at: number): Promise<RewardState>;
   abstract listResources(userId: string): Promise<Resource[]>;
   abstract addResource(resource: Resource): Promise<void>;
+  abstract listPayments(accountId: string): Promise<Payment[]>;
+  abstract addPayment(payment: Payment): Promise<void>;
   async close(): Promise<void> {}
 }

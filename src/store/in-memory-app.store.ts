@@ -1,9 +1,10 @@
-import { AppStore, type Resource, type RewardState } from './app.store';
+import { AppStore, type Payment, type Resource, type RewardState } from './app.store';
 
 /** Data in this process. Reads and writes still cross an `await`, as a database call would. */
 export class InMemoryAppStore extends AppStore {
   private readonly rewards = new Map<string, RewardState>();
   private readonly resources = new Map<string, Resource[]>();
+  private readonly payments = new Map<string, Payment[]>();
 
   async getRewards(userId: string): Promise<RewardState> {
     await tick();
@@ -25,6 +26,16 @@ export class InMemoryAppStore extends AppStore {
   async addResource(resource: Resource): Promise<void> {
     await tick();
     this.resources.set(resource.userId, [...(this.resources.get(resource.userId) ?? []), resource]);
+  }
+
+  async listPayments(accountId: string): Promise<Payment[]> {
+    await tick();
+    return [...(this.payments.get(accountId) ?? [])];
+  }
+
+  async addPayment(payment: Payment): Promise<void> {
+    await tick();
+    this.payments.set(payment.accountId, [...(this.payments.get(payment.accountId) ?? []), payment]);
   }
 }
 

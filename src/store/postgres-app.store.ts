@@ -1,5 +1,5 @@
 import { Pool } from 'pg';
-import { AppStore, type Resource, type RewardState } from './app.store';
+import { AppStore, type Payment, type Resource, type RewardState } from './app.store';
 
 /**
  * Data in PostgreSQL, shared by every instance. The tables deliberately have no
@@ -24,6 +24,8 @@ export class PostgresAppStore extends AppStore {
           user_id text PRIMARY KEY, reward_count integer NOT NULL, last_claim_at bigint)`);
         await client.query(`CREATE TABLE IF NOT EXISTS example_resources (
           id text PRIMARY KEY, user_id text NOT NULL, name text NOT NULL, created_at bigint NOT NULL)`);
+        await client.query(`CREATE TABLE IF NOT EXISTS example_payments (
+          id text PRIMARY KEY, account_id text NOT NULL, amount integer NOT NULL, currency text NOT NULL, created_at bigint NOT NULL)`);
         await client.query('SELECT pg_advisory_unlock(7349120811)');
       } finally {
         client.release();
@@ -66,6 +68,26 @@ export class PostgresAppStore extends AppStore {
       resource.userId,
       resource.name,
       resource.createdAt,
+    ]);
+  }
+
+  async listPayments(accountId: string): Promise<Payment[]> {
+    await this.schema();
+    const { rows } = await this.pool.query(
+      'SELECT id, account_id, amount, currency, created_at FROM example_payments WHERE account_id = $1 ORDER BY created_at, id',
+      [accountId],
+    );
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, amount: r.amount, currency: r.currency, status: 'succeeded', createdAt: Number(r.created_at) }));
+  }
+
+  async addPayment(payment: Payment): Promise<void> {
+    await this.schema();
+    await this.pool.query('INSERT INTO example_payments (id, account_id, amount, currency, created_at) VALUES ($1, $2, $3, $4, $5)', [
+      payment.id,
+      payment.accountId,
+      payment.amount,
+      payment.currency,
+      payment.createdAt,
     ]);
   }
 

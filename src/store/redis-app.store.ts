@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { AppStore, type Resource, type RewardState } from './app.store';
+import { AppStore, type Payment, type Resource, type RewardState } from './app.store';
 
 /** Data in Redis, shared by every instance: plain GET/SET and RPUSH, no scripts or transactions. */
 export class RedisAppStore extends AppStore {
@@ -34,6 +34,17 @@ export class RedisAppStore extends AppStore {
   async addResource(resource: Resource): Promise<void> {
     const key = `${this.prefix}:resources:${resource.userId}`;
     await this.redis.rpush(key, JSON.stringify(resource));
+    await this.redis.expire(key, 3600);
+  }
+
+  async listPayments(accountId: string): Promise<Payment[]> {
+    const items = await this.redis.lrange(`${this.prefix}:payments:${accountId}`, 0, -1);
+    return items.map((item) => JSON.parse(item) as Payment);
+  }
+
+  async addPayment(payment: Payment): Promise<void> {
+    const key = `${this.prefix}:payments:${payment.accountId}`;
+    await this.redis.rpush(key, JSON.stringify(payment));
     await this.redis.expire(key, 3600);
   }
 

@@ -18,10 +18,12 @@ describe('npm run demo', () => {
     expect(output).toContain('driver: memory, instances: 1');
     expect(output).toMatch(/daily reward .*\| 1 reward credited \(1×201, 19×409\)\s+\| ✔/);
     expect(output).toMatch(/create resource if absent .*\| 1 resource created \(1×201, 19×200\)\s+\| ✔/);
+    expect(output).toMatch(/retried payment \(Idempotency-Key\) .*\| 1 payment charged, 20 identical responses, 19 replayed\s+\| ✔/);
     expect(output).toMatch(/long task via BullMQ .*\| 4\/4 built one at a time, in enqueue order \(0 overlaps\)\s+\| ✔/);
     // The race is visible on the naive twins.
     const naiveRewards = Number(/\| (\d+) rewards credited/.exec(output)?.[1]);
     expect(naiveRewards).toBeGreaterThan(1);
+    expect(Number(/\| (\d+) payments charged/.exec(output)?.[1])).toBe(20);
     expect(result.status).toBe(0);
   });
 
@@ -41,6 +43,7 @@ describe('npm run demo', () => {
     expect(output).toContain('instances: 2');
     expect(output).toMatch(/daily reward .*\| 1 reward credited \(1×201, 19×409\)\s+\| ✔/);
     expect(output).toMatch(/create resource if absent .*\| 1 resource created \(1×201, 19×200\)\s+\| ✔/);
+    expect(output).toMatch(/retried payment \(Idempotency-Key\) .*\| 1 payment charged, 20 identical responses, 19 replayed\s+\| ✔/);
     expect(output).toMatch(/long task via BullMQ .*\| 4\/4 built one at a time, in enqueue order \(0 overlaps\)\s+\| ✔/);
     expect(Number(/\| (\d+) rewards credited/.exec(output)?.[1])).toBeGreaterThan(1);
     expect(result.status).toBe(0);

@@ -24,3 +24,10 @@ export { SERIALIZED_OPTIONS, SERIALIZED_OPTIONS_METADATA } from './serialized.co
 export { statusOf as serializedErrorStatus } from './interceptors/serialized-error.mapper';
 export { SerializedJobs } from './bullmq/serialized-jobs.decorator';
 export type { SerializedJobsOptions } from './bullmq/serialized-jobs-options.interface';
+export { Idempotent } from './idempotency/idempotent.decorator';
+export type { IdempotentOptions, IdempotencyFingerprintFn } from './idempotency/idempotent-options.interface';
+export { IdempotencyKeyError, IdempotencyConflictError, IdempotencyMismatchError } from './idempotency/errors';
+export type { IdempotencyKeyProblem } from './idempotency/errors';
+export type { IdempotencyStore, IdempotencyStoreSource } from './idempotency/idempotency.store';
+export type { StoredResponse } from './idempotency/stored-response';
+export type { ProblemDetails } from './idempotency/idempotency-problem.mapper';

@@ -30,6 +30,11 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     pool?: Pool;
     /** Connections of the library's lock pool per process (default 10, `SERIALIZED_PG_LOCK_POOL_SIZE`). */
     lockPoolSize?: number;
+    /**
+     * Create the fencing sequence and `@Idempotent`'s table when missing (default
+     * true). Off for a role that may not run DDL: docs/providers/postgres.md has the SQL.
+     */
+    createSchema?: boolean;
   };
 }
 
@@ -37,5 +42,5 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
   redis: { url?: string; client?: Redis | Cluster };
-  postgres: { connectionString?: string; pool?: Pool; lockPoolSize: number };
+  postgres: { connectionString?: string; pool?: Pool; lockPoolSize: number; createSchema?: boolean };
 }

@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { resolveSerializedOptions } from './config/serialized-options.resolver';
 import { SerializedInterceptor } from './interceptors/serialized.interceptor';
+import { IDEMPOTENCY_EXPORTS, IDEMPOTENCY_PROVIDERS } from './idempotency/idempotency.providers';
 import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
@@ -23,6 +25,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
  * Invalid options or variables stop start-up with one message listing them all.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: SERIALIZED_OPTIONS,
@@ -37,8 +40,9 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     LockService,
     SerializedMetadataAccessor,
     SerializedInterceptor,
+    ...IDEMPOTENCY_PROVIDERS,
   ],
-  exports: [SERIALIZED_OPTIONS, LockProvider, LockService, SerializedMetadataAccessor, SerializedInterceptor],
+  exports: [SERIALIZED_OPTIONS, LockProvider, LockService, SerializedMetadataAccessor, SerializedInterceptor, ...IDEMPOTENCY_EXPORTS],
 })
 export class SerializedModule extends SerializedConfigurableModule {
   /** Configures the module from `options` (and, for what they leave out, the environment). Global. */

@@ -58,7 +58,7 @@ export function resolveSerializedOptions(
     }
   }
 
-  const postgres = { pool: options.postgres?.pool, connectionString: options.postgres?.connectionString, lockPoolSize };
+  const postgres = { pool: options.postgres?.pool, connectionString: options.postgres?.connectionString, lockPoolSize, createSchema: options.postgres?.createSchema };
   if (driver === 'postgres' && !postgres.pool) {
     if (postgres.connectionString !== undefined) {
       if (typeof postgres.connectionString !== 'string' || !S.databaseUrl.pattern.test(postgres.connectionString)) {

@@ -11,6 +11,8 @@ import { LockProvider } from '../../lock.provider';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { InMemoryLock } from './in-memory-lock';
+import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
+import { MemoryIdempotencyStore } from '../../idempotency/stores/memory-idempotency.store';
 
 /** Options of {@link InMemoryLockProvider}; module options fill them in (no key prefix, lease or connection here). */
 export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitTimeoutMs' | 'maxPending' | 'shutdownGraceMs'>;
@@ -23,7 +25,7 @@ export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitT
  */
 export class InMemoryLockProvider
   extends LockProvider
-  implements ImmediateLockProvider, BeforeApplicationShutdown, OnApplicationShutdown
+  implements ImmediateLockProvider, BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
 {
   private readonly deadlines = new DeadlineQueue();
   private readonly queue = new KeyedWaitQueue(this.deadlines);
@@ -42,6 +44,11 @@ export class InMemoryLockProvider
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
+  }
+
+  /** `@Idempotent`'s records, in this process like the locks. */
+  createIdempotencyStore(): IdempotencyStore {
+    return new MemoryIdempotencyStore();
   }
 
   /** Keys held or waited for right now (0 when idle). */

@@ -26,6 +26,8 @@ export interface LockSessionSettings {
   readonly keepaliveSeconds: number;
   /** The fencing sequence (quoted), checked for presence during set-up. */
   readonly sequence: string;
+  /** Create the sequence when it is missing (off for roles that may not run DDL). */
+  readonly createSchema: boolean;
 }
 
 /** Who is told when a session ends while it holds a lock. */

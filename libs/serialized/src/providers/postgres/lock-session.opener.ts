@@ -25,6 +25,12 @@ export async function openLockSession(
   const { connection, sequencePresent } = opened;
   if (!sequencePresent) {
     try {
+      if (!settings.createSchema) {
+        throw new Error(
+          `the fencing-token sequence ${settings.sequence} is missing and createSchema is off; ` +
+            `create it once with "CREATE SEQUENCE IF NOT EXISTS ${settings.sequence}" and grant USAGE on it to this role`,
+        );
+      }
       await createSequence(connection, settings.sequence);
     } catch (error) {
       connection.kill(error as Error);

@@ -1,7 +1,7 @@
 import type * as Pg from 'pg';
 
 /** The part of the `pg` module the provider uses. */
-export type PgModule = Pick<typeof Pg, 'Client'>;
+export type PgModule = Pick<typeof Pg, 'Client' | 'Pool'>;
 
 /** The message a user sees when `driver: 'postgres'` is chosen without `pg` installed. */
 export const PG_MISSING_MESSAGE = "driver 'postgres' needs the optional peer dependency pg: npm install pg";

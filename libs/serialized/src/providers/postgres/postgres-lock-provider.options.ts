@@ -40,6 +40,14 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
   fencingSequence?: string;
   /** Idle lock connections are closed after this long (default 10 000 ms). */
   idleTimeoutMs?: number;
+  /**
+   * Create what the library keeps in the database when it is missing (default
+   * true): the fencing sequence and `@Idempotent`'s table. Off for a role that may
+   * not run DDL; create them beforehand with the SQL in docs/providers/postgres.md.
+   */
+  createSchema?: boolean;
+  /** Table of `@Idempotent`'s records (default `nestjs_serialized_idempotency`, `schema.name` accepted). */
+  idempotencyTable?: string;
 }
 
 /** How held sessions are watched, from `leaseMs` and `sessionTimeoutMs`. */

@@ -28,6 +28,8 @@ import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession, unlockSession } from './held-session';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
+import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
+import { PostgresIdempotencyStore } from '../../idempotency/stores/postgres-idempotency.store';
 
 export type { PostgresLockProviderOptions } from './postgres-lock-provider.options';
 
@@ -52,7 +54,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  */
 export class PostgresLockProvider
   extends LockProvider
-  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost
+  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource
 {
   /** The lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
@@ -74,6 +76,7 @@ export class PostgresLockProvider
   private readonly waitTimeoutMs: number;
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
+  private readonly idempotencyTable: string | undefined;
   private refusal: SessionChangedError | undefined;
   private shutDown: Promise<void> | undefined;
 
@@ -89,6 +92,7 @@ export class PostgresLockProvider
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);
     this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
+    this.idempotencyTable = options.idempotencyTable;
     this.settings = {
       pg,
       config: lockClientConfig(options),
@@ -97,6 +101,7 @@ export class PostgresLockProvider
       sessionTimeoutMs: timings.sessionTimeoutMs,
       keepaliveSeconds: timings.keepaliveSeconds,
       sequence: this.statements.sequence,
+      createSchema: options.createSchema ?? true,
     };
     this.pool = new LockConnectionPool(
       {
@@ -114,8 +119,13 @@ export class PostgresLockProvider
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
   static fromModuleOptions(options: ResolvedSerializedOptions): PostgresLockProvider {
-    const { connectionString, pool, lockPoolSize } = options.postgres;
-    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize });
+    const { connectionString, pool, lockPoolSize, createSchema } = options.postgres;
+    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize, createSchema });
+  }
+
+  /** `@Idempotent`'s records: a table of this database, reached through a small pool of their own. */
+  createIdempotencyStore(): IdempotencyStore {
+    return new PostgresIdempotencyStore({ ...this.settings, keyPrefix: this.keyPrefix, table: this.idempotencyTable });
   }
 
   /** Keys held or waited for in this process (0 when idle). */

@@ -24,6 +24,8 @@ import { RedisScripts } from './redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED } from './redis-waiter';
 import { RedisHandOffs } from './redis-hand-offs';
 import { RedisWakeUps } from './redis-wake-ups';
+import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
+import { RedisIdempotencyStore } from '../../idempotency/stores/redis-idempotency.store';
 
 /** Options of {@link RedisLockProvider}; module options fill in all but the tuning knobs. */
 export interface RedisLockProviderOptions extends LockProviderCommonOptions {
@@ -90,7 +92,7 @@ type HandOffReply = [status: number, member?: string, fence?: number, px?: numbe
  * After every lock is released, nothing is left in Redis but the fencing counter
  * (one per prefix; with Cluster, one per hash slot in use). See docs/providers/redis.md.
  */
-export class RedisLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
+export class RedisLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   private readonly deadlines = new DeadlineQueue({ unref: true, name: 'nestjs-serialized.redis-deadlines' });
   // Counted per key: `maxPending` tells a process that holds the key from one that does not.
@@ -212,6 +214,14 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   /** The client commands go through (yours, or the one the library opened). */
   get client(): RedisClient {
     return this.connection.client;
+  }
+
+  /** `@Idempotent`'s records: `<keyPrefix>:{<key>}:idem` (the key's slot), on the command connection. */
+  createIdempotencyStore(): IdempotencyStore {
+    return new RedisIdempotencyStore({
+      run: (key, send) => this.connection.run(key, send),
+      recordKeyOf: (key) => `${this.keyspace.keysOf(key).lock}:idem`,
+    });
   }
 
   /** Names of the Redis keys this provider uses for `key` (for diagnostics and tests). */
