@@ -31,7 +31,11 @@ export interface ResponseCapture {
  * filters and interceptors. A client that left does not end the recording: Nest
  * still ends the response, and that response is the one its retry should get.
  */
-export function captureResponse(raw: ServerResponse, maxBytes: number): ResponseCapture {
+export function captureResponse(
+  raw: ServerResponse,
+  maxBytes: number,
+  beforeEnd?: (captured: CapturedResponse) => Promise<void>,
+): ResponseCapture {
   const chunks: Buffer[] = [];
   const headHeaders: Record<string, string | string[]> = {};
   let size = 0;
@@ -60,11 +64,13 @@ export function captureResponse(raw: ServerResponse, maxBytes: number): Response
     }
   };
 
-  let settle!: (complete: boolean) => void;
+  let settle!: (complete: boolean) => CapturedResponse | undefined;
+  let finish!: (captured: CapturedResponse) => void;
   const done = new Promise<CapturedResponse>((resolve) => {
     let settled = false;
-    settle = (complete: boolean): void => {
-      if (settled) return;
+    finish = resolve;
+    settle = (complete: boolean): CapturedResponse | undefined => {
+      if (settled) return undefined;
       settled = true;
       restore();
       const headers: Record<string, string | string[]> = {};
@@ -72,7 +78,9 @@ export function captureResponse(raw: ServerResponse, maxBytes: number): Response
         if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value : String(value);
       }
       Object.assign(headers, headHeaders);
-      resolve({ complete, oversize, status: raw.statusCode, headers, body: Buffer.concat(chunks) });
+      const captured = { complete, oversize, status: raw.statusCode, headers, body: Buffer.concat(chunks) };
+      if (!complete || !beforeEnd) resolve(captured);
+      return captured;
     };
 
     raw.writeHead = function (this: ServerResponse, ...args: unknown[]) {
@@ -92,10 +100,24 @@ export function captureResponse(raw: ServerResponse, maxBytes: number): Response
     } as ServerResponse['write'];
     raw.end = function (this: ServerResponse, chunk?: Chunk, ...rest: unknown[]) {
       add(chunk, rest[0]);
-      const result = (original.end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-      settle(true);
-      return result;
+      const captured = settle(true);
+      const end = (): ServerResponse => (original.end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+      if (!captured || !beforeEnd) return end();
+      // The last bytes leave only once `beforeEnd` is done (the record is stored):
+      // a client that has its response and retries at once finds the record.
+      void beforeEnd(captured)
+        .catch(() => undefined)
+        .then(() => {
+          end();
+          finish(captured);
+        });
+      return this;
     } as ServerResponse['end'];
   });
-  return { done, stop: () => settle(false) };
+  return {
+    done,
+    stop: () => {
+      settle(false);
+    },
+  };
 }

@@ -132,8 +132,9 @@ class FirstRun {
     const response = http ? ctx.switchToHttp().getResponse<{ raw?: ServerResponse } & ServerResponse>() : undefined;
     const raw = response?.raw ?? response;
     // HTTP: what is stored is what goes out, recorded from before the handler runs.
-    this.capture = raw && typeof raw.on === 'function' ? captureResponse(raw, this.maxBytes) : undefined;
-    void this.capture?.done.then((captured) => this.settleHttp(captured));
+    // The record is stored before the response's last bytes leave, the key released after.
+    this.capture = raw && typeof raw.on === 'function' ? captureResponse(raw, this.maxBytes, (captured) => this.storeHttp(captured)) : undefined;
+    void this.capture?.done.then(() => this.releaseHttp());
   }
 
   private get maxBytes(): number {
@@ -173,25 +174,27 @@ class FirstRun {
     else void this.finishValues(false);
   }
 
-  private async settleHttp(captured: CapturedResponse): Promise<void> {
+  /** The response is complete and about to leave: store it if it may be stored. Never throws. */
+  private async storeHttp(captured: CapturedResponse): Promise<void> {
+    if (this.finished) return;
+    const storeErrors = this.metadata.options.storeServerErrors === true;
+    if ((captured.status >= 500 || this.failedOnLock) && !storeErrors) return;
+    if (captured.oversize) return this.service.warnOversize(this.metadata);
+    await this.service.save(this.call, this.metadata, {
+      fingerprint: this.call.fingerprint,
+      kind: 'http',
+      status: captured.status,
+      headers: describingHeaders(captured.headers, this.metadata.storedHeaders),
+      body: captured.body,
+      storedAt: Date.now(),
+    });
+  }
+
+  /** The response went out (stored, if it could be) or never will: the key is released. */
+  private async releaseHttp(): Promise<void> {
     if (this.finished) return;
     this.finished = true;
-    try {
-      if (!captured.complete) return;
-      const storeErrors = this.metadata.options.storeServerErrors === true;
-      if ((captured.status >= 500 || this.failedOnLock) && !storeErrors) return;
-      if (captured.oversize) return this.service.warnOversize(this.metadata);
-      await this.service.save(this.call, this.metadata, {
-        fingerprint: this.call.fingerprint,
-        kind: 'http',
-        status: captured.status,
-        headers: describingHeaders(captured.headers, this.metadata.storedHeaders),
-        body: captured.body,
-        storedAt: Date.now(),
-      });
-    } finally {
-      await this.held.release();
-    }
+    await this.held.release();
   }
 
   private async finishValues(completed: boolean): Promise<void> {
