@@ -1,6 +1,6 @@
 export { SerializedModule } from './serialized.module';
 export { Serialized } from './decorators/serialized.decorator';
-export type { SerializedOptions, SerializedMetadata } from './decorators/serialized-options.interface';
+export type { SerializedOptions, SerializedMetadata } from './metadata/serialized-options.interface';
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 export { LockService } from './lock.service';
 export type { RunOptions, HeldKey, SerializedMode } from './lock.service';
