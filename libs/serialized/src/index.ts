@@ -1,5 +1,7 @@
 export { SerializedModule } from './serialized.module';
 export { Serialized } from './decorators/serialized.decorator';
+export { SkipSerialized } from './decorators/skip-serialized.decorator';
+export { SerializedLock } from './decorators/serialized-lock.decorator';
 export type { SerializedOptions, SerializedMetadata } from './metadata/serialized-options.interface';
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 export { LockService } from './lock.service';
