@@ -1,6 +1,8 @@
 export { SerializedModule } from './serialized.module';
 export { Serialized } from './decorators/serialized.decorator';
-export type { SerializedOptions, SerializedMetadata } from './decorators/serialized-options.interface';
+export { SkipSerialized } from './decorators/skip-serialized.decorator';
+export { SerializedLock } from './decorators/serialized-lock.decorator';
+export type { SerializedOptions, SerializedMetadata } from './metadata/serialized-options.interface';
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 export { LockService } from './lock.service';
 export type { RunOptions, HeldKey, SerializedMode } from './lock.service';
