@@ -51,7 +51,7 @@ export class LockService {
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
 
-  constructor(readonly provider: LockProvider) {}
+  constructor(private readonly provider: LockProvider) {}
 
   /**
    * Runs `fn` while holding `key`, one caller at a time per key, in arrival order,
@@ -93,7 +93,8 @@ export class LockService {
   /**
    * Acquires `key` with the options of {@link run} and returns it held; the caller
    * must call `release()`. Run the protected work through {@link runHolding} so that
-   * nested calls see the key as held.
+   * nested calls see the key as held. Plumbing of the decorators; users call {@link run}.
+   * @internal
    */
   async acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
     if (typeof key !== 'string' || key === '') {
@@ -122,6 +123,7 @@ export class LockService {
   /**
    * Runs `fn` in an async context where `held` counts as held, so a nested
    * `run`/`@Serialized` on the same key runs at once instead of deadlocking.
+   * @internal
    */
   runHolding<R>(held: HeldKey, fn: () => R, passThrough?: unknown): R {
     if (held.reentrant && passThrough === undefined) return fn();
