@@ -336,7 +336,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
     }, 90_000);
 
     it('is reentrant: a holder asking for its own key again runs at once', async () => {
-      const { locks } = await make();
+      const { provider, locks } = await make();
       const key = uniqueId('reentrant');
       const result = await locks.run(key, async (outer) =>
         locks.run(key, async (inner) => {
@@ -353,7 +353,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       await locks.run(key, () => {
         late = goOn.promise.then(() => locks.run(key, () => 'late ran'));
       });
-      const blocker = await locks.provider.acquire(key);
+      const blocker = await provider.acquire(key);
       goOn.resolve();
       await expect(Promise.race([late, sleep(200).then(() => 'still waiting')])).resolves.toBe('still waiting');
       await blocker.release();

@@ -54,7 +54,7 @@ export class LockService {
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
 
-  constructor(readonly provider: LockProvider) {}
+  constructor(private readonly provider: LockProvider) {}
 
   /**
    * Runs `fn` while holding `key`, one caller at a time per key, in arrival order,
@@ -96,7 +96,8 @@ export class LockService {
   /**
    * Acquires `key` with the options of {@link run} and returns it held; the caller
    * must call `release()`. Run the protected work through {@link runHolding} so that
-   * nested calls see the key as held.
+   * nested calls see the key as held. Plumbing of the decorators; users call {@link run}.
+   * @internal
    */
   async acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
     if (typeof key !== 'string' || key === '') {
@@ -127,6 +128,7 @@ export class LockService {
    * `run`/`@Serialized` on the same key runs at once instead of deadlocking.
    * `handshake` announces the decorated handler the interceptor is about to call
    * (see `metadata/handler.handshake.ts`).
+   * @internal
    */
   runHolding<R>(held: HeldKey, fn: () => R, handshake?: HandlerHandshake): R {
     const store = this.context.getStore();
