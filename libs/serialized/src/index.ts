@@ -22,6 +22,8 @@ export type { SerializationKey, SerializationKeyFn, SerializationKeyValue } from
 export { SERIALIZED_DEFAULTS } from './serialized.defaults';
 export { SERIALIZED_OPTIONS, SERIALIZED_OPTIONS_METADATA } from './serialized.constants';
 export { statusOf as serializedErrorStatus } from './interceptors/serialized-error.mapper';
+export type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
+export { SerializedExceptionFilter } from './filters/serialized-exception.filter';
 export { SerializedJobs } from './bullmq/serialized-jobs.decorator';
 export type { SerializedJobsOptions } from './bullmq/serialized-jobs-options.interface';
 export { Idempotent } from './idempotency/idempotent.decorator';
