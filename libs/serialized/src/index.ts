@@ -5,6 +5,8 @@ export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 export { LockService } from './lock.service';
 export type { RunOptions, HeldKey, SerializedMode } from './lock.service';
 export { LockProvider } from './lock.provider';
+export { SerializedHealthIndicator } from './observability/serialized-health.indicator';
+export type { SerializedHealthResult, SerializedHealthCheckOptions } from './observability/serialized-health.indicator';
 export type { Lock } from './lock.interface';
 export type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 export type { LockProviderCommonOptions } from './lock-provider-options.interface';

@@ -7,6 +7,7 @@ import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
+import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 import { SERIALIZED_OPTIONS } from './serialized.constants';
 import {
   SERIALIZED_ASYNC_OPTIONS_TYPE,
@@ -40,9 +41,11 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     LockService,
     SerializedMetadataAccessor,
     SerializedInterceptor,
+    // Costs nothing until used: @nestjs/terminus is loaded on the first check.
+    SerializedHealthIndicator,
     ...IDEMPOTENCY_PROVIDERS,
   ],
-  exports: [SERIALIZED_OPTIONS, LockProvider, LockService, SerializedMetadataAccessor, SerializedInterceptor, ...IDEMPOTENCY_EXPORTS],
+  exports: [SERIALIZED_OPTIONS, LockProvider, LockService, SerializedMetadataAccessor, SerializedInterceptor, SerializedHealthIndicator, ...IDEMPOTENCY_EXPORTS],
 })
 export class SerializedModule extends SerializedConfigurableModule {
   /** Configures the module from `options` (and, for what they leave out, the environment). Global. */
