@@ -8,6 +8,7 @@ import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
 import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
+import { SerializedStartupLine } from './observability/startup-line';
 import { SERIALIZED_OPTIONS } from './serialized.constants';
 import {
   SERIALIZED_ASYNC_OPTIONS_TYPE,
@@ -43,6 +44,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     SerializedInterceptor,
     // Costs nothing until used: @nestjs/terminus is loaded on the first check.
     SerializedHealthIndicator,
+    SerializedStartupLine,
     ...IDEMPOTENCY_PROVIDERS,
   ],
   exports: [SERIALIZED_OPTIONS, LockProvider, LockService, SerializedMetadataAccessor, SerializedInterceptor, SerializedHealthIndicator, ...IDEMPOTENCY_EXPORTS],
