@@ -25,6 +25,7 @@ import { RedisScripts } from './redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED } from './redis-waiter';
 import { RedisHandOffs } from './redis-hand-offs';
 import { RedisWakeUps } from './redis-wake-ups';
+import { withTimeout } from '../../observability/with-timeout';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { RedisIdempotencyStore } from '../../idempotency/stores/redis-idempotency.store';
 
@@ -223,6 +224,12 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       run: (key, send) => this.connection.run(key, send),
       recordKeyOf: (key) => `${this.keyspace.keysOf(key).lock}:idem`,
     });
+  }
+
+  /** Health: one `PING` on the command connection, sent ahead of queued acquisitions, bounded by `timeoutMs`. */
+  override ping(timeoutMs: number): Promise<void> {
+    if (this.held.closing) return Promise.reject(new LockBackendError('The lock provider is shutting down'));
+    return withTimeout(this.connection.run('', (client) => client.ping(), URGENT), timeoutMs, 'Redis').then(() => undefined);
   }
 
   /** Names of the Redis keys this provider uses for `key` (for diagnostics and tests). */
