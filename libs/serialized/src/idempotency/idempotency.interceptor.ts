@@ -9,7 +9,6 @@ import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { captureResponse, type CapturedResponse, type ResponseCapture } from './http-response.capture';
 import { describingHeaders, replayHttpResponse } from './http-response.replay';
 import { readIdempotentCall, type IdempotentCall } from './idempotency-key.reader';
-import { toIdempotencyTransportError } from './idempotency-problem.mapper';
 import { IdempotencyService } from './idempotency.service';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
 import { IdempotentMetadataAccessor } from './idempotent-metadata.accessor';
@@ -88,7 +87,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       })().catch((error) => {
         settled();
         if (error instanceof ClientGoneError || subscriber.closed) return;
-        subscriber.error(toIdempotencyTransportError(error, ctx));
+        // SerializedExceptionFilter gives it its transport's form (problem details for ours).
+        subscriber.error(error);
       });
 
       return () => {
