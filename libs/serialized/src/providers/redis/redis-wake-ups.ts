@@ -1,4 +1,4 @@
-import { closeClient } from './redis-close-client';
+import { closeClient } from './redis-client';
 import type { RedisClient, RedisConnection } from './redis-connection';
 
 /**
