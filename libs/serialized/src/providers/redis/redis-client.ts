@@ -39,7 +39,12 @@ export class RedisClientOwner {
     } else {
       throw new SerializedConfigError(["driver 'redis' needs redis.url (or REDIS_URL) or redis.client"]);
     }
-    this.isCluster = (this.client as { isCluster?: boolean }).isCluster === true;
+    this.isCluster = RedisClientOwner.isClusterClient(this.client);
+  }
+
+  /** Whether `client` is a Cluster client (commands routed per hash slot); a URL always opens a standalone one. */
+  static isClusterClient(client: RedisClient | undefined): boolean {
+    return (client as { isCluster?: boolean } | undefined)?.isCluster === true;
   }
 
   /** A second connection like the command one, for subscribing (always the library's own). */
