@@ -35,10 +35,8 @@ const CYCLE_EDGE_EXCEPTIONS = {
 
 /** Folder imports ("from -> to") allowed to close a cycle between folders today. */
 const FOLDER_CYCLE_EXCEPTIONS = {
-  // decorators/ imports interceptors/ and bullmq/, which read decorators/serialized-run-options.ts.
-  'interceptors -> decorators': 'meta15 (metadata helpers move to metadata/)',
-  'bullmq -> decorators': 'meta15 (metadata helpers move to metadata/)',
-  'metadata -> decorators': 'meta15 (the options types move out of decorators/)',
+  // idempotency.interceptor.ts uses interceptors/client-gone.ts; serialized-error.mapper.ts maps idempotency problems.
+  'idempotency -> interceptors': 'the owner of idempotency/ (e.g. client-gone.ts to internal/)',
   // postgres-idempotency.store.ts reads the provider's options; the provider builds the store.
   'idempotency/stores -> providers/postgres': 'the PostgreSQL helper',
 };

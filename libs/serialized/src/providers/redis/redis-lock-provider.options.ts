@@ -95,9 +95,3 @@ function tuning(options: RedisLockProviderOptions, name: keyof typeof REDIS_LOCK
   }
   return value;
 }
-
-/** Leases travel inside owner tokens as whole milliseconds. */
-export function leaseOf(leaseMs: number): number | RangeError {
-  if (!Number.isFinite(leaseMs) || leaseMs <= 0) return new RangeError(`leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
-  return Math.ceil(leaseMs);
-}

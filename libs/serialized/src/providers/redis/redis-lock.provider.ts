@@ -1,5 +1,6 @@
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
@@ -18,7 +19,7 @@ import { RedisConnection } from './redis-connection';
 import { RedisGrantCheck } from './redis-grant-check';
 import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
 import type { RedisLock } from './redis-lock';
-import { leaseOf, resolveRedisLockOptions, type RedisLockProviderOptions, type ResolvedRedisLockOptions } from './redis-lock-provider.options';
+import { resolveRedisLockOptions, type RedisLockProviderOptions, type ResolvedRedisLockOptions } from './redis-lock-provider.options';
 import { RedisScripts } from './redis-scripts';
 import { RedisTryAcquire } from './redis-try-acquire';
 import { RedisWaiters } from './redis-waiters';
@@ -147,11 +148,12 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+    const invalid = validateAcquire(key, options, 'RedisLockProvider#acquire');
+    if (invalid) return Promise.reject(invalid);
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const leaseMs = leaseOf(options.leaseMs ?? this.options.leaseMs);
-    if (leaseMs instanceof Error) return Promise.reject(leaseMs);
+    const leaseMs = options.leaseMs ?? this.options.leaseMs;
     const waitTimeoutMs = options.waitTimeoutMs ?? this.options.waitTimeoutMs;
     const maxPending = options.maxPending ?? this.options.maxPending;
 
@@ -177,11 +179,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
+    const invalid = validateAcquire(key, options, 'RedisLockProvider#tryAcquire');
+    if (invalid) return Promise.reject(invalid);
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-    const leaseMs = leaseOf(options.leaseMs ?? this.options.leaseMs);
-    if (leaseMs instanceof Error) return Promise.reject(leaseMs);
-    return this.try.take(key, leaseMs, options.signal);
+    return this.try.take(key, options.leaseMs ?? this.options.leaseMs, options.signal);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
