@@ -181,7 +181,7 @@ export class PostgresLockProvider
       }
       if (this.held.closing) {
         this.queue.release(key);
-        throw new LockBackendError('The lock provider is shutting down', { key });
+        throw LockBackendError.shuttingDown(key);
       }
       return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     });
@@ -205,7 +205,7 @@ export class PostgresLockProvider
   beforeApplicationShutdown(): Promise<void> {
     return keepingProcessAlive(async () => {
       this.held.close();
-      const closing = (key: string) => new LockBackendError('The lock provider is shutting down', { key });
+      const closing = (key: string) => LockBackendError.shuttingDown(key);
       this.queue.rejectAll(closing);
       for (const attempt of [...this.attempts.values()]) attempt.abort(closing(attempt.key));
       await this.held.drain(this.shutdownGraceMs);
