@@ -11,7 +11,10 @@ export type { SerializedModuleOptions, SerializedDriver } from './serialized-opt
 
 // Serializing a handler, a service method or a BullMQ `process(job)`: `@Serialized(key, options?)`.
 export { Serialized } from './decorators/serialized.decorator';
-export type { SerializedOptions } from './decorators/serialized-options.interface';
+// `@SkipSerialized()` exempts a method from a class-level `@Serialized`; `@SerializedLock()` hands a handler its lock.
+export { SkipSerialized } from './decorators/skip-serialized.decorator';
+export { SerializedLock } from './decorators/serialized-lock.decorator';
+export type { SerializedOptions } from './metadata/serialized-options.interface';
 export type { SerializationKey, SerializationKeyFn, SerializationKeyValue } from './key/serialization-key';
 // What @Serialized applies; public for apps that register it as APP_INTERCEPTOR.
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';

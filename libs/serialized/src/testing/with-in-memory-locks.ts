@@ -1,5 +1,6 @@
-import { lockKeyOf, runOptionsOf } from '../decorators/serialized-run-options';
-import type { SerializedMetadata } from '../decorators/serialized-options.interface';
+import { HandlerHandshake } from '../metadata/handler.handshake';
+import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
+import type { SerializedMetadata } from '../metadata/serialized-options.interface';
 import { LockService } from '../lock.service';
 import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
 import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
@@ -41,7 +42,7 @@ export function withInMemoryLocks<T extends object>(instance: T, options: WithIn
       const held = await locks.acquire(lockKeyOf(metadata, '*'), runOptionsOf(metadata, handler));
       try {
         // Passing the decorated method through, as the interceptor does, so it does not look for a key.
-        return await locks.runHolding(held, () => method.apply(this, args), method);
+        return await locks.runHolding(held, () => method.apply(this, args), new HandlerHandshake(method));
       } finally {
         await held.release();
       }
