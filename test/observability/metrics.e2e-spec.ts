@@ -108,10 +108,11 @@ describe('OpenTelemetry metrics of LockService (real Redis)', () => {
   });
 
   it('counts a lock lost while held', async () => {
-    const service = new LockService(newProvider({ leaseMs: 600 }));
+    const provider = newProvider({ leaseMs: 600 });
+    const service = new LockService(provider);
     const lost = await service.run('ledger:7', async (lock) => {
       // Someone removes the lock in Redis: the next renewal finds it gone.
-      await admin.del(service.provider instanceof RedisLockProvider ? service.provider.redisKeysOf('ledger:7').lock : '');
+      await admin.del(provider.redisKeysOf('ledger:7').lock);
       await waitFor(() => lock.signal.aborted, 10_000, 'lock.signal to abort');
       return lock.signal.reason;
     });
