@@ -19,8 +19,9 @@ module.exports = {
     '^nestjs-serialized/(.*)$': '<rootDir>/libs/serialized/src/$1',
   },
   // `npm run build` writes the library's package.json to dist/: keep it out of the module map.
-  modulePathIgnorePatterns: ['<rootDir>/dist/'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/'],
+  // The global set-up compiles the repository to .cache/test-build for child processes.
+  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/.cache/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/', '<rootDir>/.cache/'],
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   testTimeout: 30000,

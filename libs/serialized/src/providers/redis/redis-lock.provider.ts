@@ -125,7 +125,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
 
   /** Health: one `PING` on the command connection, sent ahead of queued acquisitions, bounded by `timeoutMs`. */
   override ping(timeoutMs: number): Promise<void> {
-    if (this.held.closing) return Promise.reject(new LockBackendError('The lock provider is shutting down'));
+    if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown());
     return withTimeout(this.connection.run('', (client) => client.ping(), URGENT), timeoutMs, 'Redis').then(() => undefined);
   }
 
