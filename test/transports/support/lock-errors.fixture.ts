@@ -30,8 +30,11 @@ export const EXPECTED: Record<Scenario, { status: number; code: string; graphqlC
 };
 
 class DeadBackend extends LockService implements OnApplicationShutdown {
+  constructor(private readonly dead: RedisLockProvider) {
+    super(dead);
+  }
   async onApplicationShutdown(): Promise<void> {
-    await (this.provider as RedisLockProvider).close();
+    await this.dead.close();
   }
 }
 

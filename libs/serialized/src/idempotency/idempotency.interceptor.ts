@@ -61,7 +61,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         const call = await readIdempotentCall(metadata, { ctx });
         if (!call) {
           settled();
-          inner = this.service.passThrough(method, () => next.handle().subscribe(subscriber));
+          inner = this.service.runHandshake(method, () => next.handle().subscribe(subscriber));
           return;
         }
         let record = await this.service.find(call, metadata);
@@ -77,7 +77,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
           if (subscriber.closed) return held.release();
           if (!record) {
             first = new FirstRun(this.service, metadata, call, held, ctx, subscriber);
-            inner = first.start((observer) => this.service.passThrough(method, () => next.handle().subscribe(observer)));
+            inner = first.start((observer) => this.service.runHandshake(method, () => next.handle().subscribe(observer)));
             return;
           }
           await held.release();

@@ -7,10 +7,11 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { Observable, type Subscription } from 'rxjs';
-import { lockKeyOf, runOptionsOf } from '../decorators/serialized-run-options';
+import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
 import { SerializedError } from '../errors';
 import { resolveContextKey } from '../key/context-key.resolver';
 import { LockService, type HeldKey } from '../lock.service';
+import { HandlerHandshake } from '../metadata/handler.handshake';
 import { SerializedMetadataAccessor } from '../metadata/serialized-metadata.accessor';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { BackendOutageLog } from './backend-outage.log';
@@ -46,7 +47,8 @@ export class SerializedInterceptor implements NestInterceptor {
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     const metadata = this.metadata.get(ctx.getHandler(), ctx.getClass());
-    if (!metadata) return next.handle();
+    // Undecorated, or another SerializedInterceptor (APP_INTERCEPTOR and the decorator's) already holds the key for this call.
+    if (!metadata || this.lockService.handshake()?.isPendingFor(ctx.getHandler())) return next.handle();
     const handler = `${ctx.getClass().name}#${ctx.getHandler().name}`;
 
     return new Observable<unknown>((subscriber) => {
@@ -85,7 +87,7 @@ export class SerializedInterceptor implements NestInterceptor {
               finish(() => subscriber.complete());
             },
           }),
-          ctx.getHandler(),
+          new HandlerHandshake(ctx.getHandler()),
         );
       })().catch((error) => {
         acquiring = false;
