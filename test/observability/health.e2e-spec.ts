@@ -3,6 +3,9 @@ import { NestFactory } from '@nestjs/core';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { SerializedHealthIndicator, SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
 import request from 'supertest';
+import { Cluster } from 'ioredis';
+import { databaseTarget } from '../postgres/support/provider-set';
+import { TcpProxy } from '../postgres/support/tcp-proxy';
 import { ThrowawayRedis } from '../redis/support/throwaway-redis';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
@@ -57,6 +60,22 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
     expect(response.body.info.locks).toEqual({ status: 'up', driver });
   });
 
+  it("is up on a Redis Cluster through the app's own client, which it leaves open", async () => {
+    const nodes = process.env.TEST_REDIS_CLUSTER_NODES;
+    if (!nodes) throw new Error('TEST_REDIS_CLUSTER_NODES is not set: the jest global set-up starts the test cluster');
+    const client = new Cluster(nodes.split(',').map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) })));
+    try {
+      app = await startHealthApp({ driver: 'redis', redis: { client }, keyPrefix: uniqueId('health') });
+      const response = await request(app.getHttpServer()).get('/health').expect(200);
+      expect(response.body.info.locks).toEqual({ status: 'up', driver: 'redis' });
+      await app.close();
+      app = undefined;
+      expect(await client.ping()).toBe('PONG');
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('is down (503) once its Redis is killed, and up again when it returns; the reason never shows the password', async () => {
     redis = await ThrowawayRedis.create(['--requirepass', 'hunter2secret']);
     await redis.start();
@@ -103,6 +122,28 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
       expect(down.body.error.locks).toEqual({ status: 'down', driver: 'redis', message: 'Redis did not answer within 500 ms' });
     } finally {
       redis.resume();
+    }
+  });
+
+  it('is down with the bound as reason when the path to PostgreSQL goes dark (a proxy the test controls)', async () => {
+    const proxy = new TcpProxy(databaseTarget());
+    await proxy.start();
+    try {
+      app = await startHealthApp({
+        driver: 'postgres',
+        postgres: { connectionString: proxy.url(TEST_DATABASE_URL) },
+        keyPrefix: uniqueId('health'),
+        connectTimeoutMs: 1000,
+      });
+      // Opens a lock connection and leaves it idle in the pool: the next check reuses it.
+      await request(app.getHttpServer()).get('/health').expect(200);
+      proxy.blackhole();
+      const down = await request(app.getHttpServer()).get('/health').expect(503);
+      expect(down.body.error.locks).toEqual({ status: 'down', driver: 'postgres', message: 'PostgreSQL did not answer within 500 ms' });
+      await app.close();
+      app = undefined;
+    } finally {
+      await proxy.stop();
     }
   });
 

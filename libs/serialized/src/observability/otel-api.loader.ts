@@ -4,6 +4,7 @@ import type * as OtelApi from '@opentelemetry/api';
  * `@opentelemetry/api` when the app has it installed, `undefined` otherwise: it is
  * an optional peer, loaded only when a `LockService` is created, never when the
  * library is imported.
+ * @internal
  */
 export function loadOtelApi(): typeof OtelApi | undefined {
   try {

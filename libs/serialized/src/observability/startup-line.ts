@@ -59,6 +59,7 @@ function postgresAddress(postgres: ResolvedSerializedOptions['postgres']): strin
   const options = pool?.options;
   if (!options) return '(no address)';
   if (options.connectionString) return `${options.connectionString} (the app's pool)`;
-  const user = options.user ? `${options.user}@` : '';
-  return `postgres://${user}${options.host ?? 'localhost'}:${options.port ?? 5432}/${options.database ?? ''} (the app's pool)`;
+  // The user goes outside the URL: a lone userinfo reads as a password to the redaction.
+  const user = options.user ? `, user ${options.user}` : '';
+  return `postgres://${options.host ?? 'localhost'}:${options.port ?? 5432}/${options.database ?? ''} (the app's pool${user})`;
 }
