@@ -56,7 +56,7 @@ export class PostgresLockProvider
   extends LockProvider
   implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource
 {
-  /** The lock sessions' `application_name` (count them in `pg_stat_activity`). */
+  /** Diagnostics: the lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
   readonly keyPrefix: string;
   /** @internal */
@@ -128,7 +128,7 @@ export class PostgresLockProvider
     return new PostgresIdempotencyStore({ ...this.settings, keyPrefix: this.keyPrefix, table: this.idempotencyTable });
   }
 
-  /** Keys held or waited for in this process (0 when idle). */
+  /** Diagnostics (for tests and health checks): keys held or waited for in this process (0 when idle). */
   get activeKeys(): number {
     return this.queue.size;
   }
@@ -138,7 +138,7 @@ export class PostgresLockProvider
     return this.pool.total;
   }
 
-  /** Whether a timer is armed (none when nothing is held or waited for). */
+  /** Diagnostics: whether a timer is armed (none when nothing is held or waited for). */
   get timerArmed(): boolean {
     return this.deadlines.armed || this.monitor.armed || this.watchdog.armed;
   }
