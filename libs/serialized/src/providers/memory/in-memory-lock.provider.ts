@@ -51,12 +51,12 @@ export class InMemoryLockProvider
     return new MemoryIdempotencyStore();
   }
 
-  /** Keys held or waited for right now (0 when idle). */
+  /** Diagnostics (for tests and health checks): keys held or waited for right now (0 when idle). */
   get activeKeys(): number {
     return this.queue.size;
   }
 
-  /** Whether a timer is armed (none when nobody waits). */
+  /** Diagnostics: whether a timer is armed (none when nobody waits). */
   get timerArmed(): boolean {
     return this.deadlines.armed;
   }
