@@ -9,6 +9,7 @@ import {
   Serialized,
   SerializedInterceptor,
   SerializedLock,
+  SerializedConfigError,
   SerializedModule,
   SkipSerialized,
   type Lock,
@@ -29,8 +30,6 @@ class FenceReader {
 const keyReads = new Map<string, number>();
 /** A request of `/lock/class/:id` waits for its gate while holding the key. */
 const gates = new Map<string, Promise<void>>();
-/** Calls of a handler whose @SerializedLock() cannot be resolved. */
-let locklessRuns = 0;
 
 function countedKey(ctx: ExecutionContext): string {
   const id = ctx.switchToHttp().getRequest<{ params: { id: string } }>().params.id;
@@ -72,13 +71,6 @@ class ClassLevelController {
   @SkipSerialized()
   read(@Param('id') _id: string) {
     return { held: this.fences.current() !== undefined };
-  }
-
-  @Post(':id/lockless')
-  @SkipSerialized()
-  lockless(@Param('id') _id: string, @SerializedLock() lock: Lock) {
-    locklessRuns++;
-    return { lock: lock.key };
   }
 }
 
@@ -172,10 +164,51 @@ describe.each([
     expect(app.get(LockService).current()).toBeUndefined();
     expect(app.get(FenceReader).current('lock-class:anything')).toBeUndefined();
   });
+});
 
-  it('@SerializedLock() on a handler that holds no lock is a programming error (500), and the handler does not run', async () => {
-    const response = await request(url).post(`/lock/class/${uniqueId('x')}/lockless`);
-    expect(response.status).toBe(500);
-    expect(locklessRuns).toBe(0);
+@Controller('lockless')
+@Serialized('id')
+class LocklessController {
+  @Post('skipped/:id')
+  @SkipSerialized()
+  skipped(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    return lock.key;
+  }
+
+  @Post('fine/:id')
+  fine(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    return lock.key;
+  }
+}
+
+@Controller('undecorated')
+class UndecoratedController {
+  @Post(':id')
+  plain(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    return lock.key;
+  }
+}
+
+describe('@SerializedLock() on a handler that holds no lock', () => {
+  it('stops start-up, naming each such handler (and not the serialized ones)', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [SerializedModule.forRoot({ driver: 'memory' })],
+      controllers: [LocklessController, UndecoratedController],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    let error: unknown;
+    try {
+      await app.init();
+    } catch (caught) {
+      error = caught;
+    } finally {
+      await app.close().catch(() => undefined);
+    }
+    expect(error).toBeInstanceOf(SerializedConfigError);
+    const problems = (error as SerializedConfigError).problems;
+    expect(problems).toEqual([
+      expect.stringContaining('@SerializedLock() on LocklessController#skipped: the handler holds no lock'),
+      expect.stringContaining('@SerializedLock() on UndecoratedController#plain: the handler holds no lock'),
+    ]);
   });
 });

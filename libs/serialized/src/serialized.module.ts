@@ -9,6 +9,7 @@ import { IDEMPOTENCY_EXPORTS, IDEMPOTENCY_PROVIDERS } from './idempotency/idempo
 import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
+import { SerializedLockChecker } from './metadata/serialized-lock.checker';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
 import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 import { SerializedStartupLine } from './observability/startup-line';
@@ -48,6 +49,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     },
     LockService,
     SerializedMetadataAccessor,
+    SerializedLockChecker,
     SerializedInterceptor,
     { provide: BackendOutageLog, useFactory: () => new BackendOutageLog(new Logger(SERIALIZED_LOGGER_CONTEXT)) },
     {
