@@ -6,10 +6,11 @@ import { redactUrls } from './internal/redact';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
-import { RELEASE_NOW, TAKE_NOW, type ImmediateLock, type ImmediateLockProvider } from './internal/immediate-lock';
-import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
 import { hasLoneSurrogate } from './key/lock-key';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
+
+/** An already settled release: what `HeldLock.release` returns when nothing is left to wait for. */
+const DONE: Promise<void> = Promise.resolve();
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -67,25 +68,28 @@ export class LockService {
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
     if (invalid) return Promise.reject(invalid);
-    const held = this.takeNow(key, options);
-    if (!held) return this.acquireAndRun(key, fn, options);
-    // The key was free and taken synchronously: the same steps as below, without
-    // the promises of acquiring and releasing (see TAKE_NOW).
+    // A key this context already holds takes the usual path (it joins the holder).
+    const lock = this.isHeld(key) ? undefined : this.provider.acquireNow(key, options);
+    if (!lock) return this.acquireAndRun(key, fn, options);
+    // The key was free and taken synchronously: the same steps as `acquireAndRun`,
+    // without the promises of acquiring (and, for a lock released at once, of releasing).
+    const held = new HeldLock(lock, options.handler, this.logger);
     let result: Promise<T> | T;
     try {
-      result = this.runHolding(held, () => fn(held.lock));
+      result = this.runHolding(held, () => fn(lock));
     } catch (error) {
-      held.releaseNow();
-      return Promise.reject(error);
+      const released = held.release();
+      return released === DONE ? Promise.reject(error) : released.then(() => Promise.reject(error));
     }
     return Promise.resolve(result).then(
       (value) => {
-        held.releaseNow();
-        return value;
+        const released = held.release();
+        return released === DONE ? value : released.then(() => value);
       },
       (error: unknown) => {
-        held.releaseNow();
-        throw error;
+        const released = held.release();
+        if (released === DONE) throw error;
+        return released.then(() => Promise.reject(error));
       },
     );
   }
@@ -152,18 +156,9 @@ export class LockService {
     try {
       return await this.runHolding(held, () => fn(held.lock));
     } finally {
-      if (held instanceof HeldLock && RELEASE_NOW in held.lock) held.releaseNow();
-      else await held.release();
+      const released = held.release();
+      if (released !== DONE) await released;
     }
-  }
-
-  /** The key held at once, when the provider can grant it synchronously and it is free; otherwise undefined. */
-  private takeNow(key: string, options: RunOptions): HeldLock | undefined {
-    const provider = this.provider as LockProvider & Partial<ImmediateLockProvider>;
-    // Anything unusual (a bad key, a key this context already holds) takes the usual path.
-    if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || this.isHeld(key)) return undefined;
-    const lock = provider[TAKE_NOW](key, options);
-    return lock && new HeldLock(lock, options.handler, this.logger);
   }
 
   private async tryOrBusy(key: string, options: AcquireOptions): Promise<Lock> {
@@ -185,44 +180,32 @@ class HeldLock implements HeldKey {
     private readonly logger: Logger,
   ) {}
 
-  async release(): Promise<void> {
-    if (!this.finish()) return;
-    try {
-      await this.lock.release();
-    } catch (error) {
-      this.couldNotRelease(error);
-    }
-  }
-
-  /** Releases a lock taken with TAKE_NOW, synchronously. */
-  releaseNow(): void {
-    if (!this.finish()) return;
-    try {
-      (this.lock as ImmediateLock)[RELEASE_NOW]();
-    } catch (error) {
-      this.couldNotRelease(error);
-    }
-  }
-
-  /** Marks the key released; false when it already was (release is idempotent). */
-  private finish(): boolean {
-    if (!this.active) return false;
+  /**
+   * The one release path. Returns {@link DONE} itself when the release is already
+   * complete (always for a lock with `releaseNow`), so callers on the fast path can
+   * skip awaiting it; the promise never rejects.
+   */
+  release(): Promise<void> {
+    if (!this.active) return DONE;
     this.active = false;
-    const signal = existingSignal(this.lock);
-    if (signal?.aborted) {
-      this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(signal.reason?.message ?? signal.reason))}`);
+    const lost = this.lock.lost;
+    if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
+    try {
+      if (this.lock.releaseNow) {
+        this.lock.releaseNow();
+        return DONE;
+      }
+      return this.lock.release().then(undefined, (error: unknown) => this.couldNotRelease(error));
+    } catch (error) {
+      this.couldNotRelease(error);
+      return DONE;
     }
-    return true;
   }
 
   private couldNotRelease(error: unknown): void {
     // The work is done; failing the call now would lose its result. The lease ends the lock.
     this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`);
   }
-}
-
-function existingSignal(lock: Lock): AbortSignal | undefined {
-  return typeof (lock as Partial<LazySignal>)[PEEK_SIGNAL] === 'function' ? (lock as LazySignal)[PEEK_SIGNAL]() : lock.signal;
 }
 
 function describe(key: string, handler: string | undefined): string {
