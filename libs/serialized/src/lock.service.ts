@@ -23,6 +23,16 @@ export interface RunOptions extends AcquireOptions {
   maxPending?: number;
   /** `Class#method` named in error messages (the decorator sets it). */
   handler?: string;
+  /**
+   * `true` (default: the module's `reentrant`, itself `true`): a call whose async
+   * context already holds `key` runs at once, and calls inside this one (awaited or
+   * spawned: a timer, a batch flusher) join it while it holds the key. `false`: the
+   * call takes no part in the async context — it queues like anyone else even under
+   * a holder of its key, and nothing inside it joins it. Work spawned inside a
+   * section then waits for the section; an awaited nested call on the same key
+   * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
+   */
+  reentrant?: boolean;
 }
 
 /** A key held by the current call, as `LockService.acquire` returns it. */
@@ -52,6 +62,13 @@ export class LockService {
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
 
+  /**
+   * Whether calls that do not say (`reentrant` of {@link RunOptions}) join an
+   * enclosing holder of their key; `SerializedModule` sets it from its `reentrant`
+   * option (env `SERIALIZED_REENTRANT`).
+   */
+  reentrant = true;
+
   constructor(readonly provider: LockProvider) {}
 
   /**
@@ -68,12 +85,13 @@ export class LockService {
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
     if (invalid) return Promise.reject(invalid);
+    const reentrant = options.reentrant ?? this.reentrant;
     // A key this context already holds takes the usual path (it joins the holder).
-    const lock = this.isHeld(key) ? undefined : this.provider.acquireNow(key, options);
+    const lock = reentrant && this.isHeld(key) ? undefined : this.provider.acquireNow(key, options);
     if (!lock) return this.acquireAndRun(key, fn, options);
     // The key was free and taken synchronously: the same steps as `acquireAndRun`,
     // without the promises of acquiring (and, for a lock released at once, of releasing).
-    const held = new HeldLock(lock, options.handler, this.logger);
+    const held = new HeldLock(lock, options.handler, this.logger, reentrant);
     let result: Promise<T> | T;
     try {
       result = this.runHolding(held, () => fn(lock));
@@ -107,16 +125,17 @@ export class LockService {
     if (hasLoneSurrogate(key)) throw new SerializationKeyError(key, 'unencodable', [], options.handler);
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
     if (invalid) throw invalid;
-    const entry = this.context.getStore()?.locks.get(key);
+    const reentrant = options.reentrant ?? this.reentrant;
+    const entry = reentrant ? this.context.getStore()?.locks.get(key) : undefined;
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
-    const { mode, handler, ...acquireOptions } = options;
+    const { mode, handler, reentrant: _, ...acquireOptions } = options;
     try {
       const lock =
         mode === 'reject'
           ? await this.tryOrBusy(key, acquireOptions)
           : await this.provider.acquire(key, acquireOptions as ProviderAcquireOptions);
-      return new HeldLock(lock, handler, this.logger);
+      return new HeldLock(lock, handler, this.logger, reentrant);
     } catch (error) {
       if (error instanceof SerializedError && handler) error.attachHandler(handler);
       throw error;
@@ -125,12 +144,15 @@ export class LockService {
 
   /**
    * Runs `fn` in an async context where `held` counts as held, so a nested
-   * `run`/`@Serialized` on the same key runs at once instead of deadlocking.
+   * `run`/`@Serialized` on the same key runs at once instead of deadlocking
+   * (unless `held` was acquired with `reentrant: false`: then `fn` runs in the
+   * caller's context, which costs no AsyncLocalStorage at all).
    */
   runHolding<R>(held: HeldKey, fn: () => R, passThrough?: unknown): R {
-    if (held.reentrant && passThrough === undefined) return fn();
+    const joins = !held.reentrant && (held as HeldLock).joinable;
+    if (!joins && passThrough === undefined) return fn();
     const locks = new Map(this.context.getStore()?.locks);
-    if (!held.reentrant) locks.set(held.lock.key, held as HeldLock);
+    if (joins) locks.set(held.lock.key, held as HeldLock);
     return this.context.run({ locks, passThrough }, fn);
   }
 
@@ -178,6 +200,8 @@ class HeldLock implements HeldKey {
     readonly lock: Lock,
     private readonly handler: string | undefined,
     private readonly logger: Logger,
+    /** Whether calls inside the holder's async context may join it (`reentrant`). */
+    readonly joinable: boolean,
   ) {}
 
   /**
