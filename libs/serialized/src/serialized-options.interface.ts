@@ -14,6 +14,11 @@ export type SerializedDriver = 'memory' | 'redis' | 'postgres';
 export interface SerializedModuleOptions extends LockProviderCommonOptions {
   /** Backend (default: `SERIALIZED_DRIVER`, else `'memory'`). */
   driver?: SerializedDriver;
+  /**
+   * Default of `@Serialized`'s and `LockService.run`'s `reentrant` (default: `SERIALIZED_REENTRANT`,
+   * else `true`). `false`: no call joins an enclosing holder of its key; each queues like anyone else.
+   */
+  reentrant?: boolean;
   redis?: {
     /** `redis://` / `rediss://` URL (default: `REDIS_URL`). The library opens and closes its connections. */
     url?: string;
@@ -48,6 +53,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 /** The options with every default applied and every value validated. */
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
+  reentrant: boolean;
   redis: { url?: string; client?: Redis | Cluster };
   postgres: { connectionString?: string; pool?: Pool; lockPoolSize: number; createSchema?: boolean };
   errorMapping: false | ErrorMappingOptions;

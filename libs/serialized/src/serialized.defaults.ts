@@ -11,6 +11,8 @@ export const SERIALIZED_DEFAULTS = {
   maxPending: 1000,
   connectTimeoutMs: 3000,
   shutdownGraceMs: 10_000,
+  /** Whether a call whose async context already holds its key joins that holder. */
+  reentrant: true,
   pgLockPoolSize: 10,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,

@@ -1,4 +1,4 @@
-import { IsIn, IsInt, IsOptional, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, Matches, Max, Min, validateSync } from 'class-validator';
 import { redactUrls } from '../internal/redact';
 import {
   acceptsOf,
@@ -35,6 +35,7 @@ export class SerializedEnvironment {
   @IsOptional() @IsInt() @Min(S.connectTimeoutMs.min) @Max(S.connectTimeoutMs.max) SERIALIZED_CONNECT_TIMEOUT_MS?: number;
   @IsOptional() @IsInt() @Min(S.shutdownGraceMs.min) @Max(S.shutdownGraceMs.max) SERIALIZED_SHUTDOWN_GRACE_MS?: number;
   @IsOptional() @IsInt() @Min(S.lockPoolSize.min) @Max(S.lockPoolSize.max) SERIALIZED_PG_LOCK_POOL_SIZE?: number;
+  @IsOptional() @IsBoolean() SERIALIZED_REENTRANT?: boolean;
 }
 
 /**
@@ -51,7 +52,8 @@ export function readSerializedEnvironment(env: NodeJS.ProcessEnv): {
     const raw = env[spec.env]?.trim();
     if (raw === undefined || raw === '') continue;
     // Strict digits only: Number('30s') is NaN but Number('0x10') and Number('1e3') are not.
-    values[spec.env] = spec.type === 'integer' && /^\d{1,15}$/.test(raw) ? Number(raw) : raw;
+    if (spec.type === 'boolean') values[spec.env] = raw === 'true' ? true : raw === 'false' ? false : raw;
+    else values[spec.env] = spec.type === 'integer' && /^\d{1,15}$/.test(raw) ? Number(raw) : raw;
   }
   const problems = validateSync(values, { forbidUnknownValues: false }).map((error) => {
     const spec = BY_ENV.get(error.property)!;

@@ -44,6 +44,8 @@ export function resolveSerializedOptions(
   const numbers = {} as Record<(typeof COMMON_NUMBERS)[number], number>;
   for (const name of COMMON_NUMBERS) numbers[name] = integer(S[name], options[name]);
   const lockPoolSize = integer(S.lockPoolSize, options.postgres?.lockPoolSize);
+  const reentrant = options.reentrant ?? fromEnv.SERIALIZED_REENTRANT ?? S.reentrant.default;
+  if (typeof reentrant !== 'boolean') problems.push(optionProblem('options.reentrant', reentrant, acceptsOf(S.reentrant)));
 
   const redis = { client: options.redis?.client, url: options.redis?.url };
   if (driver === 'redis' && !redis.client) {
@@ -87,5 +89,5 @@ export function resolveSerializedOptions(
   );
   if (relevant.length) throw new SerializedConfigError(relevant);
 
-  return { driver, keyPrefix, redis, postgres, errorMapping, ...numbers };
+  return { driver, keyPrefix, redis, postgres, errorMapping, reentrant, ...numbers };
 }

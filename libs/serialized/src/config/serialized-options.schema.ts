@@ -50,7 +50,16 @@ export interface TextOptionSpec {
   readonly meaning: string;
 }
 
-export type OptionSpec = IntegerOptionSpec | ChoiceOptionSpec | TextOptionSpec;
+/** An on/off option; its variable takes `true` or `false`. */
+export interface BooleanOptionSpec {
+  readonly type: 'boolean';
+  readonly option: string;
+  readonly env: string;
+  readonly default: boolean;
+  readonly meaning: string;
+}
+
+export type OptionSpec = IntegerOptionSpec | ChoiceOptionSpec | TextOptionSpec | BooleanOptionSpec;
 
 const HOUR_MS = 3600_000;
 const D = SERIALIZED_DEFAULTS;
@@ -145,6 +154,13 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     max: HOUR_MS,
     meaning: 'how long app.close() waits for running handlers',
   },
+  reentrant: {
+    type: 'boolean',
+    option: 'reentrant',
+    env: 'SERIALIZED_REENTRANT',
+    default: D.reentrant,
+    meaning: 'a call whose async context holds its key joins that holder (false: it queues)',
+  },
   lockPoolSize: {
     type: 'integer',
     option: 'postgres.lockPoolSize',
@@ -173,6 +189,8 @@ export function acceptsOf(spec: OptionSpec, scope: OptionScope = 'module'): stri
       return `one of ${spec.values.join(', ')} (default ${spec.default})`;
     case 'text':
       return spec.default === undefined ? spec.format : `${spec.format} (default ${spec.default})`;
+    case 'boolean':
+      return `true or false (default ${spec.default})`;
     case 'integer': {
       const what = spec.unit === 'ms' ? 'an integer number of milliseconds' : 'an integer';
       if (scope === 'call' && spec.perCall) {

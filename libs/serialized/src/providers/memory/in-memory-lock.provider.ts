@@ -1,10 +1,9 @@
 import type { BeforeApplicationShutdown, OnApplicationShutdown } from '@nestjs/common';
-import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import type { AcquireOptions, ProviderAcquireOptions } from '../../acquire-options.interface';
 import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
-import { TAKE_NOW, type ImmediateLockProvider } from '../../internal/immediate-lock';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
@@ -25,7 +24,7 @@ export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitT
  */
 export class InMemoryLockProvider
   extends LockProvider
-  implements ImmediateLockProvider, BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
+  implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
 {
   private readonly deadlines = new DeadlineQueue();
   private readonly queue = new KeyedWaitQueue(this.deadlines);
@@ -93,9 +92,11 @@ export class InMemoryLockProvider
     return this.queue.tryTake(key) ? this.grant(key) : null;
   }
 
-  /** @internal The key at once when it is free (see `TAKE_NOW`); anything else goes through `acquire`. */
-  [TAKE_NOW](key: string, options: ProviderAcquireOptions): InMemoryLock | undefined {
-    if (this.held.closing || options.signal?.aborted || !this.queue.tryTake(key)) return undefined;
+  /** The key at once when it is free; anything else goes through `acquire` (see {@link LockProvider.acquireNow}). */
+  override acquireNow(key: string, options?: AcquireOptions): InMemoryLock | undefined {
+    // Anything unusual (a bad key or option, an aborted signal, shutdown) is left to `acquire` and its errors.
+    if (this.held.closing || validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
+    if (!this.queue.tryTake(key)) return undefined;
     return this.grant(key);
   }
 
