@@ -38,18 +38,36 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
    * trip.
    */
   maxInFlight?: number;
+  /**
+   * How a held key passes to this process's own next waiter (default `strict`):
+   * `strict` hands it over in-process only while that waiter reached Redis before
+   * every waiter of another process still queued (global arrival order holds);
+   * `cohort` serves up to `maxLocalHandOffs` of this process's waiters in a row
+   * first, ahead of earlier waiters of other processes (more throughput, bounded
+   * unfairness). Either way the key goes back to Redis after `maxLocalHandOffs`
+   * local hand-offs in a row. See docs/semantics.md, *Local hand-off*.
+   */
+  handoff?: 'strict' | 'cohort';
+  /**
+   * Most local hand-offs in a row before the key goes back to Redis (default 16,
+   * 0 to 1000; 0 turns local hand-off off). Each process reserves this many
+   * fencing tokens plus one whenever it gets the key from Redis.
+   */
+  maxLocalHandOffs?: number;
 }
 
 /** Defaults of the Redis-only tuning knobs (the one place they are written). */
 export const REDIS_LOCK_DEFAULTS = {
   heartbeatMs: 5000,
   maxInFlight: 1000,
+  maxLocalHandOffs: 16,
 } as const;
 
 /** Accepted ranges of the Redis-only tuning knobs. */
 export const REDIS_LOCK_LIMITS = {
   heartbeatMs: { min: 100, max: 600_000 },
   maxInFlight: { min: 1, max: 100_000 },
+  maxLocalHandOffs: { min: 0, max: 1000 },
 } as const;
 
 /** Every option with its default, validated. */
@@ -62,6 +80,8 @@ export interface ResolvedRedisLockOptions {
   readonly shutdownGraceMs: number;
   readonly heartbeatMs: number;
   readonly maxInFlight: number;
+  readonly handoff: 'strict' | 'cohort';
+  readonly maxLocalHandOffs: number;
 }
 
 /**
@@ -72,6 +92,9 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
   const problems: string[] = [];
   const heartbeatMs = tuning(options, 'heartbeatMs', problems);
   const maxInFlight = tuning(options, 'maxInFlight', problems);
+  const maxLocalHandOffs = tuning(options, 'maxLocalHandOffs', problems);
+  const handoff = options.handoff ?? 'strict';
+  if (handoff !== 'strict' && handoff !== 'cohort') problems.push(`RedisLockProvider option handoff must be 'strict' or 'cohort', got ${String(handoff)}`);
   if (problems.length) throw new SerializedConfigError(problems);
   return {
     keyPrefix: options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix,
@@ -82,6 +105,8 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
     shutdownGraceMs: options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs,
     heartbeatMs,
     maxInFlight,
+    handoff,
+    maxLocalHandOffs,
   };
 }
 

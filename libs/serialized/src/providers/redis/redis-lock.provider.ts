@@ -84,13 +84,13 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       this.deadlines,
       this.logger,
     );
-    const scripts = new RedisScripts({ heartbeatMs, channelPrefix: keyspace.channelPrefix, session: tokens.session });
+    const scripts = new RedisScripts({ heartbeatMs, channelPrefix: keyspace.channelPrefix, session: tokens.session, block: this.options.maxLocalHandOffs + 1 });
     const grants = new RedisGrantCheck(this.connection, scripts);
     // Dates hand-off messages while this process has waiters; fine enough that a
     // hand-off read at once is never mistaken for a late one.
     const stalls = new EventLoopStallMonitor(Math.min(100, Math.max(10, heartbeatMs / 15)), 'nestjs-serialized.redis-stalls');
     this.waiters = new RedisWaiters({
-      connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, grants, stalls, heartbeatMs, logger: this.logger,
+      connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, grants, stalls, heartbeatMs, handoff: this.options.handoff, logger: this.logger,
     });
     this.try = new RedisTryAcquire(this.waiters, keyspace, tokens, grants);
     this.connection.onReconnect(() => {

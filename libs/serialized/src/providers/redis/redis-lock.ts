@@ -20,6 +20,10 @@ export interface RedisLockContext {
   handedOver(handOff: HandOff, since: number): void;
   /** The lock is released (or its release failed): it no longer counts as held. */
   released(lock: RedisLock): void;
+  /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
+  passLocally(lock: RedisLock): boolean;
+  /** The lock goes back to Redis: owner tokens of the waiters it served in-process (their places leave the queue). */
+  endTenure(lock: RedisLock): readonly string[];
 }
 
 /** Shortest pause before retrying a renewal that failed while the lease still runs. */
@@ -96,18 +100,29 @@ export class RedisLock extends LockState implements Lock {
     this.scheduleRenewal(px / 3);
   }
 
+  /** Lease still ahead of it (ms), as this process knows it. */
+  leaseLeft(): number {
+    return Math.max(0, this.leaseEnd - performance.now());
+  }
+
   release(): Promise<void> {
+    // A local hand-off needs a lease this process is sure of: renewals healthy and
+    // at least half of it ahead (the next holder renews it on its own schedule).
+    const passable = this.held && this.renewing && !this.renewalInFlight && this.lastRenewError === undefined
+      && this.leaseEnd - performance.now() >= this.leaseMs / 2;
     if (!this.markReleased()) return this.releasing!;
     this.cancelRenewal();
     this.cancelGuard();
     const { context, keys } = this;
+    if (passable && context.passLocally(this)) return (this.releasing = Promise.resolve());
+    const served = context.endTenure(this);
     let sentAt = -Infinity;
     this.releasing = context.connection
       .run(
         this.key,
         (client) => {
           sentAt = performance.now();
-          return context.scripts.release.run(client, keys, this.token);
+          return context.scripts.release.run(client, keys, this.token, served);
         },
         URGENT,
       )

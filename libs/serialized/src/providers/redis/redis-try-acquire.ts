@@ -31,7 +31,7 @@ export class RedisTryAcquire {
       .then(
         (result) => {
           if (result.handed) this.waiters.handedOver(result.handed, sentAt);
-          if (result.status === 'granted') return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal);
+          if (result.status === 'granted') return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal, result.last);
           if (result.status === 'twice') {
             this.waiters.leave(key, keys, token);
             throw new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key });
@@ -49,6 +49,7 @@ export class RedisTryAcquire {
   /** The key was taken: the caller holds it once it is sure the lease still runs. */
   private async taken(
     key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, signal: AbortSignal | undefined,
+    last: number,
   ): Promise<Lock | null> {
     if (!this.grants.isFresh(since, px)) {
       // The reply came too late to count (a stalled event loop): Redis decides.
@@ -66,6 +67,6 @@ export class RedisTryAcquire {
       this.waiters.leave(key, keys, token);
       throw signal.reason;
     }
-    return this.waiters.grant(key, keys, token, fence, leaseMs, px, since);
+    return this.waiters.grant(key, keys, token, fence, leaseMs, px, since, { last, floor: 0 });
   }
 }

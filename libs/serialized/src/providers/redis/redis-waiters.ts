@@ -8,6 +8,7 @@ import type { Lock } from '../../lock.interface';
 import type { OwnerTokens } from './owner-tokens';
 import type { RedisConnection } from './redis-connection';
 import type { RedisGrantCheck } from './redis-grant-check';
+import { RedisCohorts, type CohortHost, type GrantBlock, type RedisHandOffMode } from './redis-cohorts';
 import { RedisHandOffs, type HandOffHost } from './redis-hand-offs';
 import { RedisKeyWaiters } from './redis-key-waiters';
 import type { RedisKeyspace, RedisLockKeys } from './redis-keyspace';
@@ -31,6 +32,7 @@ export interface RedisWaitersParts {
   readonly grants: RedisGrantCheck;
   readonly stalls: EventLoopStallMonitor;
   readonly heartbeatMs: number;
+  readonly handoff: RedisHandOffMode;
   readonly logger: Logger;
 }
 
@@ -42,7 +44,7 @@ export interface RedisWaitersParts {
  * ({@link RedisSafetyChecks}); every hand-off, whatever carried it, comes through
  * {@link handedOver}.
  */
-export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext {
+export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, CohortHost {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
@@ -50,6 +52,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private readonly handOffs: RedisHandOffs;
   private readonly checks: RedisSafetyChecks;
   private readonly wakeUps: RedisWakeUps;
+  private readonly cohorts: RedisCohorts;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, KeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
@@ -61,7 +64,8 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines } = parts);
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
     this.handOffs = new RedisHandOffs(this, parts.grants, parts.stalls);
-    this.leaves = new RedisLeaves(parts.connection, parts.scripts, this.handOffs, parts.logger);
+    this.cohorts = new RedisCohorts(parts.handoff, this);
+    this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
     this.checks = new RedisSafetyChecks(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
   }
@@ -101,14 +105,48 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
 
   /** A script passed the key on (to a waiter of this process, or of another). */
   handedOver(handOff: HandOff, since: number): void {
+    if (this.cohorts.handedToServed(handOff.member)) return;
     this.handOffs.handedOver(handOff, since);
   }
 
-  /** A new lock, held under `token` with `px` ms of lease from `grantedAt`. */
-  grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number): RedisLock {
+  /**
+   * A new lock, held under `token` with `px` ms of lease from `grantedAt`, got from
+   * Redis: a new tenure, with `block` the tokens reserved for local hand-offs.
+   */
+  grant(
+    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number, block?: GrantBlock,
+  ): RedisLock {
+    this.cohorts.began(key, keys, token, fence, block);
     const lock = new RedisLock(this, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
     this.parts.held.add(lock);
     return lock;
+  }
+
+  passLocally(lock: RedisLock): boolean {
+    if (this.parts.held.closing) return false;
+    return this.cohorts.passOn(lock);
+  }
+
+  endTenure(lock: RedisLock): readonly string[] {
+    return this.cohorts.end(lock);
+  }
+
+  firstQueued(key: string): RedisWaiter | undefined {
+    return this.keys.get(key)?.first;
+  }
+
+  localLock(previous: RedisLock, waiter: RedisWaiter, fencingToken: bigint): RedisLock {
+    this.released(previous);
+    // The tenure's owner token and its lease as it stands; the new holder renews it.
+    const lock = new RedisLock(this, previous.key, waiter.queue.keys, previous.token, fencingToken, waiter.leaseMs, previous.leaseLeft(), performance.now());
+    this.parts.held.add(lock);
+    return lock;
+  }
+
+  handTo(waiter: RedisWaiter, lock: RedisLock): void {
+    this.settle(waiter);
+    waiter.granted = true;
+    waiter.resolve(lock);
   }
 
   /** The lock no longer counts as held. */
@@ -159,16 +197,16 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     this.enqueue(waiter);
   }
 
-  lockFor(waiter: RedisWaiter, fence: number, px: number, since: number): Lock {
-    return this.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since);
+  lockFor(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): Lock {
+    return this.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block);
   }
 
   isCurrent(queue: KeyWaiters): boolean {
     return this.keys.get(queue.key) === queue;
   }
 
-  grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number): void {
-    this.handOffs.grant(waiter, fence, px, since);
+  grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): void {
+    this.handOffs.grant(waiter, fence, px, since, block);
   }
 
   dropWaiter(waiter: RedisWaiter, error: Error): void {
@@ -213,8 +251,10 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   private enqueued(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
-    if (result.handed) this.handOffs.handedOver(result.handed, sentAt);
+    if (result.handed) this.handedOver(result.handed, sentAt);
     const { key, keys } = waiter.queue;
+    // Queued behind a holder of this process: who of another process is ahead of it.
+    if (result.status === 'queued') this.cohorts.learned(key, result.floor);
     const { status } = result;
     // An earlier attempt of a waiter that now waits under a new token: undo it.
     if (waiter.token !== token) {
@@ -229,7 +269,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     }
     // Handed the key by a message that overtook this reply; Redis is being asked whether it still holds.
     if (waiter.phase === CONFIRMING) return;
-    if (status === 'granted') return this.handOffs.grant(waiter, result.fence, result.pttl, sentAt);
+    if (status === 'granted') return this.handOffs.grant(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: 0 });
     if (status !== 'queued') {
       this.settle(waiter);
       waiter.reject(new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }));

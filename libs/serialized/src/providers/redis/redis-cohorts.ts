@@ -1,0 +1,124 @@
+import type { RedisLockKeys } from './redis-keyspace';
+import type { RedisLock } from './redis-lock';
+import type { RedisWaiter } from './redis-waiter';
+
+/**
+ * How a held key passes to the next waiter: `strict` (default) keeps global
+ * arrival order — a local hand-off only to a waiter that reached Redis before any
+ * waiter of another process still queued; `cohort` lets a process serve its own
+ * waiters first, up to `maxLocalHandOffs` in a row, before the key goes back to
+ * Redis (and to an earlier waiter of another process).
+ */
+export type RedisHandOffMode = 'strict' | 'cohort';
+
+/** What a tenure (this process holding a key it got from Redis) learned when it began. */
+export interface GrantBlock {
+  /** The last fencing token reserved for this tenure (the holder's own: no local hand-offs). */
+  readonly last: number;
+  /** Queue place of the first waiter of another process (0: none; -1: unknown). */
+  readonly floor: number;
+}
+
+/** What the cohorts need from the waiter state machine. */
+export interface CohortHost {
+  /** This process's first waiter of `key` with a place in the Redis queue. */
+  firstQueued(key: string): RedisWaiter | undefined;
+  /** The waiter got the key: it stops waiting and resolves with `lock`. */
+  handTo(waiter: RedisWaiter, lock: RedisLock): void;
+  /** A new lock for `waiter` under the tenure's owner token. */
+  localLock(previous: RedisLock, waiter: RedisWaiter, fencingToken: bigint): RedisLock;
+  /** Gives up `token`'s place, or passes the key on if `token` holds it. */
+  leave(key: string, keys: RedisLockKeys, token: string): void;
+}
+
+/** One tenure: this process holds `key` in Redis under `token`. */
+interface Tenure {
+  readonly token: string;
+  readonly keys: RedisLockKeys;
+  /** The last fencing token of the block reserved when the tenure began. */
+  readonly last: bigint;
+  /** Queue place of the first waiter of another process known to be queued (Infinity: none). */
+  floor: number;
+  /** Owner tokens of the waiters served in-process (their places leave the queue at the release). */
+  readonly served: string[];
+}
+
+/**
+ * Local hand-off (lock cohorting, Dice, Marathe & Shavit, PPoPP 2012): while this
+ * process holds a key in Redis, a release may pass it to the process's own next
+ * waiter without a round trip. The Redis owner stays the tenure's token (local
+ * holders share it and renew it); every local holder gets the next token of the
+ * block the tenure reserved with one `INCRBY`, so fencing tokens keep increasing
+ * across local and Redis hand-offs, and the block's size bounds the consecutive
+ * local hand-offs. In `strict` mode a waiter is served locally only while its
+ * place is ahead of every waiter of another process known to be queued: the
+ * scripts report the first such place when the tenure begins and with each reply
+ * that queues a waiter of this process behind its own holder. See docs/semantics.md.
+ */
+export class RedisCohorts {
+  private readonly tenures = new Map<string, Tenure>();
+  /** Served owner tokens (until their tenure ends): a late hand-off to one is passed on. */
+  private readonly served = new Map<string, string>();
+
+  constructor(
+    private readonly mode: RedisHandOffMode,
+    private readonly host: CohortHost,
+  ) {}
+
+  /** This process got `key` from Redis under `token` (a new tenure). */
+  began(key: string, keys: RedisLockKeys, token: string, fence: number, block: GrantBlock | undefined): void {
+    this.endTenure(key);
+    if (!block || block.last <= fence) return;
+    const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
+    this.tenures.set(key, { token, keys, last: BigInt(block.last), floor, served: [] });
+  }
+
+  /** A reply queued a waiter of this process behind its own holder: `floor` is the first other place ahead of it. */
+  learned(key: string, floor: number): void {
+    const tenure = this.tenures.get(key);
+    if (tenure && floor > 0 && floor < tenure.floor) tenure.floor = floor;
+  }
+
+  /**
+   * `lock` is being released with a fresh lease: passes it to this process's next
+   * waiter if the mode and the block allow. False: release it to Redis.
+   */
+  passOn(lock: RedisLock): boolean {
+    const tenure = this.tenures.get(lock.key);
+    if (!tenure || tenure.token !== lock.token || lock.fencingToken >= tenure.last) return false;
+    const waiter = this.host.firstQueued(lock.key);
+    if (!waiter || waiter.signal?.aborted) return false;
+    if (this.mode === 'strict' && !(waiter.fence < tenure.floor)) return false;
+    tenure.served.push(waiter.token);
+    this.served.set(waiter.token, lock.key);
+    this.host.handTo(waiter, this.host.localLock(lock, waiter, lock.fencingToken + 1n));
+    return true;
+  }
+
+  /** The tenure ends (its lock goes back to Redis, or is lost): the served waiters' places to remove. */
+  end(lock: RedisLock): readonly string[] {
+    const tenure = this.tenures.get(lock.key);
+    if (!tenure || tenure.token !== lock.token) return [];
+    this.endTenure(lock.key);
+    return tenure.served;
+  }
+
+  /**
+   * A script handed the key to `member`. A waiter already served in-process has
+   * nothing waiting for it (our own lease ran out meanwhile): pass the key on.
+   */
+  handedToServed(member: string): boolean {
+    const key = this.served.get(member);
+    if (key === undefined) return false;
+    const tenure = this.tenures.get(key);
+    if (tenure) this.host.leave(key, tenure.keys, member);
+    return true;
+  }
+
+  private endTenure(key: string): void {
+    const tenure = this.tenures.get(key);
+    if (!tenure) return;
+    this.tenures.delete(key);
+    for (const token of tenure.served) this.served.delete(token);
+  }
+}
