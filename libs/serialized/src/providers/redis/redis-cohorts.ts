@@ -59,6 +59,8 @@ export class RedisCohorts {
   private readonly tenures = new Map<string, Tenure>();
   /** Served owner tokens (until their tenure ends): a late hand-off to one is passed on. */
   private readonly served = new Map<string, string>();
+  /** Local hand-offs so far (diagnostics). */
+  handOffs = 0;
 
   constructor(
     private readonly mode: RedisHandOffMode,
@@ -89,6 +91,7 @@ export class RedisCohorts {
     const waiter = this.host.firstQueued(lock.key);
     if (!waiter || waiter.signal?.aborted) return false;
     if (this.mode === 'strict' && !(waiter.fence < tenure.floor)) return false;
+    this.handOffs++;
     tenure.served.push(waiter.token);
     this.served.set(waiter.token, lock.key);
     this.host.handTo(waiter, this.host.localLock(lock, waiter, lock.fencingToken + 1n));

@@ -144,6 +144,14 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     return this.waiters.size;
   }
 
+  /**
+   * Diagnostics: how many times a released key went straight to a waiter of this
+   * process, in-process (local hand-off, no Redis round trip), since the start.
+   */
+  get localHandOffs(): number {
+    return this.waiters.localHandOffs;
+  }
+
   /** Diagnostics: locks held through this provider right now. */
   get heldLocks(): number {
     return this.held.size;

@@ -70,6 +70,11 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
   }
 
+  /** Local hand-offs (in-process, no round trip) so far. */
+  get localHandOffs(): number {
+    return this.cohorts.handOffs;
+  }
+
   /** Keys this process waits for right now. */
   get size(): number {
     return this.keys.size;
