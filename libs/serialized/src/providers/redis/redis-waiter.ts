@@ -1,6 +1,6 @@
 import type { Lock } from '../../lock.interface';
 import type { Deadline } from '../../internal/deadline-queue';
-import type { RunOptions } from './redis-connection';
+import type { RedisCallOptions } from './redis-connection';
 import type { LinkedWaiter, RedisKeyWaiters } from './redis-key-waiters';
 
 /** One waiter's acquisition as asked for. */
@@ -32,7 +32,7 @@ export const CONFIRMING = 3;
  * One caller waiting for a key in this process. It is also the options of its
  * enqueue call: a call whose waiter gave up before it was sent is dropped unsent.
  */
-export class RedisWaiter implements RunOptions, LinkedWaiter<RedisWaiter> {
+export class RedisWaiter implements RedisCallOptions, LinkedWaiter<RedisWaiter> {
   phase: typeof SENDING | typeof QUEUED | typeof SETTLED | typeof CONFIRMING = SENDING;
   /** Its place in the Redis queue, which becomes its fencing token. */
   fence = 0;
