@@ -22,6 +22,9 @@ export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 // Serializing code by hand: `lockService.run(key, async (lock) => …, options?)`.
 export { LockService } from './lock.service';
 export type { RunOptions, SerializedMode } from './lock.service';
+// Health: a @nestjs/terminus indicator for the active backend (terminus is loaded on the first check).
+export { SerializedHealthIndicator } from './observability/serialized-health.indicator';
+export type { SerializedHealthResult, SerializedHealthCheckOptions } from './observability/serialized-health.indicator';
 export type { Lock } from './lock.interface';
 export type { AcquireOptions } from './acquire-options.interface';
 

@@ -9,6 +9,8 @@ import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
+import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
+import { SerializedStartupLine } from './observability/startup-line';
 import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from './serialized.constants';
 import {
   SERIALIZED_ASYNC_OPTIONS_TYPE,
@@ -60,6 +62,9 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       inject: [SERIALIZED_OPTIONS, SerializedExceptionFilter],
       useFactory: (options: ResolvedSerializedOptions, filter: SerializedExceptionFilter) => (options.errorMapping === false ? null : filter),
     },
+    // Costs nothing until used: @nestjs/terminus is loaded on the first check.
+    SerializedHealthIndicator,
+    SerializedStartupLine,
     ...IDEMPOTENCY_PROVIDERS,
   ],
   exports: [
@@ -70,6 +75,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     SerializedInterceptor,
     BackendOutageLog,
     SerializedExceptionFilter,
+    SerializedHealthIndicator,
     ...IDEMPOTENCY_EXPORTS,
   ],
 })

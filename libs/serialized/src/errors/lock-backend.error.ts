@@ -12,7 +12,7 @@ export class LockBackendError extends SerializedError {
   }
 
   /** A call that came after the provider began to shut down (every provider says it this way). */
-  static shuttingDown(key: string): LockBackendError {
+  static shuttingDown(key?: string): LockBackendError {
     return new LockBackendError('The lock provider is shutting down', { key });
   }
 }

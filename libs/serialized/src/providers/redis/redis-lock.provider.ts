@@ -15,13 +15,14 @@ import type { ResolvedSerializedOptions } from '../../serialized-options.interfa
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { OwnerTokens } from './owner-tokens';
 import { RedisClientOwner, type RedisClient } from './redis-client';
-import { RedisConnection } from './redis-connection';
+import { RedisConnection, URGENT } from './redis-connection';
 import { RedisGrantCheck } from './redis-grant-check';
 import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
 import type { RedisLock } from './redis-lock';
 import { resolveRedisLockOptions, type RedisLockProviderOptions, type ResolvedRedisLockOptions } from './redis-lock-provider.options';
 import { RedisScripts } from './redis-scripts';
 import { RedisTryAcquire } from './redis-try-acquire';
+import { withTimeout } from '../../observability/with-timeout';
 import { RedisWaiters } from './redis-waiters';
 
 export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions } from './redis-lock-provider.options';
@@ -120,6 +121,12 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       run: (key, send) => this.connection.run(key, send),
       recordKeyOf: (key) => `${this.keyspace.keysOf(key).lock}:idem`,
     });
+  }
+
+  /** Health: one `PING` on the command connection, sent ahead of queued acquisitions, bounded by `timeoutMs`. */
+  override ping(timeoutMs: number): Promise<void> {
+    if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown());
+    return withTimeout(this.connection.run('', (client) => client.ping(), URGENT), timeoutMs, 'Redis').then(() => undefined);
   }
 
   /** Names of the Redis keys this provider uses for `key` (for diagnostics and tests). */
