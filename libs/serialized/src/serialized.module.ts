@@ -1,5 +1,6 @@
 import { Logger, Module } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { GatewayFiltersInstaller } from './filters/gateway-filters.installer';
 import { SerializedExceptionFilter } from './filters/serialized-exception.filter';
 import { BackendOutageLog } from './interceptors/backend-outage.log';
 import { resolveSerializedOptions } from './config/serialized-options.resolver';
@@ -65,6 +66,8 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     // Costs nothing until used: @nestjs/terminus is loaded on the first check.
     SerializedHealthIndicator,
     SerializedStartupLine,
+    // Gateways get no global filters from Nest: they get the same filter on their class.
+    GatewayFiltersInstaller,
     ...IDEMPOTENCY_PROVIDERS,
   ],
   exports: [
