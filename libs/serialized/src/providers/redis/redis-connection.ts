@@ -71,7 +71,7 @@ export class RedisConnection implements ReplyStreamHost {
   readonly isCluster: boolean;
   readonly timeoutMs: number;
   readonly maxInFlight: number;
-  readonly clock = new EventLoopLagClock('nestjs-serialized.redis-lag');
+  readonly clock: EventLoopLagClock;
   readonly errors = new RedisCallErrors();
   closed = false;
   private readonly owner: RedisClientOwner;
@@ -94,6 +94,8 @@ export class RedisConnection implements ReplyStreamHost {
     private readonly logger: Logger,
   ) {
     this.timeoutMs = options.connectTimeoutMs;
+    // Ticks while a bound may be pending: each pending bound reads it at least once per bound.
+    this.clock = new EventLoopLagClock('nestjs-serialized.redis-lag', this.timeoutMs + 2000);
     this.owner = new RedisClientOwner(options, this.timeoutMs, this.onError);
     this.client = this.owner.client;
     this.isCluster = this.owner.isCluster;

@@ -55,7 +55,8 @@ export class RedisWaiter implements RedisCallOptions, LinkedWaiter<RedisWaiter> 
     readonly leaseMs: number,
     readonly waitTimeoutMs: number,
     readonly signal: AbortSignal | undefined,
-    readonly startedAt: number,
+    /** When its wait budget started: the first turn of the event loop after the call (see `RedisWaiters.wait`). */
+    public startedAt: number,
   ) {
     this.promise = new Promise<Lock>((resolve, reject) => {
       this.resolve = resolve;
