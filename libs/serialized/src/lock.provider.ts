@@ -28,6 +28,17 @@ export abstract class LockProvider {
   abstract tryAcquire(key: string, options?: AcquireOptions): Promise<Lock | null>;
 
   /**
+   * Health check: resolves when the backend answers within `timeoutMs`, rejects
+   * (with a `LockBackendError`) when it does not. Used by `SerializedHealthIndicator`.
+   * The default resolves at once: a provider with no backend to reach (in-memory)
+   * is up whenever its process is. Providers with a backend override it.
+   */
+  ping(timeoutMs: number): Promise<void> {
+    void timeoutMs;
+    return Promise.resolve();
+  }
+
+  /**
    * The synchronous fast path: `key`, held, when the provider can grant it with
    * no I/O and it is free (nobody holds or waits for it, the provider is open,
    * `signal` has not aborted); otherwise `undefined`, and the caller acquires it

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
@@ -7,7 +8,12 @@ import { LockBusyError, SerializationKeyError, SerializedError } from './errors'
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { hasLoneSurrogate } from './key/lock-key';
+import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
+import { SerializedMetrics } from './observability/serialized.metrics';
+
+// The locks of a context outside any section.
+const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
 
 /** An already settled release: what `HeldLock.release` returns when nothing is left to wait for. */
 const DONE: Promise<void> = Promise.resolve();
@@ -46,8 +52,10 @@ export interface HeldKey {
 
 interface LockContext {
   readonly locks: ReadonlyMap<string, HeldLock>;
-  /** The decorated method the interceptor is about to call with the key already held. */
-  passThrough: unknown;
+  /** The section entered last: what {@link LockService.current} returns without a key. */
+  readonly innermost: HeldKey;
+  /** Set by `SerializedInterceptor` around the handler it calls (see `metadata/handler.handshake.ts`). */
+  readonly handshake: HandlerHandshake | undefined;
 }
 
 /**
@@ -61,6 +69,8 @@ export class LockService {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
+  // OpenTelemetry instruments, or undefined (no @opentelemetry/api, no MeterProvider): one null check per call.
+  private readonly metrics: SerializedMetrics | undefined;
 
   /**
    * Whether calls that do not say (`reentrant` of {@link RunOptions}) join an
@@ -69,7 +79,9 @@ export class LockService {
    */
   reentrant = true;
 
-  constructor(readonly provider: LockProvider) {}
+  constructor(private readonly provider: LockProvider) {
+    this.metrics = SerializedMetrics.create(provider);
+  }
 
   /**
    * Runs `fn` while holding `key`, one caller at a time per key, in arrival order,
@@ -91,7 +103,8 @@ export class LockService {
     if (!lock) return this.acquireAndRun(key, fn, options);
     // The key was free and taken synchronously: the same steps as `acquireAndRun`,
     // without the promises of acquiring (and, for a lock released at once, of releasing).
-    const held = new HeldLock(lock, options.handler, this.logger, reentrant);
+    this.metrics?.acquiredAtOnce(key);
+    const held = new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
     let result: Promise<T> | T;
     try {
       result = this.runHolding(held, () => fn(lock));
@@ -115,7 +128,8 @@ export class LockService {
   /**
    * Acquires `key` with the options of {@link run} and returns it held; the caller
    * must call `release()`. Run the protected work through {@link runHolding} so that
-   * nested calls see the key as held.
+   * nested calls see the key as held. Plumbing of the decorators; users call {@link run}.
+   * @internal
    */
   async acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
     if (typeof key !== 'string' || key === '') {
@@ -130,13 +144,16 @@ export class LockService {
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
     const { mode, handler, reentrant: _, ...acquireOptions } = options;
+    const since = this.metrics?.waiting(key);
     try {
       const lock =
         mode === 'reject'
           ? await this.tryOrBusy(key, acquireOptions)
           : await this.provider.acquire(key, acquireOptions as ProviderAcquireOptions);
-      return new HeldLock(lock, handler, this.logger, reentrant);
+      if (since !== undefined) this.metrics?.acquired(key, since);
+      return new HeldLock(lock, handler, this.logger, reentrant, this.metrics);
     } catch (error) {
+      if (since !== undefined) this.metrics?.failed(key, since, error);
       if (error instanceof SerializedError && handler) error.attachHandler(handler);
       throw error;
     }
@@ -144,16 +161,28 @@ export class LockService {
 
   /**
    * Runs `fn` in an async context where `held` counts as held, so a nested
-   * `run`/`@Serialized` on the same key runs at once instead of deadlocking
-   * (unless `held` was acquired with `reentrant: false`: then `fn` runs in the
-   * caller's context, which costs no AsyncLocalStorage at all).
+   * `run`/`@Serialized` on the same key runs at once instead of deadlocking —
+   * unless `held` was acquired with `reentrant: false`: then nothing inside joins
+   * it, and `fn` runs in the caller's context (no AsyncLocalStorage at all) except
+   * under the interceptor, whose handler may ask for its lock (`@SerializedLock()`).
+   * `handshake` announces the decorated handler the interceptor is about to call
+   * (see `metadata/handler.handshake.ts`).
+   * @internal
    */
-  runHolding<R>(held: HeldKey, fn: () => R, passThrough?: unknown): R {
-    const joins = !held.reentrant && (held as HeldLock).joinable;
-    if (!joins && passThrough === undefined) return fn();
-    const locks = new Map(this.context.getStore()?.locks);
-    if (joins) locks.set(held.lock.key, held as HeldLock);
-    return this.context.run({ locks, passThrough }, fn);
+  runHolding<R>(held: HeldKey, fn: () => R, handshake?: HandlerHandshake): R {
+    const store = this.context.getStore();
+    if (held.reentrant) {
+      // A call joining an enclosing holder: the same lock, entered again.
+      if (handshake === undefined && store?.innermost.lock === held.lock) return fn();
+      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+    }
+    if (!(held as HeldLock).joinable) {
+      if (handshake === undefined) return fn();
+      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+    }
+    const locks = new Map(store?.locks);
+    locks.set(held.lock.key, held as HeldLock);
+    return this.context.run({ locks, innermost: held, handshake }, fn);
   }
 
   /** Whether the current async context holds `key`. */
@@ -162,15 +191,33 @@ export class LockService {
   }
 
   /**
-   * True once for `method` when the interceptor already serialized the call it is
-   * making, so the decorated method's own wrapper does not lock again.
+   * The lock the current async context holds: the one for `key` (a key as given to
+   * {@link run}; for `@Serialized`, `<scope>:<value>`), or without `key` the
+   * innermost — the section entered last. `undefined` outside any section. For
+   * service code called from a decorated handler or from `run`: read
+   * `fencingToken` for a fenced write, watch `signal`, call `extend()`.
+   */
+  current(key?: string): Lock | undefined {
+    const store = this.context.getStore();
+    if (!store) return undefined;
+    const inner = store.innermost;
+    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in `locks`.
+    const innerActive = inner instanceof HeldLock ? inner.active : activeLock(store.locks.get(inner.lock.key)) === inner.lock;
+    if (key !== undefined) return innerActive && inner.lock.key === key ? inner.lock : activeLock(store.locks.get(key));
+    if (innerActive) return inner.lock;
+    // The innermost section ended while this context lives on: the one around it.
+    let outer: Lock | undefined;
+    for (const entry of store.locks.values()) outer = activeLock(entry) ?? outer;
+    return outer;
+  }
+
+  /**
+   * The handshake the interceptor set for the handler it is calling, if any
+   * (see `metadata/handler.handshake.ts`).
    * @internal
    */
-  consumePassThrough(method: unknown): boolean {
-    const store = this.context.getStore();
-    if (!store || store.passThrough !== method) return false;
-    store.passThrough = undefined;
-    return true;
+  handshake(): HandlerHandshake | undefined {
+    return this.context.getStore()?.handshake;
   }
 
   private async acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions): Promise<T> {
@@ -195,6 +242,8 @@ class HeldLock implements HeldKey {
   readonly reentrant = false;
   /** False once released: a nested call that outlives the holder must not count it as held. */
   active = true;
+  /** When it was acquired (for the hold-time histogram; 0 without metrics). */
+  private readonly since: number;
 
   constructor(
     readonly lock: Lock,
@@ -202,7 +251,10 @@ class HeldLock implements HeldKey {
     private readonly logger: Logger,
     /** Whether calls inside the holder's async context may join it (`reentrant`). */
     readonly joinable: boolean,
-  ) {}
+    private readonly metrics?: SerializedMetrics,
+  ) {
+    this.since = metrics ? performance.now() : 0;
+  }
 
   /**
    * The one release path. Returns {@link DONE} itself when the release is already
@@ -213,6 +265,7 @@ class HeldLock implements HeldKey {
     if (!this.active) return DONE;
     this.active = false;
     const lost = this.lock.lost;
+    this.metrics?.released(this.lock.key, this.since, lost !== undefined);
     if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
     try {
       if (this.lock.releaseNow) {
@@ -230,6 +283,10 @@ class HeldLock implements HeldKey {
     // The work is done; failing the call now would lose its result. The lease ends the lock.
     this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`);
   }
+}
+
+function activeLock(entry: HeldLock | undefined): Lock | undefined {
+  return entry?.active ? entry.lock : undefined;
 }
 
 function describe(key: string, handler: string | undefined): string {

@@ -56,12 +56,12 @@ export class InMemoryLockProvider
     return new MemoryIdempotencyStore();
   }
 
-  /** Keys held or waited for right now (0 when idle). */
+  /** Diagnostics (for tests and health checks): keys held or waited for right now (0 when idle). */
   get activeKeys(): number {
     return this.queue.size;
   }
 
-  /** Whether a timer is armed (none when nobody waits). */
+  /** Diagnostics: whether a timer is armed (none when nobody waits). */
   get timerArmed(): boolean {
     return this.deadlines.armed;
   }
@@ -104,7 +104,7 @@ export class InMemoryLockProvider
     // (unlike Redis and PostgreSQL, which abort it then), and nobody can take the
     // key from its holder.
     this.held.close();
-    this.queue.rejectAll((key) => new LockBackendError('The lock provider is shutting down', { key }));
+    this.queue.rejectAll((key) => LockBackendError.shuttingDown(key));
     await this.held.drain(this.shutdownGraceMs);
   }
 
