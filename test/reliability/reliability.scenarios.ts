@@ -85,11 +85,18 @@ async function leftovers(driver: Driver, keyPrefix: string, redisUrl = TEST_REDI
   return 0;
 }
 
-function row(base: Omit<ResultRow, 'sections' | 'overlaps' | 'duplicates' | 'r429' | 'r503' | 'fencingViolations' | 'lostUpdates' | 'leaked'>, stats: Stats[], verdict: { lostUpdates: number; fencingViolations: number }, leaked: number): ResultRow {
+function row(
+  base: Omit<ResultRow, 'sections' | 'overlaps' | 'duplicates' | 'r429' | 'r503' | 'fencingViolations' | 'lostUpdates' | 'leaked'>,
+  stats: Stats[],
+  verdict: { lostUpdates: number; fencingViolations: number; overlaps?: { overlaps: number; excused: number } },
+  leaked: number,
+): ResultRow {
+  const excused = verdict.overlaps?.excused ? `${verdict.overlaps.excused} section(s) entered while a holder whose lock was lost (and who was told) had not left yet; that holder's write was skipped or refused by the fence` : '';
   return {
     ...base,
+    notes: [base.notes, excused].filter(Boolean).join('; ') || undefined,
     sections: sum(stats, 'sections'),
-    overlaps: sum(stats, 'overlaps'),
+    overlaps: sum(stats, 'overlaps') + (verdict.overlaps?.overlaps ?? 0),
     duplicates: sum(stats, 'duplicates'),
     r429: sum(stats, 'busy'),
     r503: sum(stats, 'backend') + sum(stats, 'lost'),
@@ -222,7 +229,7 @@ export async function holderFault(driver: 'redis' | 'postgres', fault: 'SIGKILL'
           : `holder paused ${paused} ms: its session kept the lock, so the next caller waited for SIGCONT (no lease to run out)`;
     }
     const closed = await closeAll([holder, next]);
-    const verdict = await ledger.verdict([key]);
+    const verdict = { ...(await ledger.verdict([key])), overlaps: await ledger.overlaps() };
     const leaked = closed.leaked + (await leftovers(driver, keyPrefix));
     return row(
       { scenario: fault === 'SIGKILL' ? 'SIGKILL the holder' : 'SIGSTOP the holder past its lease, then SIGCONT', provider: driver, load: '2 processes, 1 key', faults: fault === 'SIGKILL' ? 'holder killed while holding' : `holder stopped ${paused / 1000} s`, recoveryMs, notes },
@@ -268,7 +275,7 @@ export async function backendRestart(driver: 'redis' | 'postgres', sizes: Sizes,
       await sleep(100);
     }
     const closed = await closeAll(workers);
-    const verdict = await ledger.verdict(keys);
+    const verdict = { ...(await ledger.verdict(keys)), overlaps: await ledger.overlaps() };
     const leaked = closed.leaked + (await leftovers(driver, keyPrefix, redis?.url));
     const faultText = kind === 'restart' ? (driver === 'redis' ? 'throwaway redis-server killed and restarted (no persistence)' : 'TCP proxy cut + pg_terminate_backend of the lock sessions') : driver === 'redis' ? 'CLIENT KILL of the lock connections' : 'pg_terminate_backend of the lock sessions';
     return row({ scenario: kind === 'restart' ? 'backend restart under load' : 'dropped session under load', provider: driver, load: `2 processes × ${keys.length} keys × ${perKey}, 20 ms holds`, faults: faultText, recoveryMs }, closed.stats.length ? closed.stats : stats, verdict, leaked);
@@ -375,7 +382,7 @@ export async function soak(driver: 'redis' | 'postgres', sizes: Sizes): Promise<
     const heapAfter = await Promise.all(workers.map(async (w) => Number((await ask(w, { type: 'heap' }, 'heap')).heapUsed)));
     const growth = Math.max(...heapAfter.map((after, i) => (after - heapBefore[i]) / heapBefore[i]));
     const closed = await closeAll(workers);
-    const verdict = await ledger.verdict(keys);
+    const verdict = { ...(await ledger.verdict(keys)), overlaps: await ledger.overlaps() };
     const leaked = closed.leaked + (await leftovers(driver, keyPrefix, redis?.url));
     return row(
       {

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
+import { RedisLockProvider } from 'nestjs-serialized';
 import { WorkerProcess, type WorkerMessage } from '../../support/processes';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../../support/services';
 
@@ -105,7 +106,20 @@ export class Ledger {
 
   /** A holder killed inside its section never leaves the detector: the test does it for it. */
   async leaveDetector(key: string): Promise<void> {
-    await this.redis.set(`${this.detectorPrefix}:in:${key}`, 0);
+    await this.redis.del(`${this.detectorPrefix}:in:${key}`);
+  }
+
+  /**
+   * Overlaps the shared detector saw: a section entered while another was inside.
+   * `excused`: every other section inside had lost its lock and been told so
+   * (signal aborted; it wrote nothing or the fence refused it).
+   */
+  async overlaps(): Promise<{ overlaps: number; excused: number }> {
+    const entries = (await this.redis.lrange(`${this.detectorPrefix}:overlaps`, 0, -1)).map((e) => JSON.parse(e) as { key: string; others: string[] });
+    const lost = new Set(await this.redis.smembers(`${this.detectorPrefix}:lost`));
+    const excused = entries.filter((e) => e.others.every((other) => lost.has(`${e.key}:${other}`))).length;
+    await this.redis.del(`${this.detectorPrefix}:overlaps`);
+    return { overlaps: entries.length - excused, excused };
   }
 
   workerEnv(): Record<string, string> {
@@ -139,18 +153,24 @@ export async function ask(worker: WorkerProcess, message: WorkerMessage, answer:
   return worker.waitFor((m) => m.type === answer && worker.messages.indexOf(m) >= before, timeoutMs);
 }
 
-/** Redis keys left under `prefix` on `url`. */
+/**
+ * Redis keys left under `prefix` on `url`, not counting the fencing counter (the
+ * one key meant to outlive locks); then removes them all (the run's own prefix).
+ */
 export async function redisKeysUnder(url: string, prefix: string): Promise<number> {
   const redis = new Redis(url, { maxRetriesPerRequest: 2 });
+  const judge = new RedisLockProvider({ client: redis, keyPrefix: prefix });
   let cursor = '0';
   let count = 0;
   try {
     do {
       const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
       cursor = next;
-      count += keys.length;
+      count += keys.filter((key) => !judge.isFencingCounter(key)).length;
+      if (keys.length) await redis.del(...keys);
     } while (cursor !== '0');
   } finally {
+    await judge.close();
     redis.disconnect();
   }
   return count;

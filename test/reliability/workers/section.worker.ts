@@ -56,6 +56,8 @@ export interface Stats {
 const fresh = (): Stats => ({ sections: 0, overlaps: 0, duplicates: 0, accepted: 0, rejected: 0, busy: 0, backend: 0, lost: 0, other: 0, orderViolations: 0, tokens: [] });
 let stats = fresh();
 const localInside = new Map<string, number>();
+// The section's key:token per request, so a lock reported lost at release is recorded too.
+const tokenOf = new Map<string, string>();
 const localRuns = new Set<string>();
 const localValues = new Map<string, number>();
 const localFence = new Map<string, bigint>();
@@ -65,17 +67,42 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function section(key: string, lock: Lock, requestId: string, holdMs: number, shared: boolean): Promise<void> {
   stats.sections++;
   if (shared) {
-    if ((await detector.incr(`${DETECTOR}:in:${key}`)) > 1) stats.overlaps++;
-    if ((await detector.sadd(`${DETECTOR}:runs`, requestId)) === 0) stats.duplicates++;
-    const { rows } = await ledger.query(`SELECT value FROM ${LEDGER} WHERE key = $1`, [key]);
-    if (holdMs) await sleep(holdMs);
+    // The shared detector: the tokens inside the key right now. A section whose
+    // lock is lost leaves at once (its signal aborted: a correct section stops and
+    // does not write), so an overlap is recorded with the tokens still inside,
+    // and judged afterwards: overlapping a holder that was told it lost the lock
+    // (and whose write the fence refuses) is not two holders of one lock.
     const token = lock.fencingToken.toString();
-    const written = await ledger.query(`UPDATE ${LEDGER} SET value = $2, fence = $3 WHERE key = $1 AND fence <= $3`, [key, Number(rows[0]?.value ?? 0) + 1, token]);
-    if (written.rowCount) {
-      stats.accepted++;
-      await ledger.query(`INSERT INTO ${LEDGER}_writes (key, token) VALUES ($1, $2)`, [key, token]);
-    } else stats.rejected++;
-    await detector.decr(`${DETECTOR}:in:${key}`);
+    tokenOf.set(requestId, `${key}:${token}`);
+    const inside = `${DETECTOR}:in:${key}`;
+    let left = false;
+    const leave = async () => {
+      if (left) return;
+      left = true;
+      await detector.srem(inside, token);
+    };
+    const onLost = () => {
+      void detector.sadd(`${DETECTOR}:lost`, `${key}:${token}`);
+      void leave();
+    };
+    lock.signal.addEventListener('abort', onLost, { once: true });
+    try {
+      const [[, added], [, members]] = (await detector.multi().sadd(inside, token).smembers(inside).exec()) as [[null, number], [null, string[]]];
+      const others = members.filter((m) => m !== token);
+      if (added && others.length) await detector.rpush(`${DETECTOR}:overlaps`, JSON.stringify({ key, token, others }));
+      if ((await detector.sadd(`${DETECTOR}:runs`, requestId)) === 0) stats.duplicates++;
+      const { rows } = await ledger.query(`SELECT value FROM ${LEDGER} WHERE key = $1`, [key]);
+      if (holdMs) await sleep(holdMs);
+      if (lock.signal.aborted) return void stats.rejected++;
+      const written = await ledger.query(`UPDATE ${LEDGER} SET value = $2, fence = $3 WHERE key = $1 AND fence <= $3`, [key, Number(rows[0]?.value ?? 0) + 1, token]);
+      if (written.rowCount) {
+        stats.accepted++;
+        await ledger.query(`INSERT INTO ${LEDGER}_writes (key, token) VALUES ($1, $2)`, [key, token]);
+      } else stats.rejected++;
+    } finally {
+      lock.signal.removeEventListener('abort', onLost);
+      await leave();
+    }
     return;
   }
   const inside = (localInside.get(key) ?? 0) + 1;
@@ -126,7 +153,12 @@ async function run(command: RunCommand): Promise<void> {
             if (command.checkOrder) (order.get(key) ?? order.set(key, []).get(key)!).push(i);
             await section(key, lock, requestId, command.holdMs, command.shared);
           }, { waitTimeoutMs: command.waitTimeoutMs })
-          .catch(count),
+          .catch(async (error: unknown) => {
+            count(error);
+            const lostToken = tokenOf.get(requestId);
+            if ((error as Error)?.name === 'LockLostError' && lostToken) await detector.sadd(`${DETECTOR}:lost`, lostToken);
+          })
+          .finally(() => tokenOf.delete(requestId)),
       );
     }
   }
