@@ -51,6 +51,7 @@ export class ThrowawayRedis {
     this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
     for (;;) {
       const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined); // not up yet: the loop tries again
       try {
         await probe.connect();
         await probe.ping();
