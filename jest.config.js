@@ -6,7 +6,9 @@
 /** @type {import('jest').Config} */
 module.exports = {
   rootDir: '.',
-  testEnvironment: 'node',
+  // Nest's logs are buffered per test and printed only for a failing one (a passing run is quiet).
+  testEnvironment: '<rootDir>/test/setup/quiet-environment.js',
+  setupFilesAfterEnv: ['<rootDir>/test/setup/quiet-logs.ts'],
   moduleFileExtensions: ['ts', 'js', 'json'],
   testRegex: ['(libs|src)/.*\\.spec\\.ts$', 'test/.*\\.(e2e-spec|spec)\\.ts$'],
   transform: {

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
@@ -9,7 +10,9 @@ import { LockProvider } from './lock.provider';
 import { RELEASE_NOW, TAKE_NOW, type ImmediateLock, type ImmediateLockProvider } from './internal/immediate-lock';
 import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
 import { hasLoneSurrogate } from './key/lock-key';
+import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
+import { SerializedMetrics } from './observability/serialized.metrics';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -35,8 +38,10 @@ export interface HeldKey {
 
 interface LockContext {
   readonly locks: ReadonlyMap<string, HeldLock>;
-  /** The decorated method the interceptor is about to call with the key already held. */
-  passThrough: unknown;
+  /** The section entered last: what {@link LockService.current} returns without a key. */
+  readonly innermost: HeldKey;
+  /** Set by `SerializedInterceptor` around the handler it calls (see `metadata/handler.handshake.ts`). */
+  readonly handshake: HandlerHandshake | undefined;
 }
 
 /**
@@ -50,8 +55,12 @@ export class LockService {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
+  // OpenTelemetry instruments, or undefined (no @opentelemetry/api, no MeterProvider): one null check per call.
+  private readonly metrics: SerializedMetrics | undefined;
 
-  constructor(readonly provider: LockProvider) {}
+  constructor(private readonly provider: LockProvider) {
+    this.metrics = SerializedMetrics.create(provider);
+  }
 
   /**
    * Runs `fn` while holding `key`, one caller at a time per key, in arrival order,
@@ -93,7 +102,8 @@ export class LockService {
   /**
    * Acquires `key` with the options of {@link run} and returns it held; the caller
    * must call `release()`. Run the protected work through {@link runHolding} so that
-   * nested calls see the key as held.
+   * nested calls see the key as held. Plumbing of the decorators; users call {@link run}.
+   * @internal
    */
   async acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
     if (typeof key !== 'string' || key === '') {
@@ -107,13 +117,16 @@ export class LockService {
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
     const { mode, handler, ...acquireOptions } = options;
+    const since = this.metrics?.waiting(key);
     try {
       const lock =
         mode === 'reject'
           ? await this.tryOrBusy(key, acquireOptions)
           : await this.provider.acquire(key, acquireOptions as ProviderAcquireOptions);
-      return new HeldLock(lock, handler, this.logger);
+      if (since !== undefined) this.metrics?.acquired(key, since);
+      return new HeldLock(lock, handler, this.logger, this.metrics);
     } catch (error) {
+      if (since !== undefined) this.metrics?.failed(key, since, error);
       if (error instanceof SerializedError && handler) error.attachHandler(handler);
       throw error;
     }
@@ -122,12 +135,16 @@ export class LockService {
   /**
    * Runs `fn` in an async context where `held` counts as held, so a nested
    * `run`/`@Serialized` on the same key runs at once instead of deadlocking.
+   * `handshake` announces the decorated handler the interceptor is about to call
+   * (see `metadata/handler.handshake.ts`).
+   * @internal
    */
-  runHolding<R>(held: HeldKey, fn: () => R, passThrough?: unknown): R {
-    if (held.reentrant && passThrough === undefined) return fn();
-    const locks = new Map(this.context.getStore()?.locks);
+  runHolding<R>(held: HeldKey, fn: () => R, handshake?: HandlerHandshake): R {
+    const store = this.context.getStore();
+    if (held.reentrant && handshake === undefined && store?.innermost.lock === held.lock) return fn();
+    const locks = new Map(store?.locks);
     if (!held.reentrant) locks.set(held.lock.key, held as HeldLock);
-    return this.context.run({ locks, passThrough }, fn);
+    return this.context.run({ locks, innermost: held, handshake }, fn);
   }
 
   /** Whether the current async context holds `key`. */
@@ -136,15 +153,31 @@ export class LockService {
   }
 
   /**
-   * True once for `method` when the interceptor already serialized the call it is
-   * making, so the decorated method's own wrapper does not lock again.
+   * The lock the current async context holds: the one for `key` (a key as given to
+   * {@link run}; for `@Serialized`, `<scope>:<value>`), or without `key` the
+   * innermost — the section entered last. `undefined` outside any section. For
+   * service code called from a decorated handler or from `run`: read
+   * `fencingToken` for a fenced write, watch `signal`, call `extend()`.
+   */
+  current(key?: string): Lock | undefined {
+    const store = this.context.getStore();
+    if (!store) return undefined;
+    if (key !== undefined) return activeLock(store.locks.get(key));
+    const innermost = activeLock(store.locks.get(store.innermost.lock.key));
+    if (innermost === store.innermost.lock) return innermost;
+    // The innermost section ended while this context lives on: the one around it.
+    let outer: Lock | undefined;
+    for (const entry of store.locks.values()) outer = activeLock(entry) ?? outer;
+    return outer;
+  }
+
+  /**
+   * The handshake the interceptor set for the handler it is calling, if any
+   * (see `metadata/handler.handshake.ts`).
    * @internal
    */
-  consumePassThrough(method: unknown): boolean {
-    const store = this.context.getStore();
-    if (!store || store.passThrough !== method) return false;
-    store.passThrough = undefined;
-    return true;
+  handshake(): HandlerHandshake | undefined {
+    return this.context.getStore()?.handshake;
   }
 
   private async acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions): Promise<T> {
@@ -163,7 +196,8 @@ export class LockService {
     // Anything unusual (a bad key, a key this context already holds) takes the usual path.
     if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || this.isHeld(key)) return undefined;
     const lock = provider[TAKE_NOW](key, options);
-    return lock && new HeldLock(lock, options.handler, this.logger);
+    if (lock) this.metrics?.acquiredAtOnce(key);
+    return lock && new HeldLock(lock, options.handler, this.logger, this.metrics);
   }
 
   private async tryOrBusy(key: string, options: AcquireOptions): Promise<Lock> {
@@ -178,12 +212,17 @@ class HeldLock implements HeldKey {
   readonly reentrant = false;
   /** False once released: a nested call that outlives the holder must not count it as held. */
   active = true;
+  /** When it was acquired (for the hold-time histogram; 0 without metrics). */
+  private readonly since: number;
 
   constructor(
     readonly lock: Lock,
     private readonly handler: string | undefined,
     private readonly logger: Logger,
-  ) {}
+    private readonly metrics?: SerializedMetrics,
+  ) {
+    this.since = metrics ? performance.now() : 0;
+  }
 
   async release(): Promise<void> {
     if (!this.finish()) return;
@@ -209,6 +248,7 @@ class HeldLock implements HeldKey {
     if (!this.active) return false;
     this.active = false;
     const signal = existingSignal(this.lock);
+    this.metrics?.released(this.lock.key, this.since, signal?.aborted === true);
     if (signal?.aborted) {
       this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(signal.reason?.message ?? signal.reason))}`);
     }
@@ -223,6 +263,10 @@ class HeldLock implements HeldKey {
 
 function existingSignal(lock: Lock): AbortSignal | undefined {
   return typeof (lock as Partial<LazySignal>)[PEEK_SIGNAL] === 'function' ? (lock as LazySignal)[PEEK_SIGNAL]() : lock.signal;
+}
+
+function activeLock(entry: HeldLock | undefined): Lock | undefined {
+  return entry?.active ? entry.lock : undefined;
 }
 
 function describe(key: string, handler: string | undefined): string {

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Pool } from 'pg';
+import type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
 import type { LockProviderCommonOptions } from './lock-provider-options.interface';
 
 /** Which backend holds the locks. */
@@ -19,6 +20,12 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     /** A client the app already has (standalone, Sentinel or Cluster). The library never closes it. */
     client?: Redis | Cluster;
   };
+  /**
+   * How library errors that escape a request handler are answered (docs/errors.md):
+   * on (default: 400 / 429 / 503 in each transport's form), `{ body }` to change
+   * what the client receives, or `false` to leave them to the app's own filters.
+   */
+  errorMapping?: boolean | ErrorMappingOptions;
   postgres?: {
     /** `postgres://` URL (default: `DATABASE_URL`). */
     connectionString?: string;
@@ -43,4 +50,5 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   driver: SerializedDriver;
   redis: { url?: string; client?: Redis | Cluster };
   postgres: { connectionString?: string; pool?: Pool; lockPoolSize: number; createSchema?: boolean };
+  errorMapping: false | ErrorMappingOptions;
 }

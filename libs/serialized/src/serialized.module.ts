@@ -1,13 +1,19 @@
-import { Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { Logger, Module } from '@nestjs/common';
+import { APP_FILTER, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { GatewayFiltersInstaller } from './filters/gateway-filters.installer';
+import { SerializedExceptionFilter } from './filters/serialized-exception.filter';
+import { BackendOutageLog } from './interceptors/backend-outage.log';
 import { resolveSerializedOptions } from './config/serialized-options.resolver';
 import { SerializedInterceptor } from './interceptors/serialized.interceptor';
 import { IDEMPOTENCY_EXPORTS, IDEMPOTENCY_PROVIDERS } from './idempotency/idempotency.providers';
 import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
+import { SerializedLockChecker } from './metadata/serialized-lock.checker';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
-import { SERIALIZED_OPTIONS } from './serialized.constants';
+import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
+import { SerializedStartupLine } from './observability/startup-line';
+import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from './serialized.constants';
 import {
   SERIALIZED_ASYNC_OPTIONS_TYPE,
   SERIALIZED_MODULE_OPTIONS,
@@ -23,6 +29,10 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
  * `forRoot()` with no options reads the environment (`SERIALIZED_DRIVER`,
  * `REDIS_URL`, `DATABASE_URL`, `SERIALIZED_*`); options given in code win over it.
  * Invalid options or variables stop start-up with one message listing them all.
+ *
+ * It also registers `SerializedExceptionFilter` globally, so a lock error thrown
+ * anywhere inside a request answers 400 / 429 / 503 in the transport's form
+ * (`errorMapping` changes the body or turns this off; docs/errors.md).
  */
 @Module({
   imports: [DiscoveryModule],
@@ -39,10 +49,40 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     },
     LockService,
     SerializedMetadataAccessor,
+    SerializedLockChecker,
     SerializedInterceptor,
+    { provide: BackendOutageLog, useFactory: () => new BackendOutageLog(new Logger(SERIALIZED_LOGGER_CONTEXT)) },
+    {
+      provide: SerializedExceptionFilter,
+      inject: [SERIALIZED_OPTIONS, HttpAdapterHost, BackendOutageLog],
+      useFactory: (options: ResolvedSerializedOptions, adapterHost: HttpAdapterHost, outages: BackendOutageLog) =>
+        new SerializedExceptionFilter(adapterHost, outages, options.errorMapping || {}),
+    },
+    {
+      // Global, and catching only the library's errors: the app's filters keep the rest.
+      // Nest skips a global enhancer whose factory returns null (errorMapping: false).
+      provide: APP_FILTER,
+      inject: [SERIALIZED_OPTIONS, SerializedExceptionFilter],
+      useFactory: (options: ResolvedSerializedOptions, filter: SerializedExceptionFilter) => (options.errorMapping === false ? null : filter),
+    },
+    // Costs nothing until used: @nestjs/terminus is loaded on the first check.
+    SerializedHealthIndicator,
+    SerializedStartupLine,
+    // Gateways get no global filters from Nest: they get the same filter on their class.
+    GatewayFiltersInstaller,
     ...IDEMPOTENCY_PROVIDERS,
   ],
-  exports: [SERIALIZED_OPTIONS, LockProvider, LockService, SerializedMetadataAccessor, SerializedInterceptor, ...IDEMPOTENCY_EXPORTS],
+  exports: [
+    SERIALIZED_OPTIONS,
+    LockProvider,
+    LockService,
+    SerializedMetadataAccessor,
+    SerializedInterceptor,
+    BackendOutageLog,
+    SerializedExceptionFilter,
+    SerializedHealthIndicator,
+    ...IDEMPOTENCY_EXPORTS,
+  ],
 })
 export class SerializedModule extends SerializedConfigurableModule {
   /** Configures the module from `options` (and, for what they leave out, the environment). Global. */

@@ -73,6 +73,11 @@ export function resolveSerializedOptions(
     }
   }
 
+  const errorMapping = options.errorMapping === undefined || options.errorMapping === true ? {} : options.errorMapping;
+  if (!(errorMapping === false || (typeof errorMapping === 'object' && errorMapping !== null && ['undefined', 'function'].includes(typeof errorMapping.body)))) {
+    problems.push(optionProblem('options.errorMapping', options.errorMapping, 'true (default), false, or { body?: (error, status, defaultBody) => body }'));
+  }
+
   // REDIS_URL / DATABASE_URL may serve other parts of the app in other shapes;
   // they only count as invalid when this module would use them.
   const relevant = problems.filter(
@@ -82,5 +87,5 @@ export function resolveSerializedOptions(
   );
   if (relevant.length) throw new SerializedConfigError(relevant);
 
-  return { driver, keyPrefix, redis, postgres, ...numbers };
+  return { driver, keyPrefix, redis, postgres, errorMapping, ...numbers };
 }

@@ -21,6 +21,7 @@ import { LockConnectionPool } from './lock-connection.pool';
 import { openLockSession } from './lock-session.opener';
 import { loadPgDriver } from './pg-driver.loader';
 import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
+import { pingLockPool } from './postgres-health';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
 import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
@@ -136,6 +137,12 @@ export class PostgresLockProvider
     return new PostgresIdempotencyStore({ ...this.settings, keyPrefix: this.keyPrefix, table: this.idempotencyTable });
   }
 
+  /** Health: one statement on a lock connection, bounded by `timeoutMs` (see `pingLockPool`). */
+  override ping(timeoutMs: number): Promise<void> {
+    if (this.shutDown) return Promise.reject(LockBackendError.shuttingDown());
+    return pingLockPool(this.pool, timeoutMs);
+  }
+
   /** Keys held or waited for in this process (0 when idle). */
   get activeKeys(): number {
     return this.queue.size;
@@ -182,7 +189,7 @@ export class PostgresLockProvider
       }
       if (this.held.closing) {
         this.queue.release(key);
-        throw new LockBackendError('The lock provider is shutting down', { key });
+        throw LockBackendError.shuttingDown(key);
       }
       return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     });

@@ -26,7 +26,7 @@ const NO_LONGER_WATCHED =
 /** Refuses newcomers, rejects waiters (local and in the server) and waits for holders up to the grace period. */
 export async function stopTakingLocks(parts: LockProviderParts): Promise<void> {
   parts.held.close();
-  const closing = (key: string) => new LockBackendError('The lock provider is shutting down', { key });
+  const closing = (key: string) => LockBackendError.shuttingDown(key);
   parts.queue.rejectAll(closing);
   for (const attempt of [...parts.attempts.values()]) attempt.abort(closing(attempt.key));
   await parts.held.drain(parts.shutdownGraceMs);

@@ -1,5 +1,11 @@
 import type { QueryArrayConfig } from 'pg';
-import type { LockConnection } from './lock-connection';
+
+/** What a batch needs of its session (a `LockConnection`; named here so the two files do not import each other). */
+export interface BatchedSession {
+  readonly busy: boolean;
+  query(config: QueryArrayConfig): Promise<unknown[]>;
+  queryRows(config: QueryArrayConfig | (() => QueryArrayConfig)): Promise<unknown[][]>;
+}
 
 interface OpenBatch {
   readonly keys: string[];
@@ -18,7 +24,7 @@ export class StatementBatch {
   private open: OpenBatch | undefined;
 
   constructor(
-    private readonly connection: LockConnection,
+    private readonly connection: BatchedSession,
     /** One key → one row. */
     private readonly single: (key: string) => QueryArrayConfig,
     /** `$1` bigint[] of keys → rows `[ordinality, ...the single statement's columns]`. */
