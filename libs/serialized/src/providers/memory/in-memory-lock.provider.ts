@@ -4,7 +4,7 @@ import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
-import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { KeyedWaitQueue, type WaitErrors } from '../../internal/keyed-wait-queue';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
@@ -15,6 +15,12 @@ import { MemoryIdempotencyStore } from '../../idempotency/stores/memory-idempote
 
 /** Options of {@link InMemoryLockProvider}; module options fill them in (no key prefix, lease or connection here). */
 export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitTimeoutMs' | 'maxPending' | 'shutdownGraceMs'>;
+
+/** How an in-memory waiter fails; shared, so waiting allocates no error closures. */
+const WAIT_ERRORS: WaitErrors = {
+  timeoutError: (key, timeoutMs) => new LockTimeoutError(key, timeoutMs),
+  busyError: (key, maxPending) => new LockBusyError(key, 'max-pending', { maxPending }),
+};
 
 /**
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
@@ -64,15 +70,7 @@ export class InMemoryLockProvider
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#acquire');
     if (invalid) throw invalid;
     this.held.assertOpen(key);
-    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
-    const maxPending = options.maxPending ?? this.maxPending;
-    const waiting = this.queue.take(key, {
-      timeoutMs: waitTimeoutMs,
-      signal: options.signal,
-      maxPending,
-      timeoutError: () => new LockTimeoutError(key, waitTimeoutMs),
-      busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
-    });
+    const waiting = this.queue.wait(key, options.waitTimeoutMs ?? this.waitTimeoutMs, options.maxPending ?? this.maxPending, options.signal, WAIT_ERRORS);
     if (waiting) {
       await waiting;
       // Handed over in the same tick the caller gave up: pass it on, never run.

@@ -1,5 +1,7 @@
+import { performance } from 'node:perf_hooks';
+import type { HeldLocks } from '../../internal/held-locks';
 import type { RedisLockKeys } from './redis-keyspace';
-import type { RedisLock } from './redis-lock';
+import { RedisLock, type RedisLockContext } from './redis-lock';
 import type { RedisWaiter } from './redis-waiter';
 
 /**
@@ -19,14 +21,10 @@ export interface GrantBlock {
   readonly floor: number;
 }
 
-/** What the cohorts need from the waiter state machine. */
-export interface CohortHost {
-  /** This process's first waiter of `key` with a place in the Redis queue. */
-  firstQueued(key: string): RedisWaiter | undefined;
-  /** The waiter got the key: it stops waiting and resolves with `lock`. */
-  handTo(waiter: RedisWaiter, lock: RedisLock): void;
-  /** A new lock for `waiter` under the tenure's owner token. */
-  localLock(previous: RedisLock, waiter: RedisWaiter, fencingToken: bigint): RedisLock;
+/** What the cohorts need from the waiter state machine (which is also the context of its locks). */
+export interface CohortHost extends RedisLockContext {
+  /** The waiter is done waiting (it then resolves or rejects). */
+  settle(waiter: RedisWaiter): void;
   /** Gives up `token`'s place, or passes the key on if `token` holds it. */
   leave(key: string, keys: RedisLockKeys, token: string): void;
 }
@@ -65,17 +63,30 @@ export class RedisCohorts {
   constructor(
     private readonly mode: RedisHandOffMode,
     private readonly host: CohortHost,
+    private readonly held: HeldLocks<RedisLock>,
+    /** This process's first waiter of a key with a place in the Redis queue. */
+    private readonly firstQueued: (key: string) => RedisWaiter | undefined,
   ) {}
 
-  /** This process got `key` from Redis under `token` (a new tenure). */
-  began(key: string, keys: RedisLockKeys, token: string, fence: number, block: GrantBlock | undefined): void {
+  /**
+   * A new lock got from Redis, held under `token` with `px` ms of lease from
+   * `grantedAt`: a new tenure, with `block` the tokens reserved for its local hand-offs.
+   */
+  grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number, block?: GrantBlock): RedisLock {
     this.endTenure(key);
-    if (!block || block.last <= fence) return;
-    const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
-    this.tenures.set(key, { token, keys, last: BigInt(block.last), floor, served: [] });
+    if (block && block.last > fence) {
+      const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
+      this.tenures.set(key, { token, keys, last: BigInt(block.last), floor, served: [] });
+    }
+    const lock = new RedisLock(this.host, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
+    this.held.add(lock);
+    return lock;
   }
 
-  /** A reply queued a waiter of this process behind its own holder: `floor` is the first other place ahead of it. */
+  /**
+   * A reply queued a waiter of this process behind a holder of this process:
+   * `floor` is the place of the first waiter of another process ahead of it.
+   */
   learned(key: string, floor: number): void {
     const tenure = this.tenures.get(key);
     if (tenure && floor > 0 && floor < tenure.floor) tenure.floor = floor;
@@ -87,14 +98,21 @@ export class RedisCohorts {
    */
   passOn(lock: RedisLock): boolean {
     const tenure = this.tenures.get(lock.key);
-    if (!tenure || tenure.token !== lock.token || lock.fencingToken >= tenure.last) return false;
-    const waiter = this.host.firstQueued(lock.key);
+    if (!tenure || tenure.token !== lock.token || lock.fencingToken >= tenure.last || this.held.closing) return false;
+    const waiter = this.firstQueued(lock.key);
     if (!waiter || waiter.signal?.aborted) return false;
     if (this.mode === 'strict' && !(waiter.fence < tenure.floor)) return false;
     this.handOffs++;
     tenure.served.push(waiter.token);
     this.served.set(waiter.token, lock.key);
-    this.host.handTo(waiter, this.host.localLock(lock, waiter, lock.fencingToken + 1n));
+    this.held.delete(lock);
+    // The tenure's owner token and its lease as it stands; the new holder renews it
+    // on its own schedule (and its signal aborts if Redis no longer has it).
+    const next = new RedisLock(this.host, lock.key, tenure.keys, lock.token, lock.fencingToken + 1n, waiter.leaseMs, lock.leaseLeft(), performance.now());
+    this.held.add(next);
+    this.host.settle(waiter);
+    waiter.granted = true;
+    waiter.resolve(next);
     return true;
   }
 

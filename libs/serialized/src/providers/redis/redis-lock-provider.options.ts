@@ -61,6 +61,7 @@ export const REDIS_LOCK_DEFAULTS = {
   heartbeatMs: 5000,
   maxInFlight: 1000,
   maxLocalHandOffs: 16,
+  handoff: 'strict',
 } as const;
 
 /** Accepted ranges of the Redis-only tuning knobs. */
@@ -93,7 +94,7 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
   const heartbeatMs = tuning(options, 'heartbeatMs', problems);
   const maxInFlight = tuning(options, 'maxInFlight', problems);
   const maxLocalHandOffs = tuning(options, 'maxLocalHandOffs', problems);
-  const handoff = options.handoff ?? 'strict';
+  const handoff = options.handoff ?? REDIS_LOCK_DEFAULTS.handoff;
   if (handoff !== 'strict' && handoff !== 'cohort') problems.push(`RedisLockProvider option handoff must be 'strict' or 'cohort', got ${String(handoff)}`);
   if (problems.length) throw new SerializedConfigError(problems);
   return {
@@ -115,7 +116,7 @@ function tuning(options: RedisLockProviderOptions, name: keyof typeof REDIS_LOCK
   if (value === undefined) return REDIS_LOCK_DEFAULTS[name];
   const { min, max } = REDIS_LOCK_LIMITS[name];
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    problems.push(`RedisLockProvider option ${name} must be a whole number of ${name.endsWith('Ms') ? 'milliseconds ' : ''}from ${min} to ${max}, got ${String(value)}`);
+    problems.push(`RedisLockProvider option ${name} must be a whole number ${name.endsWith('Ms') ? 'of milliseconds ' : ''}from ${min} to ${max}, got ${String(value)}`);
     return REDIS_LOCK_DEFAULTS[name];
   }
   return value;

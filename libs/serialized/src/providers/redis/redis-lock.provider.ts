@@ -149,7 +149,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
    * process, in-process (local hand-off, no Redis round trip), since the start.
    */
   get localHandOffs(): number {
-    return this.waiters.localHandOffs;
+    return this.waiters.cohorts.handOffs;
   }
 
   /** Diagnostics: locks held through this provider right now. */

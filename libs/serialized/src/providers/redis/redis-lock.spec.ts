@@ -32,8 +32,7 @@ function fakeContext() {
     deadlines: new DeadlineQueue(),
     handedOver: () => undefined,
     released: (lock: RedisLock) => released.push(lock),
-    passLocally: () => false,
-    endTenure: () => [],
+    cohorts: { passOn: () => false, end: () => [] },
   } as unknown as RedisLockContext;
   const extends_ = () => calls.filter((c) => c.script === 'extend');
   return { context, calls, extends_, released };

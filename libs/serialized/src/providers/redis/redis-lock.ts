@@ -20,10 +20,13 @@ export interface RedisLockContext {
   handedOver(handOff: HandOff, since: number): void;
   /** The lock is released (or its release failed): it no longer counts as held. */
   released(lock: RedisLock): void;
-  /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
-  passLocally(lock: RedisLock): boolean;
-  /** The lock goes back to Redis: owner tokens of the waiters it served in-process (their places leave the queue). */
-  endTenure(lock: RedisLock): readonly string[];
+  /** Local hand-offs (see `RedisCohorts`). */
+  readonly cohorts: {
+    /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
+    passOn(lock: RedisLock): boolean;
+    /** The lock goes back to Redis: owner tokens of the waiters it served in-process (their places leave the queue). */
+    end(lock: RedisLock): readonly string[];
+  };
 }
 
 /** Shortest pause before retrying a renewal that failed while the lease still runs. */
@@ -114,8 +117,8 @@ export class RedisLock extends LockState implements Lock {
     this.cancelRenewal();
     this.cancelGuard();
     const { context, keys } = this;
-    if (passable && context.passLocally(this)) return (this.releasing = Promise.resolve());
-    const served = context.endTenure(this);
+    if (passable && context.cohorts.passOn(this)) return (this.releasing = Promise.resolve());
+    const served = context.cohorts.end(this);
     let sentAt = -Infinity;
     this.releasing = context.connection
       .run(

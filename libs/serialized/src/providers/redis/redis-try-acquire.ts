@@ -67,6 +67,6 @@ export class RedisTryAcquire {
       this.waiters.leave(key, keys, token);
       throw signal.reason;
     }
-    return this.waiters.grant(key, keys, token, fence, leaseMs, px, since, { last, floor: 0 });
+    return this.waiters.cohorts.grant(key, keys, token, fence, leaseMs, px, since, { last, floor: 0 });
   }
 }

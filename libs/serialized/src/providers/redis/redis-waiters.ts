@@ -17,6 +17,7 @@ import { RedisLock, type RedisLockContext } from './redis-lock';
 import { RedisSafetyChecks, type SafetyCheckHost } from './redis-safety-checks';
 import type { RedisScripts } from './redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED, type KeyWaiters, type WaitRequest } from './redis-waiter';
+import { RedisWaitBudgets, type WaitBudgetHost } from './redis-wait-budgets';
 import { RedisWakeUps } from './redis-wake-ups';
 import type { AcquireResult } from './scripts/acquire.script';
 import type { HandOff } from './scripts/hand-off';
@@ -44,7 +45,7 @@ export interface RedisWaitersParts {
  * ({@link RedisSafetyChecks}); every hand-off, whatever carried it, comes through
  * {@link handedOver}.
  */
-export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, CohortHost {
+export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, WaitBudgetHost, CohortHost {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
@@ -52,27 +53,25 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private readonly handOffs: RedisHandOffs;
   private readonly checks: RedisSafetyChecks;
   private readonly wakeUps: RedisWakeUps;
-  private readonly cohorts: RedisCohorts;
+  /** Local hand-offs: the released lock's key to this process's next waiter, in-process. */
+  readonly cohorts: RedisCohorts;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, KeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly byToken = new Map<string, RedisWaiter>();
   /** How often a waiter whose budget ran out while its script had no answer looks again (see `waitEnded`). */
   private readonly recheckMs: number;
+  private readonly budgets: RedisWaitBudgets;
 
   constructor(private readonly parts: RedisWaitersParts) {
     ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines } = parts);
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
+    this.budgets = new RedisWaitBudgets(parts.deadlines, this);
     this.handOffs = new RedisHandOffs(this, parts.grants, parts.stalls);
-    this.cohorts = new RedisCohorts(parts.handoff, this);
+    this.cohorts = new RedisCohorts(parts.handoff, this, parts.held, (key) => this.keys.get(key)?.first);
     this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
     this.checks = new RedisSafetyChecks(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
-  }
-
-  /** Local hand-offs (in-process, no round trip) so far. */
-  get localHandOffs(): number {
-    return this.cohorts.handOffs;
   }
 
   /** Keys this process waits for right now. */
@@ -97,9 +96,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, waitTimeoutMs, signal, performance.now());
     waiter.maxPending = request.maxPending;
     this.byToken.set(waiter.token, waiter);
-    // The wait budget runs from the call, not from the reply: under a burst the
-    // script may wait behind thousands of others on the connection.
-    waiter.deadline = this.deadlines.schedule(waitTimeoutMs, () => this.waitEnded(waiter));
+    this.budgets.start(waiter);
     if (signal) {
       waiter.onAbort = () => this.giveUp(waiter, signal.reason);
       signal.addEventListener('abort', waiter.onAbort, { once: true });
@@ -112,46 +109,6 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   handedOver(handOff: HandOff, since: number): void {
     if (this.cohorts.handedToServed(handOff.member)) return;
     this.handOffs.handedOver(handOff, since);
-  }
-
-  /**
-   * A new lock, held under `token` with `px` ms of lease from `grantedAt`, got from
-   * Redis: a new tenure, with `block` the tokens reserved for local hand-offs.
-   */
-  grant(
-    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number, block?: GrantBlock,
-  ): RedisLock {
-    this.cohorts.began(key, keys, token, fence, block);
-    const lock = new RedisLock(this, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
-    this.parts.held.add(lock);
-    return lock;
-  }
-
-  passLocally(lock: RedisLock): boolean {
-    if (this.parts.held.closing) return false;
-    return this.cohorts.passOn(lock);
-  }
-
-  endTenure(lock: RedisLock): readonly string[] {
-    return this.cohorts.end(lock);
-  }
-
-  firstQueued(key: string): RedisWaiter | undefined {
-    return this.keys.get(key)?.first;
-  }
-
-  localLock(previous: RedisLock, waiter: RedisWaiter, fencingToken: bigint): RedisLock {
-    this.released(previous);
-    // The tenure's owner token and its lease as it stands; the new holder renews it.
-    const lock = new RedisLock(this, previous.key, waiter.queue.keys, previous.token, fencingToken, waiter.leaseMs, previous.leaseLeft(), performance.now());
-    this.parts.held.add(lock);
-    return lock;
-  }
-
-  handTo(waiter: RedisWaiter, lock: RedisLock): void {
-    this.settle(waiter);
-    waiter.granted = true;
-    waiter.resolve(lock);
   }
 
   /** The lock no longer counts as held. */
@@ -203,7 +160,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   lockFor(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): Lock {
-    return this.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block);
+    return this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block);
   }
 
   isCurrent(queue: KeyWaiters): boolean {
@@ -282,8 +239,8 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
       return;
     }
     waiter.fence = result.fence;
-    // Its budget ran out while the reply was on its way (see `waitEnded`).
-    if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
+    // Its budget (started: it has a deadline) ran out while the reply was on its way (see `waitEnded`).
+    if (waiter.deadline && performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
       return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
     }
     // It was let through in case it became the holder, and it did not: one waiter too many.
@@ -304,7 +261,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
    * answered since: Redis may be gone, which the backend bound says
    * (`LockBackendError`, never a 429 for an outage), so it looks again shortly.
    */
-  private waitEnded(waiter: RedisWaiter): void {
+  waitEnded(waiter: RedisWaiter): void {
     waiter.deadline = undefined;
     if (waiter.phase === SETTLED) return;
     const key = waiter.queue.key;
@@ -312,7 +269,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
       this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
       return;
     }
-    waiter.deadline = this.deadlines.schedule(this.recheckMs, () => this.waitEnded(waiter));
+    this.budgets.recheck(waiter, this.recheckMs);
   }
 
   private enqueueFailed(waiter: RedisWaiter, token: string, error: unknown): void {
