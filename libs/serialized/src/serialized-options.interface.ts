@@ -19,6 +19,13 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
    * else `true`). `false`: no call joins an enclosing holder of its key; each queues like anyone else.
    */
   reentrant?: boolean;
+  /**
+   * Redis: how a held key passes to this process's own next waiter (default:
+   * `SERIALIZED_HANDOFF`, else `'strict'`). `'strict'`: in-process only while global
+   * arrival order allows it; `'cohort'`: this process's waiters first, a bounded
+   * number in a row (docs/semantics.md, *Local hand-off*).
+   */
+  handoff?: 'strict' | 'cohort';
   redis?: {
     /** `redis://` / `rediss://` URL (default: `REDIS_URL`). The library opens and closes its connections. */
     url?: string;
@@ -54,6 +61,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
   reentrant: boolean;
+  handoff: 'strict' | 'cohort';
   redis: { url?: string; client?: Redis | Cluster };
   postgres: { connectionString?: string; pool?: Pool; lockPoolSize: number; createSchema?: boolean };
   errorMapping: false | ErrorMappingOptions;

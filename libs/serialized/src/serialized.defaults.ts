@@ -13,6 +13,8 @@ export const SERIALIZED_DEFAULTS = {
   shutdownGraceMs: 10_000,
   /** Whether a call whose async context already holds its key joins that holder. */
   reentrant: true,
+  /** Redis local hand-off: `strict` keeps global arrival order; `cohort` serves a process's own waiters first (bounded). */
+  handoff: 'strict',
   pgLockPoolSize: 10,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,

@@ -34,6 +34,7 @@ export class SerializedEnvironment {
   @IsOptional() @IsInt() @Min(S.maxPending.min) @Max(S.maxPending.max) SERIALIZED_MAX_PENDING?: number;
   @IsOptional() @IsInt() @Min(S.connectTimeoutMs.min) @Max(S.connectTimeoutMs.max) SERIALIZED_CONNECT_TIMEOUT_MS?: number;
   @IsOptional() @IsInt() @Min(S.shutdownGraceMs.min) @Max(S.shutdownGraceMs.max) SERIALIZED_SHUTDOWN_GRACE_MS?: number;
+  @IsOptional() @IsIn(S.handoff.values) SERIALIZED_HANDOFF?: (typeof S.handoff.values)[number];
   @IsOptional() @IsInt() @Min(S.lockPoolSize.min) @Max(S.lockPoolSize.max) SERIALIZED_PG_LOCK_POOL_SIZE?: number;
   @IsOptional() @IsBoolean() SERIALIZED_REENTRANT?: boolean;
 }

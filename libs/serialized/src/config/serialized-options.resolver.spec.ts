@@ -18,6 +18,14 @@ describe('resolveSerializedOptions', () => {
     expect(resolveSerializedOptions({ driver: 'memory', leaseMs: 1000 }, env)).toMatchObject({ driver: 'memory', leaseMs: 1000 });
   });
 
+  it("takes handoff from the options, else SERIALIZED_HANDOFF, else 'strict'; anything else stops start-up naming it", () => {
+    expect(resolveSerializedOptions({}, {}).handoff).toBe('strict');
+    expect(resolveSerializedOptions({}, { SERIALIZED_HANDOFF: 'cohort' }).handoff).toBe('cohort');
+    expect(resolveSerializedOptions({ handoff: 'strict' }, { SERIALIZED_HANDOFF: 'cohort' }).handoff).toBe('strict');
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_HANDOFF: 'fifo' })).toThrow(/SERIALIZED_HANDOFF="fifo" is invalid: accepts strict \| cohort/);
+    expect(() => resolveSerializedOptions({ handoff: 'fair' as 'strict' }, {})).toThrow(/options\.handoff/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(resolveSerializedOptions({}, { SERIALIZED_LEASE_MS: '' }).leaseMs).toBe(30_000);
   });

@@ -47,6 +47,11 @@ export function resolveSerializedOptions(
   const reentrant = options.reentrant ?? fromEnv.SERIALIZED_REENTRANT ?? S.reentrant.default;
   if (typeof reentrant !== 'boolean') problems.push(optionProblem('options.reentrant', reentrant, acceptsOf(S.reentrant)));
 
+  const handoff = options.handoff ?? fromEnv.SERIALIZED_HANDOFF ?? S.handoff.default;
+  if (options.handoff !== undefined && !(S.handoff.values as readonly string[]).includes(options.handoff)) {
+    problems.push(optionProblem('options.handoff', options.handoff, acceptsOf(S.handoff)));
+  }
+
   const redis = { client: options.redis?.client, url: options.redis?.url };
   if (driver === 'redis' && !redis.client) {
     if (redis.url !== undefined) {
@@ -89,5 +94,5 @@ export function resolveSerializedOptions(
   );
   if (relevant.length) throw new SerializedConfigError(relevant);
 
-  return { driver, keyPrefix, redis, postgres, errorMapping, reentrant, ...numbers };
+  return { driver, keyPrefix, redis, postgres, errorMapping, reentrant, handoff, ...numbers };
 }

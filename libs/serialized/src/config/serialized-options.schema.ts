@@ -154,6 +154,14 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     max: HOUR_MS,
     meaning: 'how long app.close() waits for running handlers',
   },
+  handoff: {
+    type: 'choice',
+    option: 'handoff',
+    env: 'SERIALIZED_HANDOFF',
+    values: ['strict', 'cohort'],
+    default: D.handoff,
+    meaning: "Redis local hand-off: 'strict' keeps global arrival order, 'cohort' serves this process's waiters first (bounded)",
+  },
   reentrant: {
     type: 'boolean',
     option: 'reentrant',

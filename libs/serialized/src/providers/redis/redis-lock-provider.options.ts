@@ -61,7 +61,7 @@ export const REDIS_LOCK_DEFAULTS = {
   heartbeatMs: 5000,
   maxInFlight: 1000,
   maxLocalHandOffs: 16,
-  handoff: 'strict',
+  handoff: SERIALIZED_DEFAULTS.handoff,
 } as const;
 
 /** Accepted ranges of the Redis-only tuning knobs. */

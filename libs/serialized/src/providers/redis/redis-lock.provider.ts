@@ -107,7 +107,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
 
   /** Builds the provider from `SerializedModule` options (`redis.url` or `redis.client`). */
   static fromModuleOptions(options: ResolvedSerializedOptions): RedisLockProvider {
-    return new RedisLockProvider({ ...commonProviderOptions(options), url: options.redis.url, client: options.redis.client });
+    return new RedisLockProvider({ ...commonProviderOptions(options), url: options.redis.url, client: options.redis.client, handoff: options.handoff });
   }
 
   /** The client commands go through (yours, or the one the library opened). */
