@@ -22,7 +22,7 @@ describe('resolveSerializedOptions', () => {
     expect(resolveSerializedOptions({}, {}).handoff).toBe('strict');
     expect(resolveSerializedOptions({}, { SERIALIZED_HANDOFF: 'cohort' }).handoff).toBe('cohort');
     expect(resolveSerializedOptions({ handoff: 'strict' }, { SERIALIZED_HANDOFF: 'cohort' }).handoff).toBe('strict');
-    expect(() => resolveSerializedOptions({}, { SERIALIZED_HANDOFF: 'fifo' })).toThrow(/SERIALIZED_HANDOFF="fifo" is invalid: accepts strict \| cohort/);
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_HANDOFF: 'fifo' })).toThrow(/SERIALIZED_HANDOFF="fifo" is invalid: accepts one of strict, cohort \(default strict\)/);
     expect(() => resolveSerializedOptions({ handoff: 'fair' as 'strict' }, {})).toThrow(/options\.handoff/);
   });
 
