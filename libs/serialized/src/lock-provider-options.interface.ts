@@ -14,6 +14,12 @@ export interface LockProviderCommonOptions {
   waitTimeoutMs?: number;
   /** Most waiters per key in this process; beyond it `LockBusyError` (default 1000). */
   maxPending?: number;
+  /**
+   * Most waiters of this provider instance across all keys, beyond each key's
+   * `maxPending`; beyond it `LockBusyError` at once (default 100 000). Bounds the
+   * memory waiting can take (docs/memory.md).
+   */
+  maxPendingTotal?: number;
   /** Bound on reaching the backend before `LockBackendError` (default 3000 ms). */
   connectTimeoutMs?: number;
   /** How long shutdown (`app.close()`) waits for running holders to release their locks (default 10 000 ms). */
@@ -22,6 +28,6 @@ export interface LockProviderCommonOptions {
 
 /** The common part of the resolved module options, for a provider's `fromModuleOptions`. */
 export function commonProviderOptions(options: ResolvedSerializedOptions): Required<LockProviderCommonOptions> {
-  const { keyPrefix, leaseMs, waitTimeoutMs, maxPending, connectTimeoutMs, shutdownGraceMs } = options;
-  return { keyPrefix, leaseMs, waitTimeoutMs, maxPending, connectTimeoutMs, shutdownGraceMs };
+  const { keyPrefix, leaseMs, waitTimeoutMs, maxPending, maxPendingTotal, connectTimeoutMs, shutdownGraceMs } = options;
+  return { keyPrefix, leaseMs, waitTimeoutMs, maxPending, maxPendingTotal, connectTimeoutMs, shutdownGraceMs };
 }

@@ -9,6 +9,7 @@ export const SERIALIZED_DEFAULTS = {
   leaseMs: 30_000,
   waitTimeoutMs: 10_000,
   maxPending: 1000,
+  maxPendingTotal: 100_000,
   connectTimeoutMs: 3000,
   shutdownGraceMs: 10_000,
   pgLockPoolSize: 10,

@@ -32,6 +32,7 @@ export class SerializedEnvironment {
   @IsOptional() @IsInt() @Min(S.leaseMs.min) @Max(S.leaseMs.max) SERIALIZED_LEASE_MS?: number;
   @IsOptional() @IsInt() @Min(S.waitTimeoutMs.min) @Max(S.waitTimeoutMs.max) SERIALIZED_WAIT_TIMEOUT_MS?: number;
   @IsOptional() @IsInt() @Min(S.maxPending.min) @Max(S.maxPending.max) SERIALIZED_MAX_PENDING?: number;
+  @IsOptional() @IsInt() @Min(S.maxPendingTotal.min) @Max(S.maxPendingTotal.max) SERIALIZED_MAX_PENDING_TOTAL?: number;
   @IsOptional() @IsInt() @Min(S.connectTimeoutMs.min) @Max(S.connectTimeoutMs.max) SERIALIZED_CONNECT_TIMEOUT_MS?: number;
   @IsOptional() @IsInt() @Min(S.shutdownGraceMs.min) @Max(S.shutdownGraceMs.max) SERIALIZED_SHUTDOWN_GRACE_MS?: number;
   @IsOptional() @IsInt() @Min(S.lockPoolSize.min) @Max(S.lockPoolSize.max) SERIALIZED_PG_LOCK_POOL_SIZE?: number;

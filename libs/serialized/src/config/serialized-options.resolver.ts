@@ -10,7 +10,7 @@ import {
 } from './serialized-options.schema';
 
 /** The numeric options every provider takes, in the order problems are listed. */
-const COMMON_NUMBERS = ['leaseMs', 'waitTimeoutMs', 'maxPending', 'connectTimeoutMs', 'shutdownGraceMs'] as const;
+const COMMON_NUMBERS = ['leaseMs', 'waitTimeoutMs', 'maxPending', 'maxPendingTotal', 'connectTimeoutMs', 'shutdownGraceMs'] as const;
 
 /**
  * Options given in code win; what they leave out comes from the environment, then

@@ -125,6 +125,16 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     perCall: { min: 0, infinity: true },
     meaning: 'waiters per key and process',
   },
+  maxPendingTotal: {
+    type: 'integer',
+    option: 'maxPendingTotal',
+    env: 'SERIALIZED_MAX_PENDING_TOTAL',
+    unit: 'count',
+    default: D.maxPendingTotal,
+    min: 0,
+    max: 10_000_000,
+    meaning: 'waiters across all keys, per provider instance (process)',
+  },
   connectTimeoutMs: {
     type: 'integer',
     option: 'connectTimeoutMs',

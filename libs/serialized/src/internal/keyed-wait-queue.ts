@@ -1,4 +1,5 @@
 import { DeadlineQueue, type Deadline } from './deadline-queue';
+import type { PendingBudget } from './pending-budget';
 
 /** How one caller waits for a key. */
 export interface WaitOptions {
@@ -46,7 +47,11 @@ interface KeyEntry {
 export class KeyedWaitQueue {
   private readonly entries = new Map<string, KeyEntry>();
 
-  constructor(private readonly deadlines: DeadlineQueue = new DeadlineQueue()) {}
+  /** `budget`: the provider's `maxPendingTotal`, shared by the waiters of every key (none: unbounded). */
+  constructor(
+    private readonly deadlines: DeadlineQueue = new DeadlineQueue(),
+    private readonly budget?: PendingBudget,
+  ) {}
 
   /** Keys held or waited for (0 when idle: nothing is retained). */
   get size(): number {
@@ -82,6 +87,7 @@ export class KeyedWaitQueue {
     }
     if (options.timeoutMs <= 0) return Promise.reject(options.timeoutError());
     if (entry.waiting >= options.maxPending) return Promise.reject(options.busyError());
+    if (this.budget && !this.budget.take()) return Promise.reject(this.budget.busyError(key));
 
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
@@ -173,6 +179,7 @@ export class KeyedWaitQueue {
     else entry.last = waiter.prev;
     waiter.prev = waiter.next = undefined;
     entry.waiting--;
+    this.budget?.give();
     if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
     if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
     waiter.deadline = waiter.onAbort = undefined;

@@ -6,6 +6,7 @@ import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
 import { TAKE_NOW, type ImmediateLockProvider } from '../../internal/immediate-lock';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
@@ -15,7 +16,10 @@ import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency
 import { MemoryIdempotencyStore } from '../../idempotency/stores/memory-idempotency.store';
 
 /** Options of {@link InMemoryLockProvider}; module options fill them in (no key prefix, lease or connection here). */
-export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitTimeoutMs' | 'maxPending' | 'shutdownGraceMs'>;
+export type InMemoryLockProviderOptions = Pick<
+  LockProviderCommonOptions,
+  'waitTimeoutMs' | 'maxPending' | 'maxPendingTotal' | 'shutdownGraceMs' | 'leaseMs'
+>;
 
 /**
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
@@ -28,7 +32,7 @@ export class InMemoryLockProvider
   implements ImmediateLockProvider, BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
 {
   private readonly deadlines = new DeadlineQueue();
-  private readonly queue = new KeyedWaitQueue(this.deadlines);
+  private readonly queue: KeyedWaitQueue;
   private readonly held = new HeldLocks<InMemoryLock>();
   private lastToken = 0n;
   private readonly waitTimeoutMs: number;
@@ -44,6 +48,7 @@ export class InMemoryLockProvider
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
+    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
   }
 
   /** `@Idempotent`'s records, in this process like the locks. */

@@ -7,6 +7,7 @@ import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
 import { commonProviderOptions } from '../../lock-provider-options.interface';
@@ -67,7 +68,7 @@ export class PostgresLockProvider
   readonly connectTimeoutMs: number;
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   private readonly deadlines = new DeadlineQueue();
-  private readonly queue = new KeyedWaitQueue(this.deadlines);
+  private readonly queue: KeyedWaitQueue;
   private readonly held = new HeldLocks<PostgresLock>();
   private readonly attempts = new Map<string, LockAttempt>();
   private readonly monitor: SessionLivenessMonitor;
@@ -88,6 +89,7 @@ export class PostgresLockProvider
     const timings = sessionTimings(options);
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
+    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
     this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);

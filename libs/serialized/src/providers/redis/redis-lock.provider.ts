@@ -4,6 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { HeldLocks } from '../../internal/held-locks';
+import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
 import { commonProviderOptions, type LockProviderCommonOptions } from '../../lock-provider-options.interface';
@@ -118,6 +119,8 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly leaseMs: number;
   private readonly waitTimeoutMs: number;
   private readonly maxPending: number;
+  /** `maxPendingTotal`: callers on their way or queued, across keys (a caller is counted until it holds or leaves). */
+  private readonly budget: PendingBudget;
   private readonly shutdownGraceMs: number;
   private readonly heartbeatMs: number;
   /** How often a waiter whose budget ran out while its script had no answer looks again (see `waitEnded`). */
@@ -130,6 +133,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     this.leaseMs = options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs;
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
+    this.budget = new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal);
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.heartbeatMs = Math.max(30, Math.ceil(options.heartbeatMs ?? REDIS_LOCK_DEFAULTS.heartbeatMs));
     const connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
@@ -273,6 +277,12 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
     }
 
+    if (!this.budget.take()) {
+      // Every place is taken (maxPendingTotal): only a free key will do, as its caller would be no waiter.
+      const busy = this.budget.busyError(key);
+      if (pending > 0 || holding) return Promise.reject(busy);
+      return this.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+    }
     queue ??= this.openKey(key);
     queue.pending++;
     const token = this.tokens.next(leaseMs);
@@ -509,6 +519,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     if (waiter.phase === QUEUED) queue.unlink(waiter);
     waiter.phase = SETTLED;
     queue.pending--;
+    this.budget.give();
     this.waiters.delete(waiter.token);
     if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
     if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
