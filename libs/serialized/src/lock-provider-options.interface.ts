@@ -1,5 +1,3 @@
-import type { ResolvedSerializedOptions } from './serialized-options.interface';
-
 /**
  * What every provider takes from the module's options (`SerializedModule.forRoot`
  * fills them in; defaults in `SERIALIZED_DEFAULTS`). Providers add their own
@@ -8,7 +6,11 @@ import type { ResolvedSerializedOptions } from './serialized-options.interface';
 export interface LockProviderCommonOptions {
   /** Namespace of every lock key in the backend (default `serialized`). */
   keyPrefix?: string;
-  /** Lease of a held lock, renewed about every third of it while held (default 30 000 ms). */
+  /**
+   * Lease of a held lock (default 30 000 ms). Its meaning differs per provider
+   * (docs/lease.md): a lease renewed every third of it on Redis, the liveness
+   * cadence of held sessions on PostgreSQL, nothing in memory.
+   */
   leaseMs?: number;
   /** Longest wait for a busy key in `wait` mode before `LockTimeoutError` (default 10 000 ms). */
   waitTimeoutMs?: number;
@@ -24,10 +26,4 @@ export interface LockProviderCommonOptions {
   connectTimeoutMs?: number;
   /** How long shutdown (`app.close()`) waits for running holders to release their locks (default 10 000 ms). */
   shutdownGraceMs?: number;
-}
-
-/** The common part of the resolved module options, for a provider's `fromModuleOptions`. */
-export function commonProviderOptions(options: ResolvedSerializedOptions): Required<LockProviderCommonOptions> {
-  const { keyPrefix, leaseMs, waitTimeoutMs, maxPending, maxPendingTotal, connectTimeoutMs, shutdownGraceMs } = options;
-  return { keyPrefix, leaseMs, waitTimeoutMs, maxPending, maxPendingTotal, connectTimeoutMs, shutdownGraceMs };
 }

@@ -13,6 +13,14 @@ export const SERIALIZED_DEFAULTS = {
   connectTimeoutMs: 3000,
   shutdownGraceMs: 10_000,
   pgLockPoolSize: 10,
+  /** Idle PostgreSQL lock connections are closed after this long. */
+  pgIdleTimeoutMs: 10_000,
+  /** Sequence PostgreSQL fencing tokens are drawn from. */
+  pgFencingSequence: 'nestjs_serialized_fencing_token',
+  /** How long a Redis waiter keeps its place without a heart-beat. */
+  redisHeartbeatMs: 5000,
+  /** Redis commands on the wire at once per connection (per Cluster node). */
+  redisMaxInFlight: 1000,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,
   /** Longest key value accepted from a request, in characters. */

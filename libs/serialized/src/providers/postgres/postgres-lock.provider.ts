@@ -10,7 +10,7 @@ import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import { commonProviderOptions } from '../../lock-provider-options.interface';
+import { postgresProviderOptions } from '../../config/provider-options.mapper';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
@@ -24,7 +24,7 @@ import { loadPgDriver } from './pg-driver.loader';
 import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
-import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
+import { lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession, unlockSession } from './held-session';
@@ -93,7 +93,7 @@ export class PostgresLockProvider
     this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);
-    this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
+    this.statements = lockStatements(options.fencingSequence ?? SERIALIZED_DEFAULTS.pgFencingSequence);
     this.idempotencyTable = options.idempotencyTable;
     this.settings = {
       pg,
@@ -109,7 +109,7 @@ export class PostgresLockProvider
       {
         size: lockPoolSizeOf(options),
         open: () => openLockSession(this.settings, this.deadlines, this.watchdog, (error) => this.refuse(error)),
-        idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
+        idleTimeoutMs: options.idleTimeoutMs ?? SERIALIZED_DEFAULTS.pgIdleTimeoutMs,
         retryAfterFailureMs: Math.min(1000, this.connectTimeoutMs),
         closeTimeoutMs: this.connectTimeoutMs,
       },
@@ -121,8 +121,7 @@ export class PostgresLockProvider
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
   static fromModuleOptions(options: ResolvedSerializedOptions): PostgresLockProvider {
-    const { connectionString, pool, lockPoolSize, createSchema } = options.postgres;
-    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize, createSchema });
+    return new PostgresLockProvider(postgresProviderOptions(options));
   }
 
   /** `@Idempotent`'s records: a table of this database, reached through a small pool of their own. */

@@ -1,4 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
@@ -67,7 +68,7 @@ export const URGENT: RunOptions = { urgent: true };
 const RECONNECT_MAX_DELAY_MS = 1000;
 
 /** Default of {@link RedisConnectionOptions.maxInFlight} (see docs/providers/redis.md, "Tuning"). */
-export const DEFAULT_MAX_IN_FLIGHT = 1000;
+export const DEFAULT_MAX_IN_FLIGHT = SERIALIZED_DEFAULTS.redisMaxInFlight;
 
 /** A call waiting for the connection to become ready. */
 interface ReadyWaiter {

@@ -7,7 +7,8 @@ import { HeldLocks } from '../../internal/held-locks';
 import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import { commonProviderOptions, type LockProviderCommonOptions } from '../../lock-provider-options.interface';
+import { redisProviderOptions } from '../../config/provider-options.mapper';
+import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
@@ -62,7 +63,7 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
 
 /** Defaults of the Redis-only tuning knobs. */
 export const REDIS_LOCK_DEFAULTS = {
-  heartbeatMs: 5000,
+  heartbeatMs: SERIALIZED_DEFAULTS.redisHeartbeatMs,
 } as const;
 
 type AcquireReply = [status: number, fence: number, pttl: number, handedMember: string, handedFence: number, handedPx: number];
@@ -212,7 +213,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
 
   /** Builds the provider from `SerializedModule` options (`redis.url` or `redis.client`). */
   static fromModuleOptions(options: ResolvedSerializedOptions): RedisLockProvider {
-    return new RedisLockProvider({ ...commonProviderOptions(options), url: options.redis.url, client: options.redis.client });
+    return new RedisLockProvider(redisProviderOptions(options));
   }
 
   /** The client commands go through (yours, or the one the library opened). */
