@@ -8,13 +8,17 @@
  *   npm run bench -- --quick --docs   … and regenerates the docs from the quick run
  *   npm run bench -- --only 2,3   some scenarios; writes bench/results/partial.tmp.json only
  *   npm run bench -- --render bench/results/latest.json   re-renders the docs from a results file
+ *   npm run bench -- --node 20    on another Node.js major: writes bench/results/node20.json, the
+ *                                 docs' second column (the reference run is Node 24: latest.json)
+ *   npm run bench -- --hog        with a child process spinning one core beside the run (a busy host)
  *
  * Needs Redis (REDIS_URL, default redis://127.0.0.1:6379) and PostgreSQL
  * (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres); a backend that
  * is down is reported as failed, never skipped silently.
  */
 import './lib/quiet-logger';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './lib/repo-root';
 import { FULL, QUICK } from './config';
@@ -37,8 +41,22 @@ import { SUBJECTS } from './subjects';
 const ROOT = REPO_ROOT;
 const SCENARIOS: Scenario[] = [uncontendedScenario, hotKeyScenario, hotKeyProcessesScenario, manyKeysScenario, memoryScenario, httpOverheadScenario];
 
-function parseArgs(argv: string[]): { quick: boolean; docs: boolean; only?: number[] } {
+/** The Node.js major of the reference run (bench/results/latest.json). */
+const REFERENCE_NODE = 24;
+
+/** Runs of other Node.js majors (bench/results/node<major>.json): extra columns in the docs. */
+function otherRuntimes(): BenchResults[] {
+  const dir = path.join(ROOT, 'bench', 'results');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => /^node\d+\.json$/.test(f))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as BenchResults);
+}
+
+function parseArgs(argv: string[]): { quick: boolean; docs: boolean; hog: boolean; only?: number[] } {
   const quick = argv.includes('--quick');
+  const hog = argv.includes('--hog');
   const docs = argv.includes('--docs');
   const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
   let only: number[] | undefined;
@@ -47,7 +65,7 @@ function parseArgs(argv: string[]): { quick: boolean; docs: boolean; only?: numb
     only = (value ?? '').split(',').map(Number).filter((n) => n >= 1 && n <= SCENARIOS.length);
     if (!only.length) throw new Error(`--only takes scenario numbers 1–${SCENARIOS.length}, e.g. --only 2,3`);
   }
-  return { quick, docs, only };
+  return { quick, docs, hog, only };
 }
 
 async function main(): Promise<void> {
@@ -68,7 +86,7 @@ async function runAll(): Promise<void> {
     const file = path.resolve(ROOT, process.argv[render + 1] ?? 'bench/results/latest.json');
     const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
     results.targets = evaluateTargets(results.entries);
-    writeDocs(results, ROOT);
+    writeDocs(results, ROOT, otherRuntimes());
     process.stderr.write(`regenerated docs/BENCHMARKS.md and docs/bench/*.svg from ${path.relative(ROOT, file)}\n`);
     return;
   }
@@ -78,6 +96,10 @@ async function runAll(): Promise<void> {
   const log: Log = (line) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
   const services = await probeServices();
   const machine = machineInfo(services);
+  if (process.env.BENCH_PRIVATE_REDIS) machine.redis += ' — a private redis-server the benchmark started for this run (nobody else\'s commands in the counts)';
+  // A busy host on demand: a child spinning one core for the whole run.
+  const hog = args.hog ? spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }) : undefined;
+  if (hog) machine.load += '; with a CPU hog (--hog: a child process spinning one core) for the whole run';
   log(`${config.mode} run on ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, Redis ${machine.redis}, PostgreSQL ${machine.postgres}`);
   const prefix = runPrefix();
   const context = { config, services, subjects: { redisUrl: REDIS_URL, databaseUrl: DATABASE_URL, prefix }, log };
@@ -102,6 +124,7 @@ async function runAll(): Promise<void> {
       log(`scenario ${scenario.id} done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
     }
   } finally {
+    hog?.kill('SIGKILL');
     await cleanup();
   }
 
@@ -121,13 +144,17 @@ async function runAll(): Promise<void> {
     skipped,
   };
   // quick and partial results are scratch (git-ignored: bench/results/*.tmp.json); latest.json is the reference.
-  const file = args.only ? 'partial.tmp.json' : args.quick ? 'quick.tmp.json' : 'latest.json';
+  const major = Number(process.versions.node.split('.')[0]);
+  const reference = major === REFERENCE_NODE;
+  const file = args.only ? 'partial.tmp.json' : args.quick ? 'quick.tmp.json' : reference ? 'latest.json' : `node${major}.json`;
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
   writeFileSync(path.join(ROOT, 'bench', 'results', file), `${JSON.stringify(results, null, 2)}\n`);
   log(`wrote bench/results/${file}`);
-  if (!args.only && (!args.quick || args.docs)) {
-    writeDocs(results, ROOT);
+  if (!args.only && ((!args.quick && reference) || args.docs)) {
+    writeDocs(results, ROOT, otherRuntimes().filter((r) => r.machine.node !== results.machine.node));
     log('regenerated docs/BENCHMARKS.md and docs/bench/*.svg');
+  } else if (!args.only && !args.quick) {
+    log(`Node ${major} is not the reference runtime (${REFERENCE_NODE}): docs/BENCHMARKS.md shows this run as an extra column once re-rendered (npm run bench -- --render bench/results/latest.json)`);
   }
   for (const target of results.targets) log(`target ${target.status.toUpperCase().padEnd(12)} ${target.description}: ${target.measured}${target.gap ? ` (${target.gap})` : ''}`);
   log(`done in ${results.durationSec} s`);

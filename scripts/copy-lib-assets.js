@@ -1,6 +1,7 @@
 // tsc does not copy non-TypeScript files; the Redis provider and the BullMQ order
-// read their Lua scripts at run time. `npm run build:lib` runs this file; the
-// benchmark build (bench/start.js) calls copyLuaFiles for its own output folder.
+// read their Lua scripts at run time. `npm run build:lib` runs this file (it also
+// copies the package's package.json, README, LICENSE and CHANGELOG); the benchmark
+// build (bench/start.js) calls copyLuaFiles for its own output folder.
 const fs = require('fs');
 const path = require('path');
 
@@ -21,10 +22,19 @@ function copyLuaFiles(from, to) {
 module.exports = { copyLuaFiles, LIB_SOURCES: SRC };
 
 if (require.main === module) {
-  const out = path.join(__dirname, '..', 'dist', 'libs', 'serialized');
+  const root = path.join(__dirname, '..');
+  const out = path.join(root, 'dist', 'libs', 'serialized');
   copyLuaFiles(SRC, out);
-  for (const file of ['package.json', 'README.md']) {
-    const from = path.join(__dirname, '..', 'libs', 'serialized', file);
-    if (fs.existsSync(from)) fs.copyFileSync(from, path.join(out, file));
+  // What the published package carries besides the compiled code (its `files` list):
+  // the library's own package.json and README, and the repository's LICENSE and CHANGELOG.
+  const assets = {
+    'package.json': path.join(root, 'libs', 'serialized', 'package.json'),
+    'README.md': path.join(root, 'libs', 'serialized', 'README.md'),
+    LICENSE: path.join(root, 'LICENSE'),
+    'CHANGELOG.md': path.join(root, 'CHANGELOG.md'),
+  };
+  for (const [name, from] of Object.entries(assets)) {
+    if (!fs.existsSync(from)) throw new Error(`copy-lib-assets: ${path.relative(root, from)} is missing`);
+    fs.copyFileSync(from, path.join(out, name));
   }
 }

@@ -87,6 +87,13 @@ export class WorkerProcess {
     return this.next(replyType, timeoutMs);
   }
 
+  /** Ends the process at once (a contender that overran its budget: nothing of it may run on). */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null) return;
     if (this.child.connected) this.child.disconnect();

@@ -8,7 +8,7 @@ const GROUP_ORDER: Group[] = ['in-memory', 'redis', 'postgres', 'http', 'memory-
 const BACKEND_TITLE: Record<string, string> = { memory: 'In-memory', redis: 'Redis', postgres: 'PostgreSQL' };
 
 /** Writes docs/BENCHMARKS.md and one SVG per group under docs/bench/. */
-export function writeDocs(results: BenchResults, root: string): void {
+export function writeDocs(results: BenchResults, root: string, others: readonly BenchResults[] = []): void {
   const docs = path.join(root, 'docs');
   mkdirSync(path.join(docs, 'bench'), { recursive: true });
   for (const group of GROUP_ORDER) {
@@ -17,10 +17,15 @@ export function writeDocs(results: BenchResults, root: string): void {
   }
   const analysisFile = path.join(root, 'bench', 'analysis.md');
   const analysis = existsSync(analysisFile) ? readFileSync(analysisFile, 'utf8').trim() : undefined;
-  writeFileSync(path.join(docs, 'BENCHMARKS.md'), renderMarkdown(results, analysis));
+  writeFileSync(path.join(docs, 'BENCHMARKS.md'), renderMarkdown(results, analysis, others));
 }
 
-export function renderMarkdown(results: BenchResults, analysis?: string): string {
+/** `v24.11.0` → `Node 24`. */
+function runtimeLabel(results: BenchResults): string {
+  return `Node ${results.machine.node.replace(/^v/, '').split('.')[0]}`;
+}
+
+export function renderMarkdown(results: BenchResults, analysis?: string, others: readonly BenchResults[] = []): string {
   const m = results.machine;
   const out: string[] = [];
   out.push('# Benchmarks');
@@ -46,7 +51,7 @@ export function renderMarkdown(results: BenchResults, analysis?: string): string
   out.push(`| CPU | ${m.cpuModel} × ${m.cores} cores |`);
   out.push(`| Memory | ${m.memoryGb} GB |`);
   out.push(`| OS | ${m.os} |`);
-  out.push(`| Node.js | ${m.node} |`);
+  out.push(`| Node.js | ${m.node} (the reference runtime: the benchmark and every contender process ran on it)${others.map((o) => `; the "${runtimeLabel(o)}" columns come from a run on ${o.machine.node} (${o.generatedAt.slice(0, 10)}, same machine, \`npm run bench -- --node ${runtimeLabel(o).slice(5)}\`)`).join('')} |`);
   out.push(`| Redis | ${m.redis} (same machine, loopback) |`);
   out.push(`| PostgreSQL | ${m.postgres} (same machine, loopback) |`);
   out.push(`| Load | ${m.load}; the machine is shared, so other work may have run during the benchmark |`);
@@ -58,7 +63,9 @@ export function renderMarkdown(results: BenchResults, analysis?: string): string
   out.push('```sh');
   out.push('# Redis 6.2+ and PostgreSQL running (REDIS_URL / DATABASE_URL, defaults redis://127.0.0.1:6379 and postgres://postgres@127.0.0.1:5432/postgres)');
   out.push('npm ci');
-  out.push('npm run bench              # full run, < 5 min on 2 cores: writes bench/results/latest.json and this file');
+  out.push('npm run bench              # full run on Node 24 (installed into .cache/node by scripts/node-runtime.js): bench/results/latest.json and this file');
+  out.push('npm run bench -- --node 20 # the same on Node 20: bench/results/node20.json, this file\'s "Node 20" columns (then --render)');
+  out.push('npm run bench -- --hog     # with a child process spinning one core beside the run (a busy host)');
   out.push('npm run bench -- --quick   # < 1 min, smaller sizes: writes bench/results/quick.tmp.json (add --docs to regenerate this file from it)');
   out.push('npm run bench -- --only 2,3   # some scenarios: writes bench/results/partial.tmp.json');
   out.push('```');
@@ -95,7 +102,7 @@ export function renderMarkdown(results: BenchResults, analysis?: string): string
     out.push('');
     out.push(`![${GROUP_TITLES[group]}](bench/${group}.svg)`);
     out.push('');
-    out.push(...groupTable(group, entries));
+    out.push(...groupTable(group, entries, others));
     out.push('');
   }
 
@@ -114,6 +121,8 @@ export function renderMarkdown(results: BenchResults, analysis?: string): string
 
   out.push('## Method');
   out.push('');
+  out.push('- **Isolation.** Each contender runs in a process of its own per scenario (scenario 3: its own four), started at its first round and reused for its next rounds. A contender that crashes, runs out of memory or overruns its time budget is killed and reported as failed; the benchmark and the other contenders go on. The parent only schedules, collects and, for Redis, reads `INFO commandstats`.');
+  out.push('- **Backend work per acquisition** (scenarios 1–4, entries `N.redis.commands` and `N.postgres.statements`): Redis commands from the `INFO commandstats` delta around each measurement — commands that Lua scripts run count too — and PostgreSQL statements counted in the contender\'s own process (every contender sends them through `pg`), each ÷ the critical sections entered. Connecting and the warm-up are included; the Redis count is exact only when nobody else uses the server during the run.');
   out.push('- **Interleaving.** For each scenario and backend, every contender is opened once; then each round runs each contender once, the order rotated by one every round. Medians over the rounds are reported; all samples are in `bench/results/latest.json`.');
   out.push('- **Hand-off latency** (scenarios 2 and 3) is the time from the holder\'s release call to the next holder\'s critical-section start. Every critical section records `[start, end]`; sorted by start, `start[i] − end[i−1]` is one hand-off. In scenario 3 the four processes record on a shared clock (`performance.timeOrigin + performance.now()`, the same machine) and the parent merges them. A negative gap (two holders at once) would be reported as a mutual-exclusion failure.');
   out.push('- **Hand-offs/s** counts the critical sections that started inside the measuring window (after the warm-up), ÷ the window. Waiters loop acquire → empty critical section → release; after the window each waiter finishes its current turn.');
@@ -135,7 +144,7 @@ export function renderMarkdown(results: BenchResults, analysis?: string): string
   return out.join('\n');
 }
 
-function groupTable(group: Group, entries: readonly ResultEntry[]): string[] {
+function groupTable(group: Group, entries: readonly ResultEntry[], others: readonly BenchResults[] = []): string[] {
   const columns: Array<{ key: string; label: string }> = [];
   const keyOf = (v: ContenderValue): string => (v.kind === 'ours' ? 'ours' : v.id);
   for (const e of entries) {
@@ -149,6 +158,7 @@ function groupTable(group: Group, entries: readonly ResultEntry[]): string[] {
   if (http) header.push('÷ undecorated', 'overhead');
   else header.push('best peer', 'vs best peer');
   if (hasFloor) header.push('÷ floor');
+  for (const o of others) header.push(http ? `overhead, ${runtimeLabel(o)}` : `vs best peer, ${runtimeLabel(o)}`);
   const notes: string[] = [];
   const note = (text: string): string => {
     let i = notes.indexOf(text);
@@ -172,6 +182,12 @@ function groupTable(group: Group, entries: readonly ResultEntry[]): string[] {
       cells.push(e.ratioToBestPeer == null ? noise : `**${formatRatio(e.ratioToBestPeer)}**`);
     }
     if (hasFloor) cells.push(e.ratioToFloor === undefined ? '' : formatRatio(e.ratioToFloor));
+    for (const o of others) {
+      const same = o.entries.find((x) => x.id === e.id);
+      if (!same) cells.push('—');
+      else if (http) cells.push(same.overheadPct == null ? '—' : `${formatNumber(same.overheadPct)} %`);
+      else cells.push(same.ratioToBestPeer == null ? '—' : formatRatio(same.ratioToBestPeer));
+    }
     for (const n of e.notes) cells[0] += ` ${note(n)}`;
     return `| ${cells.join(' | ')} |`;
   });

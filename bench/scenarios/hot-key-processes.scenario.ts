@@ -1,10 +1,14 @@
+import type { Redis } from 'ioredis';
+import { redisCommandsExecuted } from '../lib/backend-counters';
 import { sharedNow } from '../lib/clock';
 import { CriticalSections } from '../lib/handoffs';
-import { interleave, type Sample } from '../lib/interleave';
+import { describeError, interleave, type Sample } from '../lib/interleave';
 import { WorkerProcess } from '../lib/worker-process';
 import type { ResultEntry } from '../report/results';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
+import { connectRedis } from '../subjects/redis.subjects';
 import type { Backend } from '../subjects/subject';
+import { costEntries } from './cost-entries';
 import { handoffEntries } from './handoff-entries';
 import { backendDown, type Scenario, type ScenarioContext, unavailableContenders } from './scenario';
 
@@ -12,7 +16,9 @@ import { backendDown, type Scenario, type ScenarioContext, unavailableContenders
  * 3. One hot key shared by 4 OS processes × 25 waiters. Each process records its
  * critical sections on the shared clock (`performance.timeOrigin + now()`); merged
  * and sorted, the gap between one section's end (the release call) and the next
- * one's start — usually in another process — is the hand-off latency.
+ * one's start — usually in another process — is the hand-off latency. Each
+ * contender gets processes of its own (started at its first round, killed if it
+ * overruns), so one contender's failure or leftovers never touch another's.
  */
 export const hotKeyProcessesScenario: Scenario = {
   id: 3,
@@ -20,16 +26,14 @@ export const hotKeyProcessesScenario: Scenario = {
   async run(context: ScenarioContext): Promise<ResultEntry[]> {
     const { config, log } = context;
     const { rounds, processes, waitersPerProcess, warmupMs, durationMs, drainTimeoutMs } = config.hotKeyProcesses;
-    const backends = (['redis', 'postgres'] as const).filter((b) => !backendDown(context.services, b));
-    const workers: WorkerProcess[] = [];
+    // Per contender (backend:id), its own `processes` workers.
+    const workerSets = new Map<string, WorkerProcess[]>();
+    let counter: Redis | undefined;
     const entries: ResultEntry[] = [];
     try {
-      if (backends.length) {
-        log(`  [3] starting ${processes} worker processes`);
-        for (let i = 0; i < processes; i++) workers.push(WorkerProcess.start(`hot-key worker ${i + 1}`, 'bench/workers/hot-key.worker.ts'));
-      }
       for (const backend of ['redis', 'postgres'] as const) {
-        log(`  [3] ${BACKEND_LABEL[backend]}`);
+        if (backendDown(context.services, backend)) log(`  [3] ${BACKEND_LABEL[backend]}: ${backendDown(context.services, backend)}`);
+        else log(`  [3] ${BACKEND_LABEL[backend]}`);
         const specs = SUBJECTS[backend].filter((s) => s.canWait);
         const unavailable = await unavailableContenders(context.services, backend, specs, waitersPerProcess, processes);
         const outcomes = await interleave(
@@ -37,27 +41,43 @@ export const hotKeyProcessesScenario: Scenario = {
           rounds,
           async (id, round): Promise<Sample> => {
             if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
-            return measure(workers, backend, id, `xhot${round}:${id}`);
+            const name = `${backend}:${id}`;
+            let set = workerSets.get(name);
+            if (!set) {
+              set = Array.from({ length: processes }, (_, i) => WorkerProcess.start(`${name} worker ${i + 1}`, 'bench/workers/hot-key.worker.ts'));
+              workerSets.set(name, set);
+            }
+            if (backend === 'redis' && !counter) {
+              counter = connectRedis(context.subjects.redisUrl);
+              counter.on('error', () => undefined);
+            }
+            const before = backend === 'redis' ? await redisCommandsExecuted(counter!).catch(() => undefined) : undefined;
+            const sample = await measure(set, backend, id, `xhot${round}:${id}`);
+            if (sample.failure && !sample.completed) {
+              // It overran or its processes died: nothing of it may run on beside the next contender.
+              workerSets.delete(name);
+              await Promise.all(set.map((w) => w.kill()));
+            }
+            const after = backend === 'redis' ? await redisCommandsExecuted(counter!).catch(() => undefined) : undefined;
+            if (sample.acquisitions) {
+              if (before !== undefined && after !== undefined) sample.metrics.commandsPerOp = (after - before - 1) / sample.acquisitions;
+              if (sample.statements !== undefined) sample.metrics.statementsPerOp = sample.statements / sample.acquisitions;
+            }
+            return { metrics: sample.metrics, failure: sample.failure };
           },
           log,
         );
-        entries.push(
-          ...handoffEntries({
-            scenario: 3,
-            backend,
-            title: `3. Hot key, ${processes} processes × ${waitersPerProcess} waiters (${BACKEND_LABEL[backend]})`,
-            params: `${processes} OS processes × ${waitersPerProcess} waiters looping on one key, empty critical section, shared clock; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`,
-            specs,
-            outcomes,
-          }),
-        );
+        const title = `3. Hot key, ${processes} processes × ${waitersPerProcess} waiters (${BACKEND_LABEL[backend]})`;
+        const params = `${processes} OS processes × ${waitersPerProcess} waiters looping on one key, empty critical section, shared clock; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`;
+        entries.push(...handoffEntries({ scenario: 3, backend, title, params, specs, outcomes }), ...costEntries({ scenario: 3, backend, title, params, specs, outcomes }));
       }
     } finally {
-      await Promise.all(workers.map((w) => w.stop()));
+      await Promise.all([...workerSets.values()].flat().map((w) => w.stop()));
+      counter?.disconnect();
     }
     return entries;
 
-    async function measure(all: WorkerProcess[], backend: Backend, id: string, key: string): Promise<Sample> {
+    async function measure(all: WorkerProcess[], backend: Backend, id: string, key: string): Promise<CountedSample> {
       try {
         await Promise.all(all.map((w) => w.request({ type: 'open', backend, subject: id, context: context.subjects }, 'opened', 30_000)));
         const startAt = sharedNow() + 100;
@@ -67,6 +87,9 @@ export const hotKeyProcessesScenario: Scenario = {
           all.map((w) => w.request({ type: 'run', key, waiters: waitersPerProcess, startAt, to, drainTimeoutMs }, 'result', to - sharedNow() + drainTimeoutMs + 10_000)),
         );
         const failures = replies.flatMap((r) => r.failures as string[]);
+        const acquisitions = replies.reduce((n, r) => n + (r.sections as number[]).length / 2, 0);
+        const statements = backend === 'postgres' ? replies.reduce((n, r) => n + ((r.statements as number | undefined) ?? 0), 0) : undefined;
+        const counted = { completed: true, acquisitions, statements };
         // Each worker's clock, moved onto the parent's; the calibration error bounds the overlap tolerance.
         const offsets = await Promise.all(all.map((w) => clockOffset(w)));
         const flats = replies.map((r, i) => (r.sections as number[]).map((t) => t - offsets[i].offset));
@@ -74,16 +97,25 @@ export const hotKeyProcessesScenario: Scenario = {
         const stats = CriticalSections.fromFlat(...flats).analyse(from, to, tolerance);
         const metrics = { handoffsPerSec: stats.handoffsPerSec, p50: stats.p50, p99: stats.p99 };
         const waiters = processes * waitersPerProcess;
-        if (failures.length) return { metrics, failure: `${failures.length} of ${waiters} waiters gave up or erred (${failures[0]})` };
-        if (stats.overlaps) return { metrics, failure: `mutual exclusion broken: ${stats.overlaps} critical sections started more than ${tolerance.toFixed(3)} ms (the clock calibration error) before their predecessor ended` };
-        if (stats.count === 0) return { metrics, failure: 'no hand-off in the measuring window' };
-        return { metrics };
+        if (failures.length) return { ...counted, metrics, failure: `${failures.length} of ${waiters} waiters gave up or erred (${failures[0]})` };
+        if (stats.overlaps) return { ...counted, metrics, failure: `mutual exclusion broken: ${stats.overlaps} critical sections started more than ${tolerance.toFixed(3)} ms (the clock calibration error) before their predecessor ended` };
+        if (stats.count === 0) return { ...counted, metrics, failure: 'no hand-off in the measuring window' };
+        return { ...counted, metrics };
+      } catch (error) {
+        return { metrics: {}, failure: describeError(error), completed: false };
       } finally {
         await Promise.all(all.map((w) => w.request({ type: 'close' }, 'closed', 10_000).catch(() => undefined)));
       }
     }
   },
 };
+
+/** A sample, with what the backend did for it and whether the processes completed the round. */
+interface CountedSample extends Sample {
+  completed: boolean;
+  acquisitions?: number;
+  statements?: number;
+}
 
 /**
  * Offset of a worker's shared clock from this process's (both read

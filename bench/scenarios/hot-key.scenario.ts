@@ -1,11 +1,12 @@
 import { now, sleep } from '../lib/clock';
 import { CriticalSections } from '../lib/handoffs';
 import { describeError, interleave, type Sample } from '../lib/interleave';
-import { measureOpened } from '../lib/open-subjects';
+import { withContenderHosts } from '../lib/contender-hosts';
 import type { ResultEntry } from '../report/results';
 import { withTimeout } from '../services';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
 import type { LockSubject } from '../subjects/subject';
+import { costEntries } from './cost-entries';
 import { handoffEntries } from './handoff-entries';
 import { type Scenario, type ScenarioContext, unavailableContenders } from './scenario';
 
@@ -25,31 +26,34 @@ export const hotKeyScenario: Scenario = {
       log(`  [2] ${BACKEND_LABEL[backend]}`);
       const specs = SUBJECTS[backend].filter((s) => s.canWait);
       const unavailable = await unavailableContenders(context.services, backend, specs, waiters);
-      const outcomes = await interleave(
-        specs.map((s) => s.id),
-        rounds,
-        async (id, round): Promise<Sample> => {
-          if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
-          return measureOpened(specs.find((s) => s.id === id)!, context.subjects, (subject) =>
-            measureHotKey(subject, `hot${round}:${id}`, waiters, warmupMs, durationMs, drainTimeoutMs),
-          );
-        },
-        log,
+      const outcomes = await withContenderHosts(2, backend, context.subjects, (hosts) =>
+        interleave(
+          specs.map((s) => s.id),
+          rounds,
+          async (id, round): Promise<Sample> => {
+            if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
+            return hosts.measure(id, round, { waiters, warmupMs, durationMs, drainTimeoutMs }, warmupMs + durationMs + drainTimeoutMs + 60_000);
+          },
+          log,
+        ),
       );
-      entries.push(
-        ...handoffEntries({
-          scenario: 2,
-          backend,
-          title: `2. Hot key, ${waiters} waiters, 1 process (${BACKEND_LABEL[backend]})`,
-          params: `${waiters} concurrent waiters looping on one key in one process, empty critical section; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`,
-          specs,
-          outcomes,
-        }),
-      );
+      const title = `2. Hot key, ${waiters} waiters, 1 process (${BACKEND_LABEL[backend]})`;
+      const params = `${waiters} concurrent waiters looping on one key in one process, empty critical section; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`;
+      entries.push(...handoffEntries({ scenario: 2, backend, title, params, specs, outcomes }), ...costEntries({ scenario: 2, backend, title, params, specs, outcomes }));
     }
     return entries;
   },
 };
+
+/** One round of one contender (in its own process). */
+export function hotKeyRound(
+  subject: LockSubject,
+  round: number,
+  id: string,
+  params: { waiters: number; warmupMs: number; durationMs: number; drainTimeoutMs: number },
+): Promise<Sample> {
+  return measureHotKey(subject, `hot${round}:${id}`, params.waiters, params.warmupMs, params.durationMs, params.drainTimeoutMs);
+}
 
 /** Runs `waiters` loops on one key; hand-offs are those whose critical section starts in the window. */
 export async function measureHotKey(

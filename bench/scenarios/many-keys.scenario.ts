@@ -1,9 +1,10 @@
 import { now, sleep } from '../lib/clock';
 import { describeError, interleave, type Sample } from '../lib/interleave';
-import { measureOpened } from '../lib/open-subjects';
+import { withContenderHosts } from '../lib/contender-hosts';
 import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
 import type { LockSubject } from '../subjects/subject';
+import { costEntries } from './cost-entries';
 import { type Scenario, type ScenarioContext, unavailableContenders } from './scenario';
 
 const noop = (): void => undefined;
@@ -26,19 +27,17 @@ export const manyKeysScenario: Scenario = {
       log(`  [4] ${BACKEND_LABEL[backend]} (${keys} keys × ${opsPerKey})`);
       const specs = SUBJECTS[backend].filter((s) => s.canWait);
       const unavailable = await unavailableContenders(context.services, backend, specs, keys * opsPerKey);
-      const outcomes = await interleave(
-        specs.map((s) => s.id),
-        rounds,
-        async (id, round): Promise<Sample> => {
-          if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
-          return measureOpened(specs.find((s) => s.id === id)!, context.subjects, async (subject) => {
-            // A short warm-up on a twentieth of the keys (JIT, connections, scripts loaded).
-            const warm = await burst(subject, `mw${round}:${id}:`, Math.max(10, Math.floor(keys / 20)), opsPerKey, timeoutMs);
-            if (warm.failure) return { metrics: {}, failure: warm.failure };
-            return burst(subject, `m${round}:${id}:`, keys, opsPerKey, timeoutMs);
-          });
-        },
-        log,
+      const outcomes = await withContenderHosts(4, backend, context.subjects, (hosts) =>
+        interleave(
+          specs.map((s) => s.id),
+          rounds,
+          async (id, round): Promise<Sample> => {
+            if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
+            // Budget: the warm-up's and the burst's give-up times, their stragglers' grace, and start-up.
+            return hosts.measure(id, round, { keys, opsPerKey, timeoutMs }, 2 * (timeoutMs + 15_000) + 60_000);
+          },
+          log,
+        ),
       );
       const scaled = keys !== 10_000 ? [`${keys} keys instead of 10,000 in this ${config.mode} run (a --quick run scales the key count down to stay under a minute).`] : [];
       if (rounds === 1) scaled.push('One round only: the polling peers need about 25 s per 80,000 operations, and the full run has to stay under 5 minutes.');
@@ -56,11 +55,28 @@ export const manyKeysScenario: Scenario = {
           outcomes,
           notes: scaled,
         }),
+        ...costEntries({
+          scenario: 4,
+          backend,
+          title: `4. ${keys.toLocaleString('en-US')} keys × ${opsPerKey} (${BACKEND_LABEL[backend]})`,
+          params: `${keys} distinct keys, ${opsPerKey} operations on each started at once`,
+          specs,
+          outcomes,
+        }),
       );
     }
     return entries;
   },
 };
+
+/** One round of one contender (in its own process): a short warm-up burst, then the measured one. */
+export async function manyKeysRound(subject: LockSubject, round: number, id: string, params: { keys: number; opsPerKey: number; timeoutMs: number }): Promise<Sample> {
+  const { keys, opsPerKey, timeoutMs } = params;
+  // A short warm-up on a twentieth of the keys (JIT, connections, scripts loaded).
+  const warm = await burst(subject, `mw${round}:${id}:`, Math.max(10, Math.floor(keys / 20)), opsPerKey, timeoutMs);
+  if (warm.failure) return { metrics: {}, failure: warm.failure };
+  return burst(subject, `m${round}:${id}:`, keys, opsPerKey, timeoutMs);
+}
 
 async function burst(subject: LockSubject, prefix: string, keys: number, opsPerKey: number, timeoutMs: number): Promise<Sample> {
   const start = now();

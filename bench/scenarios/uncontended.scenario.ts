@@ -1,9 +1,10 @@
 import { now } from '../lib/clock';
 import { interleave, type Outcome, type Sample } from '../lib/interleave';
-import { measureOpened } from '../lib/open-subjects';
+import { withContenderHosts } from '../lib/contender-hosts';
 import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
 import type { LockSubject } from '../subjects/subject';
+import { costEntries } from './cost-entries';
 import { backendDown, type Scenario, type ScenarioContext } from './scenario';
 
 const noop = (): void => undefined;
@@ -24,22 +25,18 @@ export const uncontendedScenario: Scenario = {
       log(`  [1] ${BACKEND_LABEL[backend]}`);
       const specs = SUBJECTS[backend];
       const down = backendDown(context.services, backend);
-      let sequence = 0;
-      const outcomes = await interleave(
-        specs.map((s) => s.id),
-        rounds,
-        async (id, round): Promise<Sample> => {
-          if (down) return { metrics: {}, failure: down };
-          return measureOpened(specs.find((s) => s.id === id)!, context.subjects, async (subject) => {
-            const prefix = `u${round}:${id}:`;
-            // Warm-up: at least 20 operations (the first ones connect and load scripts), and warmupMs.
-            await loopFor(subject, prefix, () => sequence++, warmupMs, 20);
-            const { ops, elapsedMs } = await loopFor(subject, prefix, () => sequence++, durationMs);
-            return { metrics: { opsPerSec: ops / (elapsedMs / 1000) } };
-          });
-        },
-        log,
+      const outcomes = await withContenderHosts(1, backend, context.subjects, (hosts) =>
+        interleave(
+          specs.map((s) => s.id),
+          rounds,
+          async (id, round): Promise<Sample> => {
+            if (down) return { metrics: {}, failure: down };
+            return hosts.measure(id, round, { warmupMs, durationMs }, warmupMs + durationMs + 60_000);
+          },
+          log,
+        ),
       );
+      const params = `1 caller, sequential, new key per operation; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`;
       entries.push(
         buildEntry({
           id: `1.${backend}.ops`,
@@ -49,15 +46,26 @@ export const uncontendedScenario: Scenario = {
           metric: 'opsPerSec',
           unit: 'ops/s',
           betterIs: 'higher',
-          params: `1 caller, sequential, new key per operation; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`,
+          params,
           contenders: specs,
           outcomes: outcomes as Map<string, Outcome>,
         }),
+        ...costEntries({ scenario: 1, backend, title: `1. Uncontended (${BACKEND_LABEL[backend]})`, params, specs, outcomes }),
       );
     }
     return entries;
   },
 };
+
+/** One round of one contender (in its own process): fresh keys one after another, warm-up then `durationMs`. */
+export async function uncontendedRound(subject: LockSubject, round: number, id: string, params: { warmupMs: number; durationMs: number }): Promise<Sample> {
+  const prefix = `u${round}:${id}:`;
+  let sequence = 0;
+  // Warm-up: at least 20 operations (the first ones connect and load scripts), and warmupMs.
+  await loopFor(subject, prefix, () => sequence++, params.warmupMs, 20);
+  const { ops, elapsedMs } = await loopFor(subject, prefix, () => sequence++, params.durationMs);
+  return { metrics: { opsPerSec: ops / (elapsedMs / 1000) } };
+}
 
 /** Acquire + release fresh keys, one after another, for `ms`. */
 async function loopFor(subject: LockSubject, prefix: string, next: () => number, ms: number, minOps = 0): Promise<{ ops: number; elapsedMs: number }> {

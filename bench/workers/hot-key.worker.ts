@@ -4,6 +4,7 @@
  * sends back its critical sections (shared-clock [start, end] pairs).
  */
 import '../lib/quiet-logger';
+import { countPostgresStatements } from '../lib/backend-counters';
 import { sharedNow, sleepUntil } from '../lib/clock';
 import { CriticalSections } from '../lib/handoffs';
 import { describeError } from '../lib/interleave';
@@ -13,11 +14,16 @@ import { findSubject } from '../subjects';
 import type { Backend, LockSubject, SubjectContext } from '../subjects/subject';
 
 let subject: LockSubject | undefined;
+/** Statements this process sent to PostgreSQL, counted from the subject's opening. */
+let statements: { read(): number } | undefined;
+let statementsAtOpen = 0;
 
 serveRequests(async (message: Message): Promise<Message | undefined> => {
   switch (message.type) {
     case 'open': {
       const spec = findSubject(message.backend as Backend, message.subject as string);
+      statements = spec.backend === 'postgres' ? countPostgresStatements() : undefined;
+      statementsAtOpen = statements?.read() ?? 0;
       subject = await spec.open(message.context as SubjectContext);
       return { type: 'opened' };
     }
@@ -72,5 +78,5 @@ async function run(request: RunRequest): Promise<Message> {
   } catch (error) {
     failures.push(describeError(error));
   }
-  return { type: 'result', sections: sections.toFlat(), failures };
+  return { type: 'result', sections: sections.toFlat(), failures, statements: statements ? statements.read() - statementsAtOpen : undefined };
 }

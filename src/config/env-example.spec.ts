@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { resolveSerializedOptions } from 'nestjs-serialized';
+import { resolveSerializedOptions } from 'nestjs-serialized/config/serialized-options.resolver';
 import { SERIALIZED_ENV_ACCEPTS } from 'nestjs-serialized/config/serialized-environment';
 import { IDEMPOTENCY_ENV_ACCEPTS, readIdempotencyTtlMs } from 'nestjs-serialized/idempotency/idempotency-environment';
 import { APP_ENV_ACCEPTS, loadAppConfig } from './app.config';

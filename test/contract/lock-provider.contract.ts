@@ -388,7 +388,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
     });
 
     it('is reentrant: a holder asking for its own key again runs at once', async () => {
-      const { locks } = await make();
+      const { provider, locks } = await make();
       const key = uniqueId('reentrant');
       const result = await locks.run(key, async (outer) =>
         locks.run(key, async (inner) => {
@@ -405,11 +405,45 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       await locks.run(key, () => {
         late = goOn.promise.then(() => locks.run(key, () => 'late ran'));
       });
-      const blocker = await locks.provider.acquire(key);
+      const blocker = await provider.acquire(key);
       goOn.resolve();
       await expect(Promise.race([late, sleep(200).then(() => 'still waiting')])).resolves.toBe('still waiting');
       await blocker.release();
       await expect(late).resolves.toBe('late ran');
+    });
+
+    it('rejects bad per-call options and keys with an error naming them, and changes nothing', async () => {
+      const { provider } = await make();
+      const key = uniqueId('badopts');
+      const bad: Array<[string, () => Promise<unknown>, RegExp]> = [
+        ['acquire waitTimeoutMs 1.5', () => provider.acquire(key, { waitTimeoutMs: 1.5 }), /waitTimeoutMs=1\.5.*acquire/],
+        ['acquire leaseMs NaN', () => provider.acquire(key, { leaseMs: Number.NaN }), /leaseMs=NaN/],
+        ['acquire waitTimeoutMs -1', () => provider.acquire(key, { waitTimeoutMs: -1 }), /waitTimeoutMs=-1/],
+        ['tryAcquire leaseMs -5', () => provider.tryAcquire(key, { leaseMs: -5 }), /leaseMs=-5.*tryAcquire/],
+        ['acquire empty key', () => provider.acquire(''), /key/i],
+        ['acquire lone surrogate key', () => provider.acquire('a\ud800'), /key/i],
+      ];
+      for (const [what, call, message] of bad) {
+        let result: Promise<unknown>;
+        try {
+          result = call();
+        } catch (error) {
+          throw new Error(`${what}: threw synchronously (${(error as Error).message}); it must reject`);
+        }
+        const error = await result.then(
+          (lock) => new Error(`${what}: resolved with ${String(lock)}`),
+          (e: Error) => e,
+        );
+        expect([what, error.message]).toEqual([what, expect.stringMatching(message)]);
+        expect(error.name).not.toBe('Error');
+      }
+      // Nothing was taken: the key is free for someone else, and nothing is left behind.
+      const other = await subject.createPeer(provider);
+      open.add(other);
+      const lock = await other.tryAcquire(key);
+      expect(lock).toBeTruthy();
+      await lock!.release();
+      await noLeftovers(provider);
     });
 
     it('leaves nothing behind for idle keys', async () => {

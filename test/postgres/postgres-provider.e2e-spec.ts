@@ -6,12 +6,12 @@ import {
   LockService,
   LockTimeoutError,
   PostgresLockProvider,
-  resolveSerializedOptions,
   SerializedModule,
   type Lock,
   type PostgresLockProviderOptions,
 } from 'nestjs-serialized';
 import type { PostgresLock } from 'nestjs-serialized/providers/postgres/postgres-lock';
+import { resolveSerializedOptions } from 'nestjs-serialized/config/serialized-options.resolver';
 import { Pool } from 'pg';
 import { TEST_DATABASE_URL } from '../support/services';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';

@@ -1,12 +1,32 @@
+/**
+ * nestjs-serialized — the public API, one section per thing a user does.
+ * Anything not exported here is internal and may change in any release
+ * (the package's `exports` map keeps deep imports out). Test helpers live in
+ * `nestjs-serialized/testing`.
+ */
+
+// Set-up: the global module; `forRoot()` reads the environment, options in code win.
 export { SerializedModule } from './serialized.module';
+export type { SerializedModuleOptions, SerializedDriver } from './serialized-options.interface';
+
+// Serializing a handler, a service method or a BullMQ `process(job)`: `@Serialized(key, options?)`.
 export { Serialized } from './decorators/serialized.decorator';
-export type { SerializedOptions, SerializedMetadata } from './decorators/serialized-options.interface';
+// `@SkipSerialized()` exempts a method from a class-level `@Serialized`; `@SerializedLock()` hands a handler its lock.
+export { SkipSerialized } from './decorators/skip-serialized.decorator';
+export { SerializedLock } from './decorators/serialized-lock.decorator';
+export type { SerializedOptions } from './metadata/serialized-options.interface';
+export type { SerializationKey, SerializationKeyFn, SerializationKeyValue } from './key/serialization-key';
+// What @Serialized applies; public for apps that register it as APP_INTERCEPTOR.
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';
+
+// Serializing code by hand: `lockService.run(key, async (lock) => …, options?)`.
 export { LockService } from './lock.service';
-export type { RunOptions, HeldKey, SerializedMode } from './lock.service';
-export { LockProvider } from './lock.provider';
+export type { RunOptions, SerializedMode } from './lock.service';
 export type { Lock } from './lock.interface';
-export type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
+export type { AcquireOptions } from './acquire-options.interface';
+
+// Backends: `LockProvider` is the DI token of the active one; construct one yourself to pass it in.
+export { LockProvider } from './lock.provider';
 export type { LockProviderCommonOptions } from './lock-provider-options.interface';
 export { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
 export type { InMemoryLockProviderOptions } from './providers/memory/in-memory-lock.provider';
@@ -14,16 +34,27 @@ export { RedisLockProvider } from './providers/redis/redis-lock.provider';
 export type { RedisLockProviderOptions } from './providers/redis/redis-lock.provider';
 export { PostgresLockProvider } from './providers/postgres/postgres-lock.provider';
 export type { PostgresLockProviderOptions } from './providers/postgres/postgres-lock.provider';
-export * from './errors';
+
+// Errors: transport-neutral; a request gets 400 / 429 / 503 (README, "Options and errors").
+export { SerializedError } from './errors/serialized.error';
+export { SerializationKeyError } from './errors/serialization-key.error';
+export type { SerializationKeyProblem } from './errors/serialization-key.error';
+export { LockBusyError } from './errors/lock-busy.error';
+export type { LockBusyReason } from './errors/lock-busy.error';
+export { LockTimeoutError } from './errors/lock-timeout.error';
+export { LockLostError } from './errors/lock-lost.error';
+export { LockBackendError } from './errors/lock-backend.error';
+// A bad option or environment variable at start-up.
 export { SerializedConfigError } from './config/serialized-config.error';
-export { resolveSerializedOptions } from './config/serialized-options.resolver';
-export type { SerializedModuleOptions, ResolvedSerializedOptions, SerializedDriver } from './serialized-options.interface';
-export type { SerializationKey, SerializationKeyFn, SerializationKeyValue } from './key/serialization-key';
-export { SERIALIZED_DEFAULTS } from './serialized.defaults';
-export { SERIALIZED_OPTIONS, SERIALIZED_OPTIONS_METADATA } from './serialized.constants';
-export { statusOf as serializedErrorStatus } from './interceptors/serialized-error.mapper';
+// Lock errors answer 400 / 429 / 503 on every transport (HTTP, GraphQL, RPC, WebSocket); `errorMapping` changes the body or turns it off.
+export type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
+export { SerializedExceptionFilter } from './filters/serialized-exception.filter';
+
+// BullMQ: jobs of one key run one at a time, in enqueue order, without blocking worker slots.
 export { SerializedJobs } from './bullmq/serialized-jobs.decorator';
 export type { SerializedJobsOptions } from './bullmq/serialized-jobs-options.interface';
+
+// Idempotency: a retried request gets the first one's stored response (`Idempotency-Key`).
 export { Idempotent } from './idempotency/idempotent.decorator';
 export type { IdempotentOptions, IdempotencyFingerprintFn } from './idempotency/idempotent-options.interface';
 export { IdempotencyKeyError, IdempotencyConflictError, IdempotencyMismatchError } from './idempotency/errors';

@@ -9,6 +9,7 @@ import { LockProvider } from './lock.provider';
 import { RELEASE_NOW, TAKE_NOW, type ImmediateLock, type ImmediateLockProvider } from './internal/immediate-lock';
 import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
 import { hasLoneSurrogate } from './key/lock-key';
+import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
@@ -35,8 +36,10 @@ export interface HeldKey {
 
 interface LockContext {
   readonly locks: ReadonlyMap<string, HeldLock>;
-  /** The decorated method the interceptor is about to call with the key already held. */
-  passThrough: unknown;
+  /** The section entered last: what {@link LockService.current} returns without a key. */
+  readonly innermost: HeldKey;
+  /** Set by `SerializedInterceptor` around the handler it calls (see `metadata/handler.handshake.ts`). */
+  readonly handshake: HandlerHandshake | undefined;
 }
 
 /**
@@ -51,7 +54,7 @@ export class LockService {
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
 
-  constructor(readonly provider: LockProvider) {}
+  constructor(private readonly provider: LockProvider) {}
 
   /**
    * Runs `fn` while holding `key`, one caller at a time per key, in arrival order,
@@ -93,7 +96,8 @@ export class LockService {
   /**
    * Acquires `key` with the options of {@link run} and returns it held; the caller
    * must call `release()`. Run the protected work through {@link runHolding} so that
-   * nested calls see the key as held.
+   * nested calls see the key as held. Plumbing of the decorators; users call {@link run}.
+   * @internal
    */
   async acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
     if (typeof key !== 'string' || key === '') {
@@ -122,12 +126,16 @@ export class LockService {
   /**
    * Runs `fn` in an async context where `held` counts as held, so a nested
    * `run`/`@Serialized` on the same key runs at once instead of deadlocking.
+   * `handshake` announces the decorated handler the interceptor is about to call
+   * (see `metadata/handler.handshake.ts`).
+   * @internal
    */
-  runHolding<R>(held: HeldKey, fn: () => R, passThrough?: unknown): R {
-    if (held.reentrant && passThrough === undefined) return fn();
-    const locks = new Map(this.context.getStore()?.locks);
+  runHolding<R>(held: HeldKey, fn: () => R, handshake?: HandlerHandshake): R {
+    const store = this.context.getStore();
+    if (held.reentrant && handshake === undefined && store?.innermost.lock === held.lock) return fn();
+    const locks = new Map(store?.locks);
     if (!held.reentrant) locks.set(held.lock.key, held as HeldLock);
-    return this.context.run({ locks, passThrough }, fn);
+    return this.context.run({ locks, innermost: held, handshake }, fn);
   }
 
   /** Whether the current async context holds `key`. */
@@ -136,15 +144,31 @@ export class LockService {
   }
 
   /**
-   * True once for `method` when the interceptor already serialized the call it is
-   * making, so the decorated method's own wrapper does not lock again.
+   * The lock the current async context holds: the one for `key` (a key as given to
+   * {@link run}; for `@Serialized`, `<scope>:<value>`), or without `key` the
+   * innermost — the section entered last. `undefined` outside any section. For
+   * service code called from a decorated handler or from `run`: read
+   * `fencingToken` for a fenced write, watch `signal`, call `extend()`.
+   */
+  current(key?: string): Lock | undefined {
+    const store = this.context.getStore();
+    if (!store) return undefined;
+    if (key !== undefined) return activeLock(store.locks.get(key));
+    const innermost = activeLock(store.locks.get(store.innermost.lock.key));
+    if (innermost === store.innermost.lock) return innermost;
+    // The innermost section ended while this context lives on: the one around it.
+    let outer: Lock | undefined;
+    for (const entry of store.locks.values()) outer = activeLock(entry) ?? outer;
+    return outer;
+  }
+
+  /**
+   * The handshake the interceptor set for the handler it is calling, if any
+   * (see `metadata/handler.handshake.ts`).
    * @internal
    */
-  consumePassThrough(method: unknown): boolean {
-    const store = this.context.getStore();
-    if (!store || store.passThrough !== method) return false;
-    store.passThrough = undefined;
-    return true;
+  handshake(): HandlerHandshake | undefined {
+    return this.context.getStore()?.handshake;
   }
 
   private async acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions): Promise<T> {
@@ -223,6 +247,10 @@ class HeldLock implements HeldKey {
 
 function existingSignal(lock: Lock): AbortSignal | undefined {
   return typeof (lock as Partial<LazySignal>)[PEEK_SIGNAL] === 'function' ? (lock as LazySignal)[PEEK_SIGNAL]() : lock.signal;
+}
+
+function activeLock(entry: HeldLock | undefined): Lock | undefined {
+  return entry?.active ? entry.lock : undefined;
 }
 
 function describe(key: string, handler: string | undefined): string {

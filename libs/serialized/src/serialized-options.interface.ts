@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Pool } from 'pg';
+import type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
 import type { LockProviderCommonOptions } from './lock-provider-options.interface';
 import type { LockProvider } from './lock.provider';
 
@@ -32,6 +33,12 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     /** Commands on the wire at once per connection (default 1000, `SERIALIZED_REDIS_MAX_IN_FLIGHT`). */
     maxInFlight?: number;
   };
+  /**
+   * How library errors that escape a request handler are answered (docs/errors.md):
+   * on (default: 400 / 429 / 503 in each transport's form), `{ body }` to change
+   * what the client receives, or `false` to leave them to the app's own filters.
+   */
+  errorMapping?: boolean | ErrorMappingOptions;
   postgres?: {
     /** `postgres://` URL (default: `DATABASE_URL`). */
     connectionString?: string;
@@ -76,4 +83,5 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   };
   /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
   idempotencyTtlMs: number;
+  errorMapping: false | ErrorMappingOptions;
 }

@@ -6,3 +6,5 @@ export const SERIALIZED_OPTIONS = 'serialized:resolved-options';
 export const SERIALIZED_LOCK_SERVICE = Symbol.for('serialized:lock-service');
 /** Nest logger context of every message the library logs. */
 export const SERIALIZED_LOGGER_CONTEXT = 'nestjs-serialized';
+/** Metadata key of `@SkipSerialized()` (on a handler). */
+export const SKIP_SERIALIZED_METADATA = 'serialized:skip';

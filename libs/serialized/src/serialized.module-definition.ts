@@ -1,7 +1,8 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { SerializedModuleOptions } from './serialized-options.interface';
 
-// A module name, so DI errors say `SERIALIZED_MODULE_OPTIONS`, not a generated token.
+// The module name makes Nest's error name SERIALIZED_MODULE_OPTIONS, not an anonymous
+// CONFIGURABLE_MODULE_OPTIONS[<uuid>], when a forRootAsync factory cannot be resolved.
 export const {
   ConfigurableModuleClass: SerializedConfigurableModule,
   MODULE_OPTIONS_TOKEN: SERIALIZED_MODULE_OPTIONS,

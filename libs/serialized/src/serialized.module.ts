@@ -1,5 +1,7 @@
-import { Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { Logger, Module } from '@nestjs/common';
+import { APP_FILTER, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { SerializedExceptionFilter } from './filters/serialized-exception.filter';
+import { BackendOutageLog } from './interceptors/backend-outage.log';
 import { resolveSerializedOptions } from './config/serialized-options.resolver';
 import { SerializedInterceptor } from './interceptors/serialized.interceptor';
 import { IDEMPOTENCY_EXPORTS, IDEMPOTENCY_PROVIDERS } from './idempotency/idempotency.providers';
@@ -7,7 +9,7 @@ import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
-import { SERIALIZED_OPTIONS } from './serialized.constants';
+import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from './serialized.constants';
 import {
   SERIALIZED_ASYNC_OPTIONS_TYPE,
   SERIALIZED_MODULE_OPTIONS,
@@ -23,6 +25,10 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
  * `forRoot()` with no options reads the environment (`SERIALIZED_DRIVER`,
  * `REDIS_URL`, `DATABASE_URL`, `SERIALIZED_*`); options given in code win over it.
  * Invalid options or variables stop start-up with one message listing them all.
+ *
+ * It also registers `SerializedExceptionFilter` globally, so a lock error thrown
+ * anywhere inside a request answers 400 / 429 / 503 in the transport's form
+ * (`errorMapping` changes the body or turns this off; docs/errors.md).
  */
 @Module({
   imports: [DiscoveryModule],
@@ -40,9 +46,32 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     LockService,
     SerializedMetadataAccessor,
     SerializedInterceptor,
+    { provide: BackendOutageLog, useFactory: () => new BackendOutageLog(new Logger(SERIALIZED_LOGGER_CONTEXT)) },
+    {
+      provide: SerializedExceptionFilter,
+      inject: [SERIALIZED_OPTIONS, HttpAdapterHost, BackendOutageLog],
+      useFactory: (options: ResolvedSerializedOptions, adapterHost: HttpAdapterHost, outages: BackendOutageLog) =>
+        new SerializedExceptionFilter(adapterHost, outages, options.errorMapping || {}),
+    },
+    {
+      // Global, and catching only the library's errors: the app's filters keep the rest.
+      // Nest skips a global enhancer whose factory returns null (errorMapping: false).
+      provide: APP_FILTER,
+      inject: [SERIALIZED_OPTIONS, SerializedExceptionFilter],
+      useFactory: (options: ResolvedSerializedOptions, filter: SerializedExceptionFilter) => (options.errorMapping === false ? null : filter),
+    },
     ...IDEMPOTENCY_PROVIDERS,
   ],
-  exports: [SERIALIZED_OPTIONS, LockProvider, LockService, SerializedMetadataAccessor, SerializedInterceptor, ...IDEMPOTENCY_EXPORTS],
+  exports: [
+    SERIALIZED_OPTIONS,
+    LockProvider,
+    LockService,
+    SerializedMetadataAccessor,
+    SerializedInterceptor,
+    BackendOutageLog,
+    SerializedExceptionFilter,
+    ...IDEMPOTENCY_EXPORTS,
+  ],
 })
 export class SerializedModule extends SerializedConfigurableModule {
   /** Configures the module from `options` (and, for what they leave out, the environment). Global. */

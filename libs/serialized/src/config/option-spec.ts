@@ -57,21 +57,22 @@ export interface TextOptionSpec extends BaseOptionSpec {
   readonly secret?: boolean;
 }
 
-/** An object made in code (a client, a pool, a provider): never from the environment. */
-export interface InstanceOptionSpec extends BaseOptionSpec {
-  readonly type: 'instance';
+/** Given in code only (a client, a pool, a provider, a function): never from the environment. */
+export interface CodeOptionSpec extends BaseOptionSpec {
+  readonly type: 'code';
   readonly format: string;
   readonly check: (value: unknown) => boolean;
+  readonly defaultText?: string;
 }
 
-export type OptionSpec = IntegerOptionSpec | ChoiceOptionSpec | BooleanOptionSpec | TextOptionSpec | InstanceOptionSpec;
+export type OptionSpec = IntegerOptionSpec | ChoiceOptionSpec | BooleanOptionSpec | TextOptionSpec | CodeOptionSpec;
 
 /** Where a value comes from: the module (options or environment) or one call. */
 export type OptionScope = 'module' | 'call';
 
 /** The default as the docs and messages print it (`undefined`: none). */
 export function defaultOf(spec: OptionSpec): string | undefined {
-  if (spec.type === 'instance') return undefined;
+  if (spec.type === 'code') return spec.defaultText;
   if (spec.type === 'text') return spec.defaultText ?? spec.default;
   return String(spec.default);
 }
@@ -86,7 +87,7 @@ export function acceptsOf(spec: OptionSpec, scope: OptionScope = 'module'): stri
     case 'boolean':
       return withDefault('true or false');
     case 'text':
-    case 'instance':
+    case 'code':
       return withDefault(spec.format);
     case 'integer': {
       const what = spec.unit === 'ms' ? 'an integer number of milliseconds' : 'an integer';
@@ -118,7 +119,7 @@ export function acceptsValue(spec: OptionSpec, value: unknown): boolean {
       return typeof value === 'boolean';
     case 'text':
       return typeof value === 'string' && spec.pattern.test(value);
-    case 'instance':
+    case 'code':
       return spec.check(value);
   }
 }

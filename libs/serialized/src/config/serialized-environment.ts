@@ -49,7 +49,7 @@ for (const spec of SPECS) {
     case 'text':
       decorate(Matches(spec.pattern));
       break;
-    case 'instance':
+    case 'code':
       break;
   }
 }

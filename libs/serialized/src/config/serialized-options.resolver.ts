@@ -60,6 +60,7 @@ export function resolveSerializedOptions(
   const redisUrl = uses('redisUrl', 'redisClient') || options.redis?.url !== undefined ? (v.redisUrl as string | undefined) : undefined;
   const databaseUrl = uses('databaseUrl', 'pgPool') || options.postgres?.connectionString !== undefined ? (v.databaseUrl as string | undefined) : undefined;
   const n = (name: SerializedOptionName) => v[name] as number;
+  const errorMapping = v.errorMapping === undefined || v.errorMapping === true ? {} : (v.errorMapping as ResolvedSerializedOptions['errorMapping']);
   return {
     driver,
     provider,
@@ -82,5 +83,6 @@ export function resolveSerializedOptions(
       createSchema: v.pgCreateSchema as boolean,
     },
     idempotencyTtlMs: n('idempotencyTtlMs'),
+    errorMapping,
   };
 }

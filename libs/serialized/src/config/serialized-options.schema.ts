@@ -29,7 +29,7 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     meaning: 'lock backend (ignored when `provider` is given)',
   },
   provider: {
-    type: 'instance',
+    type: 'code',
     option: 'provider',
     format: 'a LockProvider instance, e.g. new RedisLockProvider({ … })',
     check: (value) => value instanceof LockProvider,
@@ -47,7 +47,7 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     meaning: 'Redis of the redis driver (unless redis.client is passed)',
   },
   redisClient: {
-    type: 'instance',
+    type: 'code',
     option: 'redis.client',
     drivers: ['redis'],
     format: 'an ioredis Redis or Cluster client',
@@ -66,7 +66,7 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     meaning: 'PostgreSQL of the postgres driver (unless postgres.pool is passed)',
   },
   pgPool: {
-    type: 'instance',
+    type: 'code',
     option: 'postgres.pool',
     drivers: ['postgres'],
     format: 'a pg Pool',
@@ -228,6 +228,14 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     drivers: ['postgres'],
     default: true,
     meaning: "create the fencing sequence and @Idempotent's table when missing (false: docs/providers/postgres.md has the SQL)",
+  },
+  errorMapping: {
+    type: 'code',
+    option: 'errorMapping',
+    format: 'true, false, or { body?: (error, status, defaultBody) => body }',
+    defaultText: 'true',
+    check: (value) => typeof value === 'boolean' || (isObject(value) && ['undefined', 'function'].includes(typeof value.body)),
+    meaning: 'how lock errors escaping a handler are answered (400 / 429 / 503 on every transport); false leaves them to your filters: docs/errors.md',
   },
   idempotencyTtlMs: {
     type: 'integer',

@@ -1,7 +1,7 @@
 import { callOptionProblems } from '../config/acquire-options.validator';
 import { showValue } from '../config/serialized-options.schema';
 import { hasLoneSurrogate } from '../key/lock-key';
-import type { SerializedOptions } from './serialized-options.interface';
+import type { SerializedOptions } from '../metadata/serialized-options.interface';
 
 /**
  * Checks `@Serialized` options when the decorator is applied, so a bad one stops

@@ -4,6 +4,7 @@ import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provide
 import { LockService } from '../lock.service';
 import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
 import { Serialized } from './serialized.decorator';
+import { SkipSerialized } from './skip-serialized.decorator';
 
 class Jobs {
   inside = 0;
@@ -73,5 +74,26 @@ describe('@Serialized on a method that is not a route handler', () => {
       '@Serialized on Jobs#charge: waitTimeoutMs=-1 is invalid: accepts an integer number of milliseconds >= 0; leaseMs=5 is invalid',
     );
     expect(() => Serialized('id', { maxPending: 0.5 })(class Batch {})).toThrow('@Serialized on Batch: maxPending=0.5 is invalid');
+  });
+});
+
+describe('@SkipSerialized()', () => {
+  it('on a method that is @Serialized itself is a start-up error, whichever is applied first', () => {
+    expect(() => {
+      class A {
+        @SkipSerialized()
+        @Serialized('id')
+        m(): void {}
+      }
+      return A;
+    }).toThrow('@SkipSerialized on A#m: the method is @Serialized itself; remove one of the two');
+    expect(() => {
+      class B {
+        @Serialized('id')
+        @SkipSerialized()
+        m(): void {}
+      }
+      return B;
+    }).toThrow('@Serialized on B#m: the method is also @SkipSerialized(); remove one of the two');
   });
 });

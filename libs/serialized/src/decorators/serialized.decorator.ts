@@ -1,13 +1,13 @@
-import { Inject, UseInterceptors } from '@nestjs/common';
-import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
+import { UseInterceptors } from '@nestjs/common';
 import { isBullmqJob, runSerializedJob } from '../bullmq/serialized-job.dispatch';
 import { resolveArgumentsKey } from '../key/arguments-key.resolver';
 import { parseSerializationKey, type SerializationKey } from '../key/serialization-key';
 import { LockService } from '../lock.service';
-import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
+import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA, SKIP_SERIALIZED_METADATA } from '../serialized.constants';
 import { SerializedInterceptor } from '../interceptors/serialized.interceptor';
-import { lockKeyOf, runOptionsOf } from './serialized-run-options';
-import type { SerializedMetadata, SerializedOptions } from './serialized-options.interface';
+import { injectPropertyOnce } from '../metadata/property-injection';
+import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
+import type { SerializedMetadata, SerializedOptions } from '../metadata/serialized-options.interface';
 import { assertSerializedOptions } from './serialized-options.validator';
 
 /**
@@ -22,7 +22,8 @@ import { assertSerializedOptions } from './serialized-options.validator';
  * On a route handler (HTTP, RPC, WebSocket, GraphQL) the `SerializedInterceptor`
  * reads the key from the request and holds the lock until the handler's promise
  * settles or its Observable completes, errors or is unsubscribed. On a class, it
- * applies to every route handler of that controller.
+ * applies to every route handler of that controller but those marked
+ * `@SkipSerialized()`. The handler reaches its lock through `@SerializedLock()`.
  *
  * On any other provider method (a service, a BullMQ `WorkerHost.process(job)`)
  * the method itself is wrapped: the key is read from its arguments and the method
@@ -59,6 +60,9 @@ function decorateMethod(
   const className = target.constructor.name;
   const handler = `${className}#${String(propertyKey)}`;
   if (typeof original !== 'function') throw new TypeError(`@Serialized on ${handler}: only methods can be serialized`);
+  if (Reflect.getMetadata(SKIP_SERIALIZED_METADATA, original)) {
+    throw new TypeError(`@Serialized on ${handler}: the method is also @SkipSerialized(); remove one of the two`);
+  }
   assertSerializedOptions(options, handler);
 
   const metadata: SerializedMetadata = {
@@ -75,7 +79,8 @@ function decorateMethod(
         `@Serialized on ${handler}: no LockService on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`,
       );
     }
-    if (lockService.consumePassThrough(serialized)) return original.apply(this, args);
+    // Called by Nest under SerializedInterceptor, which holds the key already (metadata/handler.handshake.ts).
+    if (lockService.handshake()?.claim(serialized)) return original.apply(this, args);
     // A BullMQ job never waits for its key inside a worker slot: it is parked instead (docs/bullmq.md).
     if (isBullmqJob(args[0])) return runSerializedJob({ lockService, metadata, handler, instance: this, method: original, decorated: serialized, args });
     const value = await resolveArgumentsKey(metadata.parsedKey, args, handler);
@@ -91,10 +96,7 @@ function decorateMethod(
 
   // Nest sets this property when it creates the instance: no global registry, so
   // two apps in one process each use their own LockService.
-  const injected = (Reflect.getOwnMetadata(PROPERTY_DEPS_METADATA, target.constructor) ?? []) as { key: unknown }[];
-  if (!injected.some((dependency) => dependency.key === SERIALIZED_LOCK_SERVICE)) {
-    Inject(LockService)(target, SERIALIZED_LOCK_SERVICE as unknown as string);
-  }
+  injectPropertyOnce(target, SERIALIZED_LOCK_SERVICE, LockService);
   UseInterceptors(SerializedInterceptor)(target, propertyKey, descriptor);
   return descriptor;
 }

@@ -9,7 +9,6 @@ import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { captureResponse, type CapturedResponse, type ResponseCapture } from './http-response.capture';
 import { describingHeaders, replayHttpResponse } from './http-response.replay';
 import { readIdempotentCall, type IdempotentCall } from './idempotency-key.reader';
-import { toIdempotencyTransportError } from './idempotency-problem.mapper';
 import { IdempotencyService } from './idempotency.service';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
 import { IdempotentMetadataAccessor } from './idempotent-metadata.accessor';
@@ -62,7 +61,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         const call = await readIdempotentCall(metadata, { ctx });
         if (!call) {
           settled();
-          inner = this.service.passThrough(method, () => next.handle().subscribe(subscriber));
+          inner = this.service.runHandshake(method, () => next.handle().subscribe(subscriber));
           return;
         }
         let record = await this.service.find(call, metadata);
@@ -78,7 +77,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
           if (subscriber.closed) return held.release();
           if (!record) {
             first = new FirstRun(this.service, metadata, call, held, ctx, subscriber);
-            inner = first.start((observer) => this.service.passThrough(method, () => next.handle().subscribe(observer)));
+            inner = first.start((observer) => this.service.runHandshake(method, () => next.handle().subscribe(observer)));
             return;
           }
           await held.release();
@@ -88,7 +87,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       })().catch((error) => {
         settled();
         if (error instanceof ClientGoneError || subscriber.closed) return;
-        subscriber.error(toIdempotencyTransportError(error, ctx));
+        // SerializedExceptionFilter gives it its transport's form (problem details for ours).
+        subscriber.error(error);
       });
 
       return () => {

@@ -3,6 +3,7 @@ import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { LockBusyError, LockTimeoutError } from '../errors';
 import { LockProvider } from '../lock.provider';
 import { LockService, type HeldKey } from '../lock.service';
+import { HandlerHandshake } from '../metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { IdempotencyConflictError, IdempotencyMismatchError } from './errors';
 import { readIdempotencyTtlMs } from './idempotency-environment';
@@ -24,8 +25,8 @@ export class IdempotencyService implements OnApplicationShutdown {
   readonly defaultTtlMs: number;
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   private readonly warned = new Set<string>();
-  // The decorated method the interceptor is about to call: its own wrapper then does nothing.
-  private readonly passThroughs = new AsyncLocalStorage<{ method: unknown }>();
+  // The decorated method the interceptor is about to call (metadata/handler.handshake.ts).
+  private readonly handshakes = new AsyncLocalStorage<HandlerHandshake>();
   private built: IdempotencyStore | undefined;
 
   constructor(
@@ -98,17 +99,14 @@ export class IdempotencyService implements OnApplicationShutdown {
     );
   }
 
-  /** Runs `fn` so that the decorated `method`, called inside it, knows the interceptor handles it. */
-  passThrough<R>(method: unknown, fn: () => R): R {
-    return this.passThroughs.run({ method }, fn);
+  /** Runs `fn` so that the decorated `handler`, called inside it, knows the interceptor handles it (metadata/handler.handshake.ts). */
+  runHandshake<R>(handler: object, fn: () => R): R {
+    return this.handshakes.run(new HandlerHandshake(handler), fn);
   }
 
-  /** True once for `method` when the interceptor is the one calling it. @internal */
-  consumePassThrough(method: unknown): boolean {
-    const store = this.passThroughs.getStore();
-    if (!store || store.method !== method) return false;
-    store.method = undefined;
-    return true;
+  /** The handshake the interceptor set for the handler it is calling, if any. @internal */
+  handshake(): HandlerHandshake | undefined {
+    return this.handshakes.getStore();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,6 +1,6 @@
-import { Inject, UseInterceptors } from '@nestjs/common';
-import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
+import { UseInterceptors } from '@nestjs/common';
 import { parseSerializationKey, type SerializationKey } from '../key/serialization-key';
+import { injectPropertyOnce } from '../metadata/property-injection';
 import { IDEMPOTENCY_SERVICE, IDEMPOTENT_METADATA } from './idempotency.constants';
 import { IDEMPOTENCY_DEFAULTS, IDEMPOTENCY_LIMITS } from './idempotency.defaults';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
@@ -56,7 +56,8 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
           `@Idempotent on ${handler}: no IdempotencyService on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`,
         );
       }
-      if (service.consumePassThrough(idempotent)) return original.apply(this, args);
+      // Called by Nest under IdempotencyInterceptor, which handles the call (metadata/handler.handshake.ts).
+      if (service.handshake()?.claim(idempotent)) return original.apply(this, args);
       return runIdempotentMethod(service, metadata, this, original, args);
     };
     Object.defineProperty(idempotent, 'name', { value: original.name });
@@ -66,10 +67,7 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
     }
     Reflect.defineMetadata(IDEMPOTENT_METADATA, metadata, idempotent);
     descriptor.value = idempotent;
-    const injected = (Reflect.getOwnMetadata(PROPERTY_DEPS_METADATA, target.constructor) ?? []) as { key: unknown }[];
-    if (!injected.some((dependency) => dependency.key === IDEMPOTENCY_SERVICE)) {
-      Inject(IdempotencyService)(target, IDEMPOTENCY_SERVICE as unknown as string);
-    }
+    injectPropertyOnce(target, IDEMPOTENCY_SERVICE, IdempotencyService);
     UseInterceptors(IdempotencyInterceptor)(target, propertyKey, descriptor);
     return descriptor;
   }) as MethodDecorator;

@@ -14,13 +14,16 @@ export const OUTAGE_QUIET_MS = 5 * 60_000;
  *
  * The first 503 of an error is logged; the same error (same text with the lock key
  * and handler left out) is then counted, not logged, until a request gets through
- * again or `quietMs` passes. One per interceptor instance: two apps in one process
- * keep their own.
+ * again or `quietMs` passes. One per app (a provider of SerializedModule): two apps in one process
+ * keep their own. An error reported twice (by the interceptor that saw it, then by
+ * the exception filter that answered it) counts once.
  */
 export class BackendOutageLog {
   private current: string | undefined;
   private loggedAt = 0;
   private repeats = 0;
+  // The interceptor and the exception filter may both see one error: it counts once.
+  private readonly seen = new WeakSet<SerializedError>();
 
   constructor(
     private readonly logger: Pick<LoggerService, 'error' | 'log'>,
@@ -30,6 +33,8 @@ export class BackendOutageLog {
 
   /** A request was answered 503 because of `error`. */
   report(error: SerializedError, handler: string): void {
+    if (this.seen.has(error)) return;
+    this.seen.add(error);
     const signature = signatureOf(error);
     const now = this.now();
     if (signature === this.current && now - this.loggedAt < this.quietMs) {

@@ -1,20 +1,22 @@
 import {
   Injectable,
   Logger,
+  Optional,
   type CallHandler,
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
 import { Observable, type Subscription } from 'rxjs';
-import { lockKeyOf, runOptionsOf } from '../decorators/serialized-run-options';
+import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
 import { SerializedError } from '../errors';
 import { resolveContextKey } from '../key/context-key.resolver';
 import { LockService, type HeldKey } from '../lock.service';
+import { HandlerHandshake } from '../metadata/handler.handshake';
 import { SerializedMetadataAccessor } from '../metadata/serialized-metadata.accessor';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { BackendOutageLog } from './backend-outage.log';
 import { watchClientGone } from './client-gone';
-import { statusOf, toTransportError } from './serialized-error.mapper';
+import { statusOf } from './serialized-error.mapper';
 
 /**
  * Serializes a handler per key. `@Serialized` applies it; register it as
@@ -25,23 +27,28 @@ import { statusOf, toTransportError } from './serialized-error.mapper';
  * is unsubscribed. A client that leaves while waiting leaves the queue and its
  * handler never runs; a client that leaves while its handler runs does not stop it.
  *
- * Library errors, from acquiring or escaping the handler, get their transport's
- * form (400, 429, 503 — never a 500). A 503 tells the client only that the lock
- * backend is unavailable; its detail is logged here, once per outage.
+ * Library errors, from acquiring or escaping the handler, pass on as they are:
+ * `SerializedExceptionFilter` (registered by `SerializedModule`) gives them their
+ * transport's form (400, 429, 503 — never a 500), wherever they were thrown. The
+ * detail of a 503 is logged here (the handler is known here), once per outage.
  */
 @Injectable()
 export class SerializedInterceptor implements NestInterceptor {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
-  private readonly outages = new BackendOutageLog(this.logger);
+  private readonly outages: BackendOutageLog;
 
   constructor(
     private readonly lockService: LockService,
     private readonly metadata: SerializedMetadataAccessor,
-  ) {}
+    @Optional() outages?: BackendOutageLog,
+  ) {
+    this.outages = outages ?? new BackendOutageLog(this.logger);
+  }
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     const metadata = this.metadata.get(ctx.getHandler(), ctx.getClass());
-    if (!metadata) return next.handle();
+    // Undecorated, or another SerializedInterceptor (APP_INTERCEPTOR and the decorator's) already holds the key for this call.
+    if (!metadata || this.lockService.handshake()?.isPendingFor(ctx.getHandler())) return next.handle();
     const handler = `${ctx.getClass().name}#${ctx.getHandler().name}`;
 
     return new Observable<unknown>((subscriber) => {
@@ -74,19 +81,19 @@ export class SerializedInterceptor implements NestInterceptor {
         inner = this.lockService.runHolding(acquired, () =>
           next.handle().subscribe({
             next: (result) => subscriber.next(result),
-            error: (error) => finish(() => subscriber.error(this.toTransport(error, ctx, handler, true))),
+            error: (error) => finish(() => subscriber.error(this.toTransport(error, handler, true))),
             complete: () => {
               this.outages.recovered();
               finish(() => subscriber.complete());
             },
           }),
-          ctx.getHandler(),
+          new HandlerHandshake(ctx.getHandler()),
         );
       })().catch((error) => {
         acquiring = false;
         stopWatching();
         if (error instanceof ClientGoneError) return; // nobody is listening
-        if (!subscriber.closed) subscriber.error(this.toTransport(error, ctx, handler, false));
+        if (!subscriber.closed) subscriber.error(this.toTransport(error, handler, false));
       });
 
       return () => {
@@ -100,14 +107,14 @@ export class SerializedInterceptor implements NestInterceptor {
   }
 
   /**
-   * The error as the transport should see it. A 503's detail goes to the log (once
-   * per outage); any other outcome of a request that held its lock shows the
-   * backend works again.
+   * A 503's detail goes to the log (once per outage); any other outcome of a
+   * request that held its lock shows the backend works again. The error itself
+   * passes on unchanged, to the exception filters.
    */
-  private toTransport(error: unknown, ctx: ExecutionContext, handler: string, held: boolean): unknown {
+  private toTransport(error: unknown, handler: string, held: boolean): unknown {
     if (error instanceof SerializedError && statusOf(error) === 503) this.outages.report(error, handler);
     else if (held) this.outages.recovered();
-    return toTransportError(error, ctx);
+    return error;
   }
 }
 

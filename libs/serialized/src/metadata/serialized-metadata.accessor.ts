@@ -1,18 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { SerializedMetadata } from '../decorators/serialized-options.interface';
-import { SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
+import { SERIALIZED_OPTIONS_METADATA, SKIP_SERIALIZED_METADATA } from '../serialized.constants';
+import type { SerializedMetadata } from './serialized-options.interface';
 
-/** Every Reflector read of the library goes through here. */
+/** Every Reflector read of `@Serialized` and `@SkipSerialized()` goes through here. */
 @Injectable()
 export class SerializedMetadataAccessor {
   constructor(private readonly reflector: Reflector) {}
 
-  /** The handler's `@Serialized`, else its class's; `undefined` when neither is decorated. */
+  /**
+   * The handler's `@Serialized`, else its class's unless the handler is
+   * `@SkipSerialized()`; `undefined` when the call is not serialized.
+   */
   get(handler: object, cls: object): SerializedMetadata | undefined {
-    return this.reflector.getAllAndOverride<SerializedMetadata | undefined>(SERIALIZED_OPTIONS_METADATA, [
-      handler as never,
-      cls as never,
-    ]);
+    const onHandler = this.reflector.get<SerializedMetadata | undefined>(SERIALIZED_OPTIONS_METADATA, handler as never);
+    if (onHandler) return onHandler;
+    if (this.reflector.get<boolean | undefined>(SKIP_SERIALIZED_METADATA, handler as never) === true) return undefined;
+    return this.reflector.get<SerializedMetadata | undefined>(SERIALIZED_OPTIONS_METADATA, cls as never);
   }
 }

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { HeldLocks } from '../../internal/held-locks';
 import { PendingBudget } from '../../internal/pending-budget';
@@ -250,11 +251,12 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+    const invalid = validateAcquire(key, options, 'RedisLockProvider#acquire');
+    if (invalid) return Promise.reject(invalid);
     if (this.held.closing) return Promise.reject(this.shutdownError(key));
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const leaseMs = leaseOf(options.leaseMs ?? this.leaseMs);
-    if (leaseMs instanceof Error) return Promise.reject(leaseMs);
+    const leaseMs = options.leaseMs ?? this.leaseMs;
     const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
     const maxPending = options.maxPending ?? this.maxPending;
     let queue = this.keys.get(key);
@@ -302,11 +304,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
+    const invalid = validateAcquire(key, options, 'RedisLockProvider#tryAcquire');
+    if (invalid) return Promise.reject(invalid);
     if (this.held.closing) return Promise.reject(this.shutdownError(key));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-    const leaseMs = leaseOf(options.leaseMs ?? this.leaseMs);
-    if (leaseMs instanceof Error) return Promise.reject(leaseMs);
-    return this.take(key, leaseMs, options.signal);
+    return this.take(key, options.leaseMs ?? this.leaseMs, options.signal);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -595,10 +597,4 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private shutdownError(key: string): LockBackendError {
     return new LockBackendError('The lock provider is shutting down', { key });
   }
-}
-
-/** Leases travel inside owner tokens as whole milliseconds. */
-function leaseOf(leaseMs: number): number | RangeError {
-  if (!Number.isFinite(leaseMs) || leaseMs <= 0) return new RangeError(`leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
-  return Math.ceil(leaseMs);
 }

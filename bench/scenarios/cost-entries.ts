@@ -1,0 +1,39 @@
+import type { Outcome } from '../lib/interleave';
+import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
+import type { Backend, SubjectSpec } from '../subjects/subject';
+
+/**
+ * The backend work per acquisition of a scenario: Redis commands (`N.redis.commands`,
+ * from `INFO commandstats`, scripts' inner commands included) or PostgreSQL
+ * statements (`N.postgres.statements`). None for the in-memory backend.
+ */
+export function costEntries(input: {
+  scenario: number;
+  backend: Backend;
+  title: string;
+  params: string;
+  specs: readonly SubjectSpec[];
+  outcomes: ReadonlyMap<string, Outcome>;
+}): ResultEntry[] {
+  if (input.backend === 'memory') return [];
+  const redis = input.backend === 'redis';
+  return [
+    buildEntry({
+      id: `${input.scenario}.${input.backend}.${redis ? 'commands' : 'statements'}`,
+      scenario: input.scenario,
+      group: GROUP_OF[input.backend],
+      name: `${input.title} — ${redis ? 'Redis commands' : 'statements'} per acquisition`,
+      metric: redis ? 'commandsPerOp' : 'statementsPerOp',
+      unit: redis ? 'commands/op' : 'statements/op',
+      betterIs: 'lower',
+      params: input.params,
+      contenders: input.specs,
+      outcomes: input.outcomes,
+      notes: [
+        redis
+          ? 'Commands per acquisition: the INFO commandstats delta around the measurement (commands that scripts run count too; connecting and the warm-up included) ÷ critical sections entered. Exact only when nobody else uses the Redis server during the run.'
+          : 'Statements per acquisition: queries the contender\'s process sent through pg (its own count: each contender runs in a process of its own; connecting and the warm-up included) ÷ critical sections entered.',
+      ],
+    }),
+  ];
+}

@@ -1,0 +1,181 @@
+import { Controller, Get, Injectable, Param, Post, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { APP_INTERCEPTOR } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import {
+  LockProvider,
+  LockService,
+  Serialized,
+  SerializedInterceptor,
+  SerializedLock,
+  SerializedModule,
+  SkipSerialized,
+  type Lock,
+} from 'nestjs-serialized';
+import { deferred, uniqueId, waitFor } from '../support/timing';
+
+/** Service code that reads the lock of the section it is called from. */
+@Injectable()
+class FenceReader {
+  constructor(private readonly locks: LockService) {}
+
+  current(key?: string): Lock | undefined {
+    return this.locks.current(key);
+  }
+}
+
+/** How many times each request's key was resolved (ids are unique per test). */
+const keyReads = new Map<string, number>();
+/** A request of `/lock/class/:id` waits for its gate while holding the key. */
+const gates = new Map<string, Promise<void>>();
+/** Calls of a handler whose @SerializedLock() cannot be resolved. */
+let locklessRuns = 0;
+
+function countedKey(ctx: ExecutionContext): string {
+  const id = ctx.switchToHttp().getRequest<{ params: { id: string } }>().params.id;
+  keyReads.set(id, (keyReads.get(id) ?? 0) + 1);
+  return id;
+}
+
+const describeLock = (lock: Lock, fromService: Lock | undefined) => ({
+  key: lock.key,
+  fencingToken: String(lock.fencingToken),
+  sameInService: fromService === lock,
+  aborted: lock.signal.aborted,
+  canExtend: typeof lock.extend === 'function',
+});
+
+@Controller('lock/method')
+class MethodLevelController {
+  constructor(private readonly fences: FenceReader) {}
+
+  @Post(':id')
+  @Serialized(countedKey, { scope: 'lock-method' })
+  handle(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    return describeLock(lock, this.fences.current());
+  }
+}
+
+@Controller('lock/class')
+@Serialized('id', { scope: 'lock-class' })
+class ClassLevelController {
+  constructor(private readonly fences: FenceReader) {}
+
+  @Post(':id')
+  async hold(@Param('id') id: string, @SerializedLock() lock: Lock) {
+    await gates.get(id);
+    return describeLock(lock, this.fences.current(`lock-class:${id}`));
+  }
+
+  @Get(':id')
+  @SkipSerialized()
+  read(@Param('id') _id: string) {
+    return { held: this.fences.current() !== undefined };
+  }
+
+  @Post(':id/lockless')
+  @SkipSerialized()
+  lockless(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    locklessRuns++;
+    return { lock: lock.key };
+  }
+}
+
+type Adapter = 'express' | 'fastify';
+
+describe.each([
+  ['express', false],
+  ['fastify', false],
+  ['express', true],
+  ['fastify', true],
+] as [Adapter, boolean][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s)', (adapter, global) => {
+  let app: INestApplication;
+  let url: string;
+  let acquisitions: jest.SpyInstance[];
+
+  const acquired = (): number => acquisitions.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [SerializedModule.forRoot({ driver: 'memory' })],
+      controllers: [MethodLevelController, ClassLevelController],
+      providers: [FenceReader, ...(global ? [{ provide: APP_INTERCEPTOR, useClass: SerializedInterceptor }] : [])],
+    }).compile();
+    app =
+      adapter === 'fastify'
+        ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false })
+        : moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    if (adapter === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
+    await app.listen(0, '127.0.0.1');
+    url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+    const provider = app.get(LockProvider);
+    acquisitions = [jest.spyOn(provider, 'acquire'), jest.spyOn(provider, 'tryAcquire')];
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('gives the handler its lock; its fencing token increases across requests; service code sees the same lock', async () => {
+    const id = uniqueId('m');
+    const tokens: bigint[] = [];
+    for (let n = 0; n < 3; n++) {
+      const response = await request(url).post(`/lock/method/${id}`).expect(201);
+      expect(response.body).toEqual({
+        key: `lock-method:${id}`,
+        fencingToken: expect.stringMatching(/^\d+$/),
+        sameInService: true,
+        aborted: false,
+        canExtend: true,
+      });
+      tokens.push(BigInt(response.body.fencingToken));
+    }
+    expect(tokens[1]).toBeGreaterThan(tokens[0]);
+    expect(tokens[2]).toBeGreaterThan(tokens[1]);
+  });
+
+  it('locks once per request: the key is resolved once and the provider acquires once', async () => {
+    const id = uniqueId('once');
+    const before = acquired();
+    await Promise.all([1, 2, 3].map(() => request(url).post(`/lock/method/${id}`).expect(201)));
+    expect(keyReads.get(id)).toBe(3);
+    expect(acquired() - before).toBe(3);
+
+    const classBefore = acquired();
+    await request(url).post(`/lock/class/${uniqueId('c')}`).expect(201);
+    expect(acquired() - classBefore).toBe(1);
+  });
+
+  it('a class-level @Serialized gives its handlers their lock; LockService.current(key) finds it by key', async () => {
+    const id = uniqueId('c');
+    const response = await request(url).post(`/lock/class/${id}`).expect(201);
+    expect(response.body).toMatchObject({ key: `lock-class:${id}`, sameInService: true });
+  });
+
+  it('@SkipSerialized() exempts a handler from its class-level @Serialized: no lock, no wait', async () => {
+    const id = uniqueId('skip');
+    const gate = deferred();
+    gates.set(id, gate.promise);
+    const before = acquired();
+    const holding = request(url).post(`/lock/class/${id}`).then((r) => r);
+    await waitFor(() => acquired() > before, 5000, 'the POST to hold the key');
+    // The key is held by the POST; the skipped GET of the same id answers at once, holding nothing.
+    const read = await request(url).get(`/lock/class/${id}`).expect(200);
+    expect(read.body).toEqual({ held: false });
+    expect(acquired() - before).toBe(1);
+    gate.resolve();
+    expect((await holding).status).toBe(201);
+  });
+
+  it('LockService.current() outside any section is undefined', () => {
+    expect(app.get(LockService).current()).toBeUndefined();
+    expect(app.get(FenceReader).current('lock-class:anything')).toBeUndefined();
+  });
+
+  it('@SerializedLock() on a handler that holds no lock is a programming error (500), and the handler does not run', async () => {
+    const response = await request(url).post(`/lock/class/${uniqueId('x')}/lockless`);
+    expect(response.status).toBe(500);
+    expect(locklessRuns).toBe(0);
+  });
+});

@@ -1,0 +1,139 @@
+import { Catch, Controller, Get, HttpException, Param, Post, type ArgumentsHost, type ExceptionFilter, type INestApplication } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { SerializedError, type SerializedModuleOptions } from 'nestjs-serialized';
+import { CapturingLogger } from '../support/capturing-logger';
+import { uniqueId } from '../support/timing';
+import { ADAPTERS, type Adapter } from '../e2e/http-app';
+import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+
+class TeapotError extends Error {}
+
+/** Undecorated handlers: the lock errors come from the service they call. */
+@Controller('errors')
+class ErrorsController {
+  constructor(private readonly service: LockErrorsService) {}
+
+  @Post(':scenario/:id')
+  async run(@Param('scenario') scenario: Scenario, @Param('id') id: string) {
+    return { result: await inScenario(this.service, scenario, id, (arg) => this.service[scenario](arg)) };
+  }
+
+  @Get('teapot')
+  teapot() {
+    throw new TeapotError('short and stout');
+  }
+
+  @Get('http')
+  http() {
+    throw new HttpException('the app said no', 402);
+  }
+}
+
+/** The app's own filters, for errors that are not the library's. */
+@Catch(TeapotError)
+class TeapotFilter implements ExceptionFilter {
+  catch(_error: TeapotError, host: ArgumentsHost) {
+    const response = host.switchToHttp().getResponse();
+    const send = (status: number, body: object) =>
+      typeof response.code === 'function' ? response.code(status).send(body) : response.status(status).json(body);
+    send(418, { mine: 'teapot' });
+  }
+}
+
+@Catch(HttpException)
+class AppHttpFilter implements ExceptionFilter {
+  catch(error: HttpException, host: ArgumentsHost) {
+    const response = host.switchToHttp().getResponse();
+    const body = { app: 'http', status: error.getStatus() };
+    if (typeof response.code === 'function') response.code(error.getStatus()).send(body);
+    else response.status(error.getStatus()).json(body);
+  }
+}
+
+/** With errorMapping: false, the app answers the library's errors itself. */
+@Catch(SerializedError)
+class AppSerializedFilter implements ExceptionFilter {
+  catch(error: SerializedError, host: ArgumentsHost) {
+    const response = host.switchToHttp().getResponse();
+    const body = { app: 'serialized', name: error.name };
+    if (typeof response.code === 'function') response.code(409).send(body);
+    else response.status(409).json(body);
+  }
+}
+
+async function start(adapter: Adapter, options: SerializedModuleOptions = {}, filters: unknown[] = [TeapotFilter, AppHttpFilter]) {
+  const logs = new CapturingLogger();
+  const moduleRef = await Test.createTestingModule({
+    imports: [LockErrorsModule.forRoot(uniqueId('transport-http'), options)],
+    controllers: [ErrorsController],
+    providers: filters.map((useClass) => ({ provide: APP_FILTER, useClass: useClass as new () => ExceptionFilter })),
+  }).compile();
+  const app: INestApplication =
+    adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: logs }) : moduleRef.createNestApplication({ logger: logs });
+  await app.init();
+  if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
+  return { app, logs, service: app.get(LockErrorsService), server: app.getHttpServer() };
+}
+
+describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP request (%s)', (adapter: Adapter) => {
+  let app: INestApplication | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('answer 400 / 429 / 503 with Retry-After from an undecorated handler, never a 500, and Nest logs no ERROR', async () => {
+    const started = await start(adapter);
+    app = started.app;
+    for (const scenario of SCENARIOS) {
+      const expected = EXPECTED[scenario];
+      const response = await request(started.server).post(`/errors/${scenario}/${uniqueId('k')}`);
+      expect([scenario, response.status, response.headers['retry-after']]).toEqual([scenario, expected.status, expected.retryAfter]);
+      expect(response.body).toMatchObject({ statusCode: expected.status, code: expected.code });
+      if (expected.status === 503) expect(response.body.message).toBe('The lock backend is unavailable; retry later');
+      // A second request against the dead backend: the outage is logged once, not per request.
+      if (scenario === 'down') expect((await request(started.server).post(`/errors/down/${uniqueId('k')}`)).status).toBe(503);
+    }
+    expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
+    expect(started.logs.containing('ExceptionsHandler')).toEqual([]);
+    expect(started.logs.lines.filter((l) => l.level === 'error').map((l) => l.text)).toEqual([
+      expect.stringMatching(/^Lock backend unavailable: a request handler answered 503\. LockBackendError: .*ECONNREFUSED/),
+      expect.stringMatching(/^Lock backend unavailable: a request handler answered 503\. LockLostError: /),
+    ]);
+  });
+
+  it("leaves the app's filters their errors: a filter for its own class and one for HttpException still answer", async () => {
+    const started = await start(adapter);
+    app = started.app;
+    const teapot = await request(started.server).get('/errors/teapot');
+    expect([teapot.status, teapot.body]).toEqual([418, { mine: 'teapot' }]);
+    const http = await request(started.server).get('/errors/http');
+    expect([http.status, http.body]).toEqual([402, { app: 'http', status: 402 }]);
+    // ...and an HttpException filter of the app does not take the library's errors.
+    const busy = await request(started.server).post(`/errors/busy/${uniqueId('k')}`);
+    expect([busy.status, busy.body.code]).toEqual([429, 'LockBusyError']);
+  });
+
+  it('errorMapping.body changes what the client receives; status and Retry-After stay', async () => {
+    const started = await start(adapter, {
+      errorMapping: { body: (error, status, defaultBody) => ({ failure: error.name, status, was: (defaultBody as { code: string }).code }) },
+    });
+    app = started.app;
+    const response = await request(started.server).post(`/errors/timeout/${uniqueId('k')}`);
+    expect([response.status, response.headers['retry-after'], response.body]).toEqual([
+      429,
+      '1',
+      { failure: 'LockTimeoutError', status: 429, was: 'LockTimeoutError' },
+    ]);
+  });
+
+  it("errorMapping: false leaves the library's errors to the app's filters", async () => {
+    const started = await start(adapter, { errorMapping: false }, [AppSerializedFilter]);
+    app = started.app;
+    const response = await request(started.server).post(`/errors/busy/${uniqueId('k')}`);
+    expect([response.status, response.body]).toEqual([409, { app: 'serialized', name: 'LockBusyError' }]);
+  });
+});
