@@ -1,15 +1,17 @@
-import type { BeforeApplicationShutdown, OnApplicationShutdown } from '@nestjs/common';
+import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
 import { TAKE_NOW, type ImmediateLockProvider } from '../../internal/immediate-lock';
+import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
+import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { InMemoryLock } from './in-memory-lock';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -25,7 +27,8 @@ export type InMemoryLockProviderOptions = Pick<
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
  * Map entry and no timer; waiting costs a list node and a heap entry; an idle key
  * costs nothing. Leases are meaningless here (a holder cannot crash without the
- * whole process), so held locks never expire.
+ * whole process), so held locks never expire: `leaseMs` is accepted and ignored,
+ * with one debug note per instance (docs/lease.md).
  */
 export class InMemoryLockProvider
   extends LockProvider
@@ -35,6 +38,11 @@ export class InMemoryLockProvider
   private readonly queue: KeyedWaitQueue;
   private readonly held = new HeldLocks<InMemoryLock>();
   private lastToken = 0n;
+  private readonly leaseNote = new IgnoredLeaseNote(
+    new Logger(SERIALIZED_LOGGER_CONTEXT),
+    'InMemoryLockProvider',
+    'an in-memory lock has no lease; it is held until released (its holder cannot crash without the whole process)',
+  );
   private readonly waitTimeoutMs: number;
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
@@ -69,6 +77,7 @@ export class InMemoryLockProvider
   async acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#acquire');
     if (invalid) throw invalid;
+    this.leaseNote.check(options.leaseMs, key);
     this.held.assertOpen(key);
     const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
     const maxPending = options.maxPending ?? this.maxPending;
@@ -93,6 +102,7 @@ export class InMemoryLockProvider
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#tryAcquire');
     if (invalid) throw invalid;
+    this.leaseNote.check(options.leaseMs, key);
     this.held.assertOpen(key);
     if (options.signal?.aborted) throw options.signal.reason;
     return this.queue.tryTake(key) ? this.grant(key) : null;
@@ -100,6 +110,7 @@ export class InMemoryLockProvider
 
   /** @internal The key at once when it is free (see `TAKE_NOW`); anything else goes through `acquire`. */
   [TAKE_NOW](key: string, options: ProviderAcquireOptions): InMemoryLock | undefined {
+    this.leaseNote.check(options.leaseMs, key);
     if (this.held.closing || options.signal?.aborted || !this.queue.tryTake(key)) return undefined;
     return this.grant(key);
   }

@@ -6,6 +6,7 @@ import { redactUrls } from '../../internal/redact';
 import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
+import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
@@ -70,6 +71,11 @@ export class PostgresLockProvider
   private readonly deadlines = new DeadlineQueue();
   private readonly queue: KeyedWaitQueue;
   private readonly held = new HeldLocks<PostgresLock>();
+  private readonly leaseNote = new IgnoredLeaseNote(
+    this.logger,
+    'PostgresLockProvider',
+    "a session lock lasts as long as its session; the provider's own leaseMs sets how often held sessions are checked",
+  );
   private readonly attempts = new Map<string, LockAttempt>();
   private readonly monitor: SessionLivenessMonitor;
   private readonly watchdog: QueryWatchdog;
@@ -147,6 +153,7 @@ export class PostgresLockProvider
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'PostgresLockProvider#acquire');
     if (invalid) return Promise.reject(invalid);
+    this.leaseNote.check(options.leaseMs, key);
     try {
       this.assertUsable(key);
     } catch (error) {
@@ -190,6 +197,7 @@ export class PostgresLockProvider
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'PostgresLockProvider#tryAcquire');
     if (invalid) throw invalid;
+    this.leaseNote.check(options.leaseMs, key);
     this.assertUsable(key);
     if (options.signal?.aborted) throw options.signal.reason;
     if (!this.queue.tryTake(key)) return null;
