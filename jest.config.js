@@ -6,7 +6,9 @@
 /** @type {import('jest').Config} */
 module.exports = {
   rootDir: '.',
-  testEnvironment: 'node',
+  // Nest's logs are buffered per test and printed only for a failing one (a passing run is quiet).
+  testEnvironment: '<rootDir>/test/setup/quiet-environment.js',
+  setupFilesAfterEnv: ['<rootDir>/test/setup/quiet-logs.ts'],
   moduleFileExtensions: ['ts', 'js', 'json'],
   testRegex: ['(libs|src)/.*\\.spec\\.ts$', 'test/.*\\.(e2e-spec|spec)\\.ts$'],
   transform: {
@@ -17,8 +19,9 @@ module.exports = {
     '^nestjs-serialized/(.*)$': '<rootDir>/libs/serialized/src/$1',
   },
   // `npm run build` writes the library's package.json to dist/: keep it out of the module map.
-  modulePathIgnorePatterns: ['<rootDir>/dist/'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/'],
+  // The global set-up compiles the repository to .cache/test-build for child processes.
+  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/.cache/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/', '<rootDir>/.cache/'],
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   testTimeout: 30000,

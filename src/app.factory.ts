@@ -34,7 +34,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<INestAp
       }),
     );
   }
-  const module = AppModule.register({ config, serialized: options.serialized, imports });
+  const module = AppModule.register({ config, serialized: options.serialized, metrics: options.metrics, imports });
   const logger = options.logger ?? ['error', 'warn', 'log'];
   const app =
     config.adapter === 'fastify'

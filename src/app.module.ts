@@ -1,7 +1,9 @@
 import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
+import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
 import { AppConfigModule } from './config/app-config.module';
 import type { AppConfig } from './config/app.config';
+import { ObservabilityModule } from './observability/observability.module';
 import { OverheadModule } from './overhead/overhead.module';
 import { PaymentsModule } from './payments/payments.module';
 import { ResourcesModule } from './resources/resources.module';
@@ -12,6 +14,8 @@ export interface AppModuleOptions {
   config: AppConfig;
   /** Library options; left empty, the library reads SERIALIZED_* / REDIS_URL / DATABASE_URL. */
   serialized?: SerializedModuleOptions;
+  /** Serves `GET /metrics` from it (see `setUpPrometheusMetrics`); without it only `/health`. */
+  metrics?: PrometheusExporter;
   /** More modules (the BullMQ reports flow, test fixtures). */
   imports?: ModuleMetadata['imports'];
 }
@@ -30,6 +34,7 @@ export class AppModule {
         ResourcesModule,
         PaymentsModule,
         OverheadModule,
+        ObservabilityModule.register(options.metrics),
         ...(options.imports ?? []),
       ],
     };

@@ -2,10 +2,13 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
 import { loadAppConfig } from './config/app.config';
+import { setUpPrometheusMetrics } from './observability/prometheus.metrics';
 
 async function main(): Promise<void> {
   const config = loadAppConfig();
-  const app = await createApp({ config, reports: config.reports.enabled });
+  // Before the app: the library's LockService takes its meter from the global MeterProvider when built.
+  const { exporter } = setUpPrometheusMetrics();
+  const app = await createApp({ config, reports: config.reports.enabled, metrics: exporter });
   app.enableShutdownHooks();
   await app.listen(config.port, '0.0.0.0');
   Logger.log(

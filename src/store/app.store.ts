@@ -34,7 +34,13 @@ export abstract class AppStore {
   /** Credits one reward: an atomic increment (like Mongo's `$inc`), so every granted claim counts. */
   abstract recordClaim(userId: string, at: number): Promise<RewardState>;
   abstract listResources(userId: string): Promise<Resource[]>;
-  abstract addResource(resource: Resource): Promise<void>;
+  /**
+   * Adds a resource. With `fence` (the fencing token of the lock its writer held)
+   * the write is fenced: it happens only if no write with a larger fence has been
+   * made for that user, else nothing is written and it returns false — a holder
+   * that lost its lock (paused past its lease) cannot write after its successor.
+   */
+  abstract addResource(resource: Resource, fence?: bigint): Promise<boolean>;
   abstract listPayments(accountId: string): Promise<Payment[]>;
   abstract addPayment(payment: Payment): Promise<void>;
   async close(): Promise<void> {}

@@ -5,6 +5,8 @@ export class InMemoryAppStore extends AppStore {
   private readonly rewards = new Map<string, RewardState>();
   private readonly resources = new Map<string, Resource[]>();
   private readonly payments = new Map<string, Payment[]>();
+  /** Largest fence written per user: the in-process `UPDATE … WHERE fence <= $token`. */
+  private readonly resourceFences = new Map<string, bigint>();
 
   async getRewards(userId: string): Promise<RewardState> {
     await tick();
@@ -23,9 +25,14 @@ export class InMemoryAppStore extends AppStore {
     return [...(this.resources.get(userId) ?? [])];
   }
 
-  async addResource(resource: Resource): Promise<void> {
+  async addResource(resource: Resource, fence?: bigint): Promise<boolean> {
     await tick();
+    if (fence !== undefined) {
+      if ((this.resourceFences.get(resource.userId) ?? fence) > fence) return false;
+      this.resourceFences.set(resource.userId, fence);
+    }
     this.resources.set(resource.userId, [...(this.resources.get(resource.userId) ?? []), resource]);
+    return true;
   }
 
   async listPayments(accountId: string): Promise<Payment[]> {

@@ -24,6 +24,8 @@ export class PostgresAppStore extends AppStore {
           user_id text PRIMARY KEY, reward_count integer NOT NULL, last_claim_at bigint)`);
         await client.query(`CREATE TABLE IF NOT EXISTS example_resources (
           id text PRIMARY KEY, user_id text NOT NULL, name text NOT NULL, created_at bigint NOT NULL)`);
+        await client.query(`CREATE TABLE IF NOT EXISTS example_resource_fences (
+          user_id text PRIMARY KEY, fence bigint NOT NULL)`);
         await client.query(`CREATE TABLE IF NOT EXISTS example_payments (
           id text PRIMARY KEY, account_id text NOT NULL, amount integer NOT NULL, currency text NOT NULL, created_at bigint NOT NULL)`);
         await client.query('SELECT pg_advisory_unlock(7349120811)');
@@ -61,14 +63,23 @@ export class PostgresAppStore extends AppStore {
     return rows.map((r) => ({ id: r.id, userId: r.user_id, name: r.name, createdAt: Number(r.created_at) }));
   }
 
-  async addResource(resource: Resource): Promise<void> {
+  async addResource(resource: Resource, fence?: bigint): Promise<boolean> {
     await this.schema();
-    await this.pool.query('INSERT INTO example_resources (id, user_id, name, created_at) VALUES ($1, $2, $3, $4)', [
-      resource.id,
-      resource.userId,
-      resource.name,
-      resource.createdAt,
-    ]);
+    const values = [resource.id, resource.userId, resource.name, resource.createdAt];
+    if (fence === undefined) {
+      await this.pool.query('INSERT INTO example_resources (id, user_id, name, created_at) VALUES ($1, $2, $3, $4)', values);
+      return true;
+    }
+    // One statement: the fence moves forward only if no larger one was written, and the row goes in only if it moved.
+    const { rowCount } = await this.pool.query(
+      `WITH fenced AS (
+         INSERT INTO example_resource_fences (user_id, fence) VALUES ($2, $5)
+         ON CONFLICT (user_id) DO UPDATE SET fence = EXCLUDED.fence WHERE example_resource_fences.fence <= EXCLUDED.fence
+         RETURNING 1)
+       INSERT INTO example_resources (id, user_id, name, created_at) SELECT $1, $2, $3, $4 FROM fenced`,
+      [...values, fence.toString()],
+    );
+    return rowCount === 1;
   }
 
   async listPayments(accountId: string): Promise<Payment[]> {

@@ -1,7 +1,21 @@
 import Redis from 'ioredis';
 import { AppStore, type Payment, type Resource, type RewardState } from './app.store';
 
-/** Data in Redis, shared by every instance: plain GET/SET and RPUSH, no scripts or transactions. */
+/**
+ * Appends ARGV[2] to the list KEYS[2] unless KEYS[1] holds a larger fence than
+ * ARGV[1], then records ARGV[1]: `UPDATE … WHERE fence <= $token` in one step.
+ * Fences are compared as decimal strings (exact beyond 2^53).
+ */
+const FENCED_RPUSH = `
+local last = redis.call('GET', KEYS[1])
+local fence = ARGV[1]
+if last and (#last > #fence or (#last == #fence and last > fence)) then return 0 end
+redis.call('SET', KEYS[1], fence, 'EX', ARGV[3])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return 1`;
+
+/** Data in Redis, shared by every instance: plain GET/SET and RPUSH; one script for the fenced write. */
 export class RedisAppStore extends AppStore {
   private readonly redis: Redis;
 
@@ -31,10 +45,15 @@ export class RedisAppStore extends AppStore {
     return items.map((item) => JSON.parse(item) as Resource);
   }
 
-  async addResource(resource: Resource): Promise<void> {
+  async addResource(resource: Resource, fence?: bigint): Promise<boolean> {
     const key = `${this.prefix}:resources:${resource.userId}`;
+    if (fence !== undefined) {
+      const written = await this.redis.eval(FENCED_RPUSH, 2, `${key}:fence`, key, fence.toString(), JSON.stringify(resource), 3600);
+      return written === 1;
+    }
     await this.redis.rpush(key, JSON.stringify(resource));
     await this.redis.expire(key, 3600);
+    return true;
   }
 
   async listPayments(accountId: string): Promise<Payment[]> {

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Test } from '@nestjs/testing';
+import { childEntry } from '../support/child-entry';
 import {
   InMemoryLockProvider,
   LockProvider,
@@ -42,10 +43,10 @@ describe('configuration from the environment', () => {
   it('the example app refuses to start on a bad variable, and says which', () => {
     const result = spawnSync(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'src/main.ts'],
+      childEntry('src/main.ts').args,
       {
         cwd: ROOT,
-        env: { ...process.env, SERIALIZED_WAIT_TIMEOUT_MS: 'soon', PORT: 'eighty', TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+        env: { ...process.env, ...childEntry('src/main.ts').env, SERIALIZED_WAIT_TIMEOUT_MS: 'soon', PORT: 'eighty' },
         encoding: 'utf8',
         timeout: 60_000,
       },
@@ -111,14 +112,14 @@ describe('configuration from the environment', () => {
     it('the example app prints no password when it refuses to start', () => {
       const result = spawnSync(
         process.execPath,
-        ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'src/main.ts'],
+        childEntry('src/main.ts').args,
         {
           cwd: ROOT,
           env: {
             ...process.env,
+            ...childEntry('src/main.ts').env,
             SERIALIZED_DRIVER: 'redis',
             REDIS_URL: `"redis://:${SECRET}@cache.internal:6379"`,
-            TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'),
           },
           encoding: 'utf8',
           timeout: 60_000,

@@ -1,17 +1,21 @@
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { childEntry } from '../support/child-entry';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+// The demo and the app instances it starts run from the compiled build (their
+// start-up on a busy host is what made the two-instance cases time out).
+const DEMO = childEntry('scripts/demo.ts');
 
 /** The README's first command: it must print the table and succeed on the in-memory default. */
 describe('npm run demo', () => {
   it('shows the naive endpoints racing and the serialized ones exact, and exits 0', () => {
-    const env: NodeJS.ProcessEnv = { ...process.env, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...DEMO.env };
     delete env.SERIALIZED_DRIVER;
     const result = spawnSync(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'scripts/demo.ts'],
+      DEMO.args,
       { cwd: ROOT, env, encoding: 'utf8', timeout: 120_000 },
     );
     const output = result.stdout + result.stderr;
@@ -30,10 +34,10 @@ describe('npm run demo', () => {
   it.each([['redis'], ['postgres']])('holds with two app processes sharing %s', (driver) => {
     const result = spawnSync(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'scripts/demo.ts', '--driver', driver, '--instances', '2'],
+      [...DEMO.args, '--driver', driver, '--instances', '2'],
       {
         cwd: ROOT,
-        env: { ...process.env, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), REDIS_URL: TEST_REDIS_URL, DATABASE_URL: TEST_DATABASE_URL },
+        env: { ...process.env, ...DEMO.env, REDIS_URL: TEST_REDIS_URL, DATABASE_URL: TEST_DATABASE_URL },
         encoding: 'utf8',
         timeout: 120_000,
       },
@@ -52,8 +56,8 @@ describe('npm run demo', () => {
   it('refuses several instances on the in-memory driver, saying what to use', () => {
     const result = spawnSync(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'scripts/demo.ts', '--instances', '2', '--driver', 'memory'],
-      { cwd: ROOT, env: { ...process.env, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') }, encoding: 'utf8', timeout: 60_000 },
+      [...DEMO.args, '--instances', '2', '--driver', 'memory'],
+      { cwd: ROOT, env: { ...process.env, ...DEMO.env }, encoding: 'utf8', timeout: 60_000 },
     );
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('needs a backend the instances share: add --driver redis');

@@ -51,6 +51,16 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
       expect((await request(url).get(`/users/${naiveUser}/resources`)).body.length).toBeGreaterThan(1);
     });
 
+    it('resource creation stores the lock’s fencing token with the write; it increases from one holder to the next', async () => {
+      const user = uniqueId('f');
+      const first = await post(`/users/${user}/resources`).send({ name: 'a' }).expect(201);
+      const second = await post(`/users/${user}/resources`).send({ name: 'b' }).expect(201);
+      expect(first.body.fencingToken).toMatch(/^\d+$/);
+      expect(BigInt(second.body.fencingToken)).toBeGreaterThan(BigInt(first.body.fencingToken));
+      // An existing resource is not written again, so no token is stored for it.
+      expect((await post(`/users/${user}/resources`).send({ name: 'a' }).expect(200)).body.fencingToken).toBeUndefined();
+    });
+
     it('different keys do not wait for each other', async () => {
       const id = uniqueId('k');
       const started = Date.now();

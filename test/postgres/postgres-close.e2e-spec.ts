@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { TEST_DATABASE_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
+import { childEntry } from '../support/child-entry';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -13,10 +14,10 @@ function runScript(mode: 'close' | 'idle'): Promise<{ code: number | null; signa
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'test/postgres/workers/close.script.ts'],
+      childEntry('test/postgres/workers/close.script.ts').args,
       {
         cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, KEY_PREFIX: uniqueId('close'), MODE: mode, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+        env: { ...process.env, ...childEntry('test/postgres/workers/close.script.ts').env, DATABASE_URL: TEST_DATABASE_URL, KEY_PREFIX: uniqueId('close'), MODE: mode },
         // Far beyond start-up plus close; a process kept alive by an idle session would hit it.
         timeout: 60_000,
       },

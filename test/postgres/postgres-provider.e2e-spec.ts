@@ -291,22 +291,33 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
   });
 
   describe('the lock pool', () => {
-    it('makes callers queue for a connection when every one is busy, never fail or deadlock', async () => {
-      const provider = make({ keyPrefix: uniquePrefix('full'), lockPoolSize: 2 });
-      const one = await provider.acquire('one');
-      const two = await provider.acquire('two');
+    it('lets held locks share sessions, and makes callers queue for a connection while every one waits in the server', async () => {
+      const { a: provider, b: other } = pair({ lockPoolSize: 2 });
+      // Held locks do not take a session each: three distinct keys held on two connections at most.
+      const held = await Promise.all(['x', 'y', 'z'].map((key) => provider.acquire(key)));
+      expect(await pg.sessions(provider.applicationName)).toBeLessThanOrEqual(2);
+      expect(await pg.advisoryLocks(provider.applicationName, true)).toBe(3);
+      await Promise.all(held.map((lock) => lock.release()));
+      // A wait in PostgreSQL's lock queue has a session to itself: two such waits fill the pool.
+      const one = await other.acquire('one');
+      const two = await other.acquire('two');
+      const waitOne = provider.acquire('one', { waitTimeoutMs: 20_000 });
+      const waitTwo = provider.acquire('two', { waitTimeoutMs: 20_000 });
+      await waitFor(async () => (await pg.advisoryLocks(provider.applicationName, false)) === 2, 10_000, 'two server waits');
       let third: Lock | undefined;
-      const waiting = provider.acquire('three', { waitTimeoutMs: 10_000 }).then((l) => (third = l));
+      const waiting = provider.acquire('three', { waitTimeoutMs: 20_000 }).then((l) => (third = l));
       await sleep(200);
       expect(third).toBeUndefined();
       expect(await pg.sessions(provider.applicationName)).toBe(2);
       await one.release();
+      const gotOne = await waitOne;
       await waiting;
       expect(third!.key).toBe('three');
       expect(await pg.sessions(provider.applicationName)).toBe(2);
-      // Waiting for a connection is bounded by the wait budget like any wait.
-      await expect(provider.acquire('four', { waitTimeoutMs: 200 })).rejects.toBeInstanceOf(LockTimeoutError);
-      await Promise.all([two.release(), third!.release()]);
+      await two.release();
+      const gotTwo = await waitTwo;
+      await Promise.all([gotOne.release(), gotTwo.release(), third!.release()]);
+      expect(await pg.advisoryLocks(provider.applicationName)).toBe(0);
     });
 
     it('builds its own lock pool from a pg.Pool the app passes, and never ends that pool', async () => {

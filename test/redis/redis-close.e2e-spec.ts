@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
+import { childEntry } from '../support/child-entry';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -14,10 +15,10 @@ function runScript(keyPrefix: string): Promise<{ code: number | null; signal: No
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'test/redis/workers/close.script.ts'],
+      childEntry('test/redis/workers/close.script.ts').args,
       {
         cwd: ROOT,
-        env: { ...process.env, REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: keyPrefix, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+        env: { ...process.env, ...childEntry('test/redis/workers/close.script.ts').env, REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: keyPrefix },
         timeout: 60_000,
       },
       (error, stdout, stderr) => {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { childEntry } from './child-entry';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -7,8 +8,9 @@ const ROOT = path.resolve(__dirname, '..', '..');
 export type WorkerMessage = { type: string; [field: string]: unknown };
 
 /**
- * A real OS process running a TypeScript file (ts-node, transpile-only, with the
- * `nestjs-serialized` path mapping), talking to the test over Node's IPC channel.
+ * A real OS process running a TypeScript file of the repository (compiled by the
+ * global set-up, or under ts-node; see `childEntry`), talking to the test over
+ * Node's IPC channel.
  */
 export class WorkerProcess {
   readonly messages: WorkerMessage[] = [];
@@ -31,15 +33,12 @@ export class WorkerProcess {
 
   /** Starts `file` (relative to the repository root) with extra environment variables. */
   static start(name: string, file: string, env: Record<string, string> = {}): WorkerProcess {
-    const child = spawn(
-      process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', path.join(ROOT, file)],
-      {
-        cwd: ROOT,
-        env: { ...process.env, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), ...env },
-        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      },
-    );
+    const entry = childEntry(file);
+    const child = spawn(process.execPath, entry.args, {
+      cwd: ROOT,
+      env: { ...process.env, ...entry.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
     return new WorkerProcess(name, child);
   }
 

@@ -3,7 +3,7 @@ import { APP_FILTER } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { SerializedError, type SerializedModuleOptions } from 'nestjs-serialized';
+import { SerializedError, SerializedExceptionFilter, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
 import { ADAPTERS, type Adapter } from '../e2e/http-app';
@@ -64,7 +64,24 @@ class AppSerializedFilter implements ExceptionFilter {
   }
 }
 
-async function start(adapter: Adapter, options: SerializedModuleOptions = {}, filters: unknown[] = [TeapotFilter, AppHttpFilter]) {
+/** A catch-all of the app's: everything it gets becomes a 599; library errors it may hand to the library's filter. */
+@Catch()
+class CatchAllFilter implements ExceptionFilter {
+  constructor(private readonly serialized?: SerializedExceptionFilter) {}
+  catch(error: unknown, host: ArgumentsHost) {
+    if (this.serialized && error instanceof SerializedError) return this.serialized.catch(error, host);
+    const response = host.switchToHttp().getResponse();
+    if (typeof response.code === 'function') response.code(599).send({ app: 'all' });
+    else response.status(599).json({ app: 'all' });
+  }
+}
+
+async function start(
+  adapter: Adapter,
+  options: SerializedModuleOptions = {},
+  filters: unknown[] = [TeapotFilter, AppHttpFilter],
+  beforeInit: (app: INestApplication) => void = () => undefined,
+) {
   const logs = new CapturingLogger();
   const moduleRef = await Test.createTestingModule({
     imports: [LockErrorsModule.forRoot(uniqueId('transport-http'), options)],
@@ -73,6 +90,7 @@ async function start(adapter: Adapter, options: SerializedModuleOptions = {}, fi
   }).compile();
   const app: INestApplication =
     adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: logs }) : moduleRef.createNestApplication({ logger: logs });
+  beforeInit(app);
   await app.init();
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
   return { app, logs, service: app.get(LockErrorsService), server: app.getHttpServer() };
@@ -128,6 +146,30 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
       '1',
       { failure: 'LockTimeoutError', status: 429, was: 'LockTimeoutError' },
     ]);
+  });
+
+  it("an APP_FILTER catch-all of the root module comes after the library's filter: library errors keep their answer", async () => {
+    const started = await start(adapter, {}, [CatchAllFilter]);
+    app = started.app;
+    const busy = await request(started.server).post(`/errors/busy/${uniqueId('k')}`);
+    expect([busy.status, busy.body.code]).toEqual([429, 'LockBusyError']);
+    const teapot = await request(started.server).get('/errors/teapot');
+    expect([teapot.status, teapot.body]).toEqual([599, { app: 'all' }]);
+  });
+
+  it('a catch-all given to useGlobalFilters() is tried first: it gets library errors and may hand them to SerializedExceptionFilter', async () => {
+    const plain = await start(adapter, {}, [], (nest) => nest.useGlobalFilters(new CatchAllFilter()));
+    app = plain.app;
+    const taken = await request(plain.server).post(`/errors/busy/${uniqueId('k')}`);
+    expect([taken.status, taken.body]).toEqual([599, { app: 'all' }]);
+    await plain.app.close();
+
+    const delegating = await start(adapter, {}, [], (nest) => nest.useGlobalFilters(new CatchAllFilter(nest.get(SerializedExceptionFilter))));
+    app = delegating.app;
+    const busy = await request(delegating.server).post(`/errors/busy/${uniqueId('k')}`);
+    expect([busy.status, busy.headers['retry-after'], busy.body.code]).toEqual([429, '1', 'LockBusyError']);
+    const teapot = await request(delegating.server).get('/errors/teapot');
+    expect([teapot.status, teapot.body]).toEqual([599, { app: 'all' }]);
   });
 
   it("errorMapping: false leaves the library's errors to the app's filters", async () => {

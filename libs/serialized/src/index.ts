@@ -22,6 +22,9 @@ export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 // Serializing code by hand: `lockService.run(key, async (lock) => …, options?)`.
 export { LockService } from './lock.service';
 export type { RunOptions, SerializedMode } from './lock.service';
+// Health: a @nestjs/terminus indicator for the active backend (terminus is loaded on the first check).
+export { SerializedHealthIndicator } from './observability/serialized-health.indicator';
+export type { SerializedHealthResult, SerializedHealthCheckOptions } from './observability/serialized-health.indicator';
 export type { Lock } from './lock.interface';
 export type { AcquireOptions } from './acquire-options.interface';
 
@@ -44,11 +47,11 @@ export type { LockBusyReason } from './errors/lock-busy.error';
 export { LockTimeoutError } from './errors/lock-timeout.error';
 export { LockLostError } from './errors/lock-lost.error';
 export { LockBackendError } from './errors/lock-backend.error';
+// Answers them in each transport's form (global; `errorMapping` changes the body or turns it off).
+export { SerializedExceptionFilter } from './filters/serialized-exception.filter';
+export type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
 // A bad option or environment variable at start-up.
 export { SerializedConfigError } from './config/serialized-config.error';
-// Lock errors answer 400 / 429 / 503 on every transport (HTTP, GraphQL, RPC, WebSocket); `errorMapping` changes the body or turns it off.
-export type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
-export { SerializedExceptionFilter } from './filters/serialized-exception.filter';
 
 // BullMQ: jobs of one key run one at a time, in enqueue order, without blocking worker slots.
 export { SerializedJobs } from './bullmq/serialized-jobs.decorator';

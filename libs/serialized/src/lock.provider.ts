@@ -26,4 +26,15 @@ export abstract class LockProvider {
    * queue); resolves with `null` otherwise.
    */
   abstract tryAcquire(key: string, options?: AcquireOptions): Promise<Lock | null>;
+
+  /**
+   * Health check: resolves when the backend answers within `timeoutMs`, rejects
+   * (with a `LockBackendError`) when it does not. Used by `SerializedHealthIndicator`.
+   * The default resolves at once: a provider with no backend to reach (in-memory)
+   * is up whenever its process is. Providers with a backend override it.
+   */
+  ping(timeoutMs: number): Promise<void> {
+    void timeoutMs;
+    return Promise.resolve();
+  }
 }

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
@@ -11,6 +12,7 @@ import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
 import { hasLoneSurrogate } from './key/lock-key';
 import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
+import { SerializedMetrics } from './observability/serialized.metrics';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -53,8 +55,12 @@ export class LockService {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
+  // OpenTelemetry instruments, or undefined (no @opentelemetry/api, no MeterProvider): one null check per call.
+  private readonly metrics: SerializedMetrics | undefined;
 
-  constructor(private readonly provider: LockProvider) {}
+  constructor(private readonly provider: LockProvider) {
+    this.metrics = SerializedMetrics.create(provider);
+  }
 
   /**
    * Runs `fn` while holding `key`, one caller at a time per key, in arrival order,
@@ -111,13 +117,16 @@ export class LockService {
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
     const { mode, handler, ...acquireOptions } = options;
+    const since = this.metrics?.waiting(key);
     try {
       const lock =
         mode === 'reject'
           ? await this.tryOrBusy(key, acquireOptions)
           : await this.provider.acquire(key, acquireOptions as ProviderAcquireOptions);
-      return new HeldLock(lock, handler, this.logger);
+      if (since !== undefined) this.metrics?.acquired(key, since);
+      return new HeldLock(lock, handler, this.logger, this.metrics);
     } catch (error) {
+      if (since !== undefined) this.metrics?.failed(key, since, error);
       if (error instanceof SerializedError && handler) error.attachHandler(handler);
       throw error;
     }
@@ -187,7 +196,8 @@ export class LockService {
     // Anything unusual (a bad key, a key this context already holds) takes the usual path.
     if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || this.isHeld(key)) return undefined;
     const lock = provider[TAKE_NOW](key, options);
-    return lock && new HeldLock(lock, options.handler, this.logger);
+    if (lock) this.metrics?.acquiredAtOnce(key);
+    return lock && new HeldLock(lock, options.handler, this.logger, this.metrics);
   }
 
   private async tryOrBusy(key: string, options: AcquireOptions): Promise<Lock> {
@@ -202,12 +212,17 @@ class HeldLock implements HeldKey {
   readonly reentrant = false;
   /** False once released: a nested call that outlives the holder must not count it as held. */
   active = true;
+  /** When it was acquired (for the hold-time histogram; 0 without metrics). */
+  private readonly since: number;
 
   constructor(
     readonly lock: Lock,
     private readonly handler: string | undefined,
     private readonly logger: Logger,
-  ) {}
+    private readonly metrics?: SerializedMetrics,
+  ) {
+    this.since = metrics ? performance.now() : 0;
+  }
 
   async release(): Promise<void> {
     if (!this.finish()) return;
@@ -233,6 +248,7 @@ class HeldLock implements HeldKey {
     if (!this.active) return false;
     this.active = false;
     const signal = existingSignal(this.lock);
+    this.metrics?.released(this.lock.key, this.since, signal?.aborted === true);
     if (signal?.aborted) {
       this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(signal.reason?.message ?? signal.reason))}`);
     }

@@ -23,6 +23,8 @@ export const SERIALIZED_DEFAULTS = {
   redisMaxInFlight: 1000,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,
+  /** How long `@Idempotent` replays a stored response: 24 h (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
+  idempotencyTtlMs: 86_400_000,
   /** Longest key value accepted from a request, in characters. */
   maxKeyLength: 512,
   /** `Retry-After` (seconds) sent with a 429 or a 503. */

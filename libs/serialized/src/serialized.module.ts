@@ -1,5 +1,6 @@
 import { Logger, Module } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { GatewayFiltersInstaller } from './filters/gateway-filters.installer';
 import { SerializedExceptionFilter } from './filters/serialized-exception.filter';
 import { BackendOutageLog } from './interceptors/backend-outage.log';
 import { resolveSerializedOptions } from './config/serialized-options.resolver';
@@ -9,6 +10,8 @@ import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
+import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
+import { SerializedStartupLine } from './observability/startup-line';
 import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from './serialized.constants';
 import {
   SERIALIZED_ASYNC_OPTIONS_TYPE,
@@ -60,6 +63,11 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       inject: [SERIALIZED_OPTIONS, SerializedExceptionFilter],
       useFactory: (options: ResolvedSerializedOptions, filter: SerializedExceptionFilter) => (options.errorMapping === false ? null : filter),
     },
+    // Costs nothing until used: @nestjs/terminus is loaded on the first check.
+    SerializedHealthIndicator,
+    SerializedStartupLine,
+    // Gateways get no global filters from Nest: they get the same filter on their class.
+    GatewayFiltersInstaller,
     ...IDEMPOTENCY_PROVIDERS,
   ],
   exports: [
@@ -70,6 +78,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     SerializedInterceptor,
     BackendOutageLog,
     SerializedExceptionFilter,
+    SerializedHealthIndicator,
     ...IDEMPOTENCY_EXPORTS,
   ],
 })

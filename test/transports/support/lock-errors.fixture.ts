@@ -31,12 +31,12 @@ export const EXPECTED: Record<Scenario, { status: number; code: string; graphqlC
 
 /** A LockService over a Redis provider pointed at a closed port; the provider closes with the app. */
 class DeadBackend extends LockService implements OnApplicationShutdown {
-  constructor(private readonly deadProvider: RedisLockProvider) {
-    super(deadProvider);
+  constructor(private readonly dead: RedisLockProvider) {
+    super(dead);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.deadProvider.close();
+    await this.dead.close();
   }
 }
 

@@ -1,5 +1,3 @@
-import type { SerializedDriver } from '../serialized-options.interface';
-
 /**
  * How one row of the options table (`serialized-options.schema.ts`) is described.
  * `option` is the path in `SerializedModuleOptions` (absent: environment only),
@@ -9,7 +7,8 @@ import type { SerializedDriver } from '../serialized-options.interface';
 interface BaseOptionSpec {
   readonly option?: string;
   readonly env?: string;
-  readonly drivers?: readonly SerializedDriver[];
+  /** Driver names (`memory`, `redis`, `postgres`). */
+  readonly drivers?: readonly string[];
   readonly meaning: string;
 }
 

@@ -88,7 +88,7 @@ describe('resolveSerializedOptions', () => {
     expect(error!.problems).toEqual(
       expect.arrayContaining([
         'SERIALIZED_MAX_PENDING_TOTAL="lots" is invalid: accepts an integer from 0 to 10000000 (default 100000)',
-        'SERIALIZED_REDIS_MAX_IN_FLIGHT="0" is invalid: accepts an integer from 1 to 1000000 (default 1000)',
+        'SERIALIZED_REDIS_MAX_IN_FLIGHT="0" is invalid: accepts an integer from 1 to 100000 (default 1000)',
         'SERIALIZED_PG_CREATE_SCHEMA="yes" is invalid: accepts true or false (default true)',
         'options.maxPendingTotal=-1 is invalid: accepts an integer from 0 to 10000000 (default 100000)',
         'options.redis.heartbeatMs=10 is invalid: accepts an integer number of milliseconds from 100 to 600000 (default 5000)',

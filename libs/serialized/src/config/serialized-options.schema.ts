@@ -1,4 +1,3 @@
-import { IDEMPOTENCY_DEFAULTS, IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.defaults';
 import { LockProvider } from '../lock.provider';
 import { SERIALIZED_DEFAULTS as D } from '../serialized.defaults';
 import type { OptionSpec } from './option-spec';
@@ -165,7 +164,7 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     unit: 'count',
     default: D.redisMaxInFlight,
     min: 1,
-    max: 1_000_000,
+    max: 100_000,
     meaning: 'commands on the wire at once per connection (per Cluster node); more wait in order',
   },
   lockPoolSize: {
@@ -241,9 +240,9 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     type: 'integer',
     env: 'SERIALIZED_IDEMPOTENCY_TTL_MS',
     unit: 'ms',
-    default: IDEMPOTENCY_DEFAULTS.ttlMs,
-    min: IDEMPOTENCY_LIMITS.ttlMs.min,
-    max: IDEMPOTENCY_LIMITS.ttlMs.max,
+    default: D.idempotencyTtlMs,
+    min: 100,
+    max: 365 * 24 * HOUR_MS,
     meaning: 'how long `@Idempotent` replays a stored response (24 h), unless it sets `ttlMs`',
   },
 } as const satisfies Record<string, OptionSpec>;

@@ -10,4 +10,9 @@ export class LockBackendError extends SerializedError {
   constructor(message: string, options: { key?: string; cause?: unknown; handler?: string } = {}) {
     super(options.key ? `${message} (lock "${options.key}")` : message, options.key, options.handler, options.cause);
   }
+
+  /** A call that came after the provider began to shut down (every provider says it this way). */
+  static shuttingDown(key?: string): LockBackendError {
+    return new LockBackendError('The lock provider is shutting down', { key });
+  }
 }

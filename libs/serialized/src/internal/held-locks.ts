@@ -28,7 +28,7 @@ export class HeldLocks<T extends { readonly key: string }> {
 
   /** Throws `LockBackendError` once shutdown began. */
   assertOpen(key: string): void {
-    if (this.closing) throw new LockBackendError('The lock provider is shutting down', { key });
+    if (this.closing) throw LockBackendError.shuttingDown(key);
   }
 
   /** Whether a lock on `key` is held (needs `countKeys`). */

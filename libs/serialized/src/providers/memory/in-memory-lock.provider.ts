@@ -121,7 +121,7 @@ export class InMemoryLockProvider
     // (unlike Redis and PostgreSQL, which abort it then), and nobody can take the
     // key from its holder.
     this.held.close();
-    this.queue.rejectAll((key) => new LockBackendError('The lock provider is shutting down', { key }));
+    this.queue.rejectAll((key) => LockBackendError.shuttingDown(key));
     await this.held.drain(this.shutdownGraceMs);
   }
 

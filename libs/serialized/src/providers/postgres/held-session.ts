@@ -13,11 +13,11 @@ import type { LockStatements } from './postgres-lock.statements';
  */
 export async function unlockSession(lock: PostgresLock, pool: LockConnectionPool, statements: LockStatements): Promise<LockLostError | undefined> {
   const connection = lock.connection;
-  connection.holder = undefined;
+  connection.holders.delete(lock);
   if (connection.dead) return undefined; // the session ended, and its locks with it
   let unlocked: unknown;
   try {
-    [unlocked] = await connection.query(statements.unlock(lock.lockKey));
+    [unlocked] = await connection.unlock(statements, lock.lockKey);
   } catch (error) {
     pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
     return undefined;
@@ -26,6 +26,7 @@ export async function unlockSession(lock: PostgresLock, pool: LockConnectionPool
     pool.release(connection);
     return undefined;
   }
+  // Other locks of this session are suspect too: ending it frees them and tells their holders.
   pool.discard(connection, new Error('pg_advisory_unlock returned false'));
   return new LockLostError(
     lock.key,

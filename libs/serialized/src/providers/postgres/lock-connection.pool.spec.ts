@@ -7,7 +7,8 @@ class FakeConnection {
   dead: Error | undefined;
   idleSince = 0;
   ended = false;
-  out = false;
+  uses = 0;
+  exclusive = false;
   private listener: ((c: LockConnection) => void) | undefined;
   constructor(readonly id: number) {}
   onDeath(listener: (c: LockConnection) => void): void {

@@ -1,23 +1,9 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { LockConnection } from './lock-connection';
+import type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection } from './lock-connection.request';
 
-/** One caller's request for a lock connection. */
-export interface ConnectionRequest {
-  /** How long it may queue while every connection is busy. */
-  readonly timeoutMs: number;
-  /** The error when that time runs out. */
-  readonly timeoutError: () => Error;
-  /** The error when a connection cannot be opened (PostgreSQL unreachable, refused...). */
-  readonly backendError: (cause: unknown) => Error;
-}
-
-/** A request that could not be served at once. */
-export interface PendingConnection {
-  readonly promise: Promise<LockConnection>;
-  /** Withdraws the request; its promise rejects with `reason`. */
-  cancel(reason: unknown): void;
-}
+export type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection } from './lock-connection.request';
 
 interface Waiter {
   readonly request: ConnectionRequest;
@@ -27,50 +13,51 @@ interface Waiter {
   settled: boolean;
 }
 
-/** Options of {@link LockConnectionPool}. */
-export interface LockConnectionPoolOptions {
-  /** Most connections at once (open, opening, held or idle). */
-  readonly size: number;
-  /** Opens one session; rejects within the connect timeout. */
-  readonly open: () => Promise<LockConnection>;
-  /** Idle connections are closed after this long. */
-  readonly idleTimeoutMs: number;
-  /** After a failed connect, further connects fail fast for this long (the backend is down). */
-  readonly retryAfterFailureMs: number;
-  /** Bound on closing one connection politely. */
-  readonly closeTimeoutMs: number;
-}
-
 /**
  * The library's own pool of lock sessions. Unlike `pg.Pool` it keeps "the pool is
  * full" (queue, in arrival order, for as long as the caller's wait budget allows)
  * apart from "PostgreSQL cannot be reached" (fail with the backend error within
- * the connect timeout), and it lets a connection leave the pool for as long as its
- * session holds a lock. Idle connections do not keep the process alive.
+ * the connect timeout). Idle connections do not keep the process alive.
+ *
+ * A session may hold many advisory locks, so a held lock does not take a session
+ * for itself: shared uses (a `pg_try_advisory_lock`, a held lock, its unlock)
+ * spread over the sessions, up to `usesPerSession` each (which also bounds what one
+ * process puts into PostgreSQL's shared lock table). Only a blocking wait in the
+ * server's lock queue takes a session of its own; once granted, that session
+ * becomes shareable again. So the pool size bounds connections, not the number of
+ * distinct keys held at once.
  */
 export class LockConnectionPool {
   private readonly idle: LockConnection[] = [];
-  // Connections out of the pool (held, waiting or running a statement): a flag on
-  // each and a count, so taking and returning one allocates nothing.
-  private outCount = 0;
+  // Connections in use (shared or exclusive), each counting its uses.
+  private readonly busy = new Set<LockConnection>();
   // A Set keeps insertion order: its first entry is the longest-waiting request.
   private readonly waiters = new Set<Waiter>();
+  private exclusiveWaiting = 0;
   private opening = 0;
   private lastFailure: { at: number; error: unknown } | undefined;
   private reaper: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly closing = new Set<Promise<void>>();
+  private readonly usesPerSession: number;
   // The reaper timer is made here, not in the request that happened to arm it.
   private readonly scope = new AsyncResource('nestjs-serialized.pg-pool');
 
   constructor(
     private readonly options: LockConnectionPoolOptions,
     private readonly deadlines: DeadlineQueue,
-  ) {}
+  ) {
+    this.usesPerSession = options.usesPerSession ?? 64;
+  }
+
+  /** Most connections at once. */
+  get size(): number {
+    return this.options.size;
+  }
 
   /** Connections open or opening. */
   get total(): number {
-    return this.idle.length + this.outCount + this.opening;
+    return this.idle.length + this.busy.size + this.opening;
   }
 
   get idleCount(): number {
@@ -83,18 +70,15 @@ export class LockConnectionPool {
   }
 
   /**
-   * An idle connection at once, or a pending request: a new connection is opened
-   * for it while the pool has room, otherwise it queues until one comes back.
-   * A request served by a connection it opened itself is bounded by the connect
-   * timeout rather than its wait budget: an unreachable server must surface as
-   * the backend error, not as a timeout.
+   * A connection at once, or a pending request: a new connection is opened for it
+   * while the pool has room, otherwise it queues until one has room. A request
+   * served by a connection it opened itself is bounded by the connect timeout
+   * rather than its wait budget: an unreachable server must surface as the
+   * backend error, not as a timeout. Every use is given back with `release`.
    */
   take(request: ConnectionRequest): LockConnection | PendingConnection {
-    const ready = this.closed ? undefined : this.idle.pop();
-    if (ready) {
-      this.checkOut(ready);
-      return ready;
-    }
+    const ready = this.closed ? undefined : this.ready(request);
+    if (ready) return ready;
     let waiter!: Waiter;
     const promise = new Promise<LockConnection>((resolve, reject) => {
       waiter = { request, resolve, reject, deadline: undefined, settled: false };
@@ -109,17 +93,25 @@ export class LockConnectionPool {
     return { promise, cancel: (reason: unknown) => this.settle(waiter, reason) };
   }
 
-  /** A healthy connection comes back: to the longest-waiting request, or idle. */
+  /** An exclusive use was granted its lock: the session may now be shared. */
+  share(connection: LockConnection): void {
+    if (!connection.exclusive) return;
+    connection.exclusive = false;
+    this.pump();
+  }
+
+  /** One use of a healthy connection ends; the last one makes it free for anyone. */
   release(connection: LockConnection): void {
     if (connection.dead) return this.forget(connection);
+    connection.uses = Math.max(0, connection.uses - 1);
+    if (connection.uses > 0) return this.pump();
+    connection.exclusive = false;
+    this.busy.delete(connection);
     if (this.closed) return this.endLater(connection);
-    const waiter = this.firstWaiter();
-    // Straight to the longest-waiting request: it stays out, still referenced.
-    if (waiter) return this.settle(waiter, undefined, connection);
-    this.checkIn(connection);
     connection.idleSince = Date.now();
-    connection.unref();
     this.idle.push(connection);
+    this.pump();
+    if (connection.uses === 0) connection.unref();
     this.armReaper();
   }
 
@@ -136,7 +128,7 @@ export class LockConnectionPool {
 
   /**
    * Stops handing out connections and closes the idle ones. Connections still
-   * out (a lock held past the grace period) are closed when they come back.
+   * in use (a lock held past the grace period) are closed when their last use ends.
    */
   async close(): Promise<void> {
     this.closed = true;
@@ -151,21 +143,38 @@ export class LockConnectionPool {
   private readonly forget = (connection: LockConnection): void => {
     const at = this.idle.indexOf(connection);
     if (at >= 0) this.idle.splice(at, 1);
-    const wasOut = connection.out;
-    if (wasOut) this.checkIn(connection);
-    if (wasOut || at >= 0) this.pump();
+    const wasBusy = this.busy.delete(connection);
+    connection.uses = 0;
+    if (wasBusy || at >= 0) this.pump();
   };
 
-  private checkOut(connection: LockConnection): void {
-    connection.out = true;
-    this.outCount++;
-    connection.ref();
+  /**
+   * A connection for `request` without waiting, if one has room. While a request
+   * for a session of its own waits, shared uses pack onto the busiest sessions
+   * with room, so that one falls idle for it.
+   */
+  private ready(request: ConnectionRequest): LockConnection | undefined {
+    const packing = this.exclusiveWaiting > 0;
+    if (!request.shared || !packing) {
+      const idle = this.idle.pop();
+      if (idle) return this.use(idle, request);
+      if (!request.shared || this.total < this.options.size) return undefined;
+    }
+    let best: LockConnection | undefined;
+    for (const connection of this.busy) {
+      if (connection.exclusive || connection.dead || connection.uses >= this.usesPerSession) continue;
+      if (!best || (packing ? connection.uses > best.uses : connection.uses < best.uses)) best = connection;
+    }
+    const chosen = best ?? this.idle.pop();
+    return chosen && this.use(chosen, request);
   }
 
-  private checkIn(connection: LockConnection): void {
-    if (!connection.out) return;
-    connection.out = false;
-    this.outCount--;
+  private use(connection: LockConnection, request: ConnectionRequest): LockConnection {
+    if (connection.uses === 0) connection.ref();
+    connection.uses++;
+    connection.exclusive = !request.shared;
+    this.busy.add(connection);
+    return connection;
   }
 
   private openFor(waiter: Waiter): void {
@@ -179,11 +188,16 @@ export class LockConnectionPool {
       (connection) => {
         this.opening--;
         this.lastFailure = undefined;
+        connection.uses = 0;
+        connection.exclusive = false;
         connection.onDeath(this.forget);
-        this.checkOut(connection);
+        this.use(connection, waiter.request);
         if (connection.dead) return this.forget(connection);
         if (waiter.settled) this.release(connection);
-        else this.settle(waiter, undefined, connection);
+        else {
+          this.settle(waiter, undefined, connection);
+          this.pump();
+        }
       },
       (error: unknown) => {
         this.opening--;
@@ -196,36 +210,35 @@ export class LockConnectionPool {
 
   private enqueue(waiter: Waiter): void {
     this.waiters.add(waiter);
+    if (!waiter.request.shared) this.exclusiveWaiting++;
     waiter.deadline = this.deadlines.schedule(waiter.request.timeoutMs, () =>
       this.settle(waiter, waiter.request.timeoutError()),
     );
   }
 
-  /** Serves queued requests while connections or room are available. */
+  /**
+   * Serves queued requests in arrival order while there is room. A request for a
+   * session of its own that cannot be served yet does not hold up shared ones
+   * behind it; it is first in line for the next session that falls idle.
+   */
   private pump(): void {
     if (this.closed) return;
-    for (;;) {
-      const waiter = this.firstWaiter();
-      if (!waiter) return;
-      const ready = this.idle.pop();
+    // Deleting the entry being visited is safe while iterating a Set.
+    for (const waiter of this.waiters) {
+      const ready = this.ready(waiter.request);
       if (ready) {
-        this.checkOut(ready);
         this.settle(waiter, undefined, ready);
       } else if (this.total < this.options.size) {
         this.unqueue(waiter);
         this.openFor(waiter);
-      } else {
-        return;
+      } else if (waiter.request.shared) {
+        return; // no room for a shared use: none for anything behind it either
       }
     }
   }
 
-  private firstWaiter(): Waiter | undefined {
-    return this.waiters.size === 0 ? undefined : this.waiters.values().next().value;
-  }
-
   private unqueue(waiter: Waiter): void {
-    this.waiters.delete(waiter);
+    if (this.waiters.delete(waiter) && !waiter.request.shared) this.exclusiveWaiting--;
     if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
     waiter.deadline = undefined;
   }
@@ -239,7 +252,7 @@ export class LockConnectionPool {
   }
 
   private endLater(connection: LockConnection): void {
-    this.checkIn(connection);
+    this.busy.delete(connection);
     const ending = connection.end(this.options.closeTimeoutMs).finally(() => this.closing.delete(ending));
     this.closing.add(ending);
   }

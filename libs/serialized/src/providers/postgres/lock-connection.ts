@@ -1,9 +1,11 @@
 import type { Client, ClientConfig, QueryArrayConfig } from 'pg';
-import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { sendCancelRequest } from './cancel-request';
 import type { PgModule } from './pg-driver.loader';
 import type { QueryWatchdog, Watched } from './query.watchdog';
+import type { LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
+import { PING, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
+import { StatementBatch } from './statement.batch';
 
 /** How the lock sessions of one provider are opened. */
 export interface LockSessionSettings {
@@ -46,19 +48,6 @@ interface ClientInternals {
   unref?(): void;
 }
 
-// Session settings applied once per connection. A role default must not cancel a
-// long wait (statement_timeout), bound a wait we bound ourselves (lock_timeout), or
-// end an idle session that holds a lock (idle_session_timeout, PG 14+). Settings the
-// server does not know are skipped by the join, so one statement fits every version.
-const SESSION_SETUP =
-  'SELECT pg_backend_pid(), count(set_config(s.name, v.value, false)) FROM (VALUES ' +
-  "('application_name', $1::text), ('statement_timeout', '0'), ('lock_timeout', '0'), " +
-  "('idle_in_transaction_session_timeout', '0'), ('idle_session_timeout', '0'), " +
-  "('tcp_keepalives_idle', $2::text), ('tcp_keepalives_interval', $2::text), ('tcp_keepalives_count', '3')" +
-  ') AS v(name, value) JOIN pg_settings s ON s.name = v.name';
-// The second statement proves the session is pinned (same pid as the first one).
-const SESSION_CHECK = 'SELECT pg_backend_pid(), to_regclass($1) IS NOT NULL';
-const PING: QueryArrayConfig = { text: 'SELECT pg_backend_pid()', rowMode: 'array' };
 
 /** The outcome of opening a session. */
 export interface OpenedSession {
@@ -69,20 +58,25 @@ export interface OpenedSession {
 
 /**
  * One session of the lock pool: a `pg.Client` whose server session may hold
- * advisory locks. It watches its own end (`error`/`end` events, a statement that
- * gets no answer in time) and tells the pool and the lock it holds, once.
+ * advisory locks (several at once). It watches its own end (`error`/`end` events,
+ * a statement that gets no answer in time) and tells the pool and every lock it
+ * holds, once.
  */
 export class LockConnection implements Watched {
-  /** The lock this session holds, if any; told when the session ends. */
-  holder: SessionHolder | undefined;
+  /** The locks this session holds; each is told when the session ends. */
+  readonly holders = new Set<SessionHolder>();
   /** Why the session is gone; `undefined` while it is usable. */
   dead: Error | undefined;
   /** When it was last handed back to the pool (for idle reaping). */
   idleSince = 0;
-  /** Whether the pool has it out (held, waiting or in use) rather than idle. @internal */
-  out = false;
+  /** Uses the pool has handed out (held locks, statements in flight). @internal */
+  uses = 0;
+  /** Whether one use has it to itself (a blocking lock wait). @internal */
+  exclusive = false;
   // Deadlines of the statements in flight, oldest first (pg answers in order).
   private readonly deadlines: number[] = [];
+  private tail: Promise<void> = Promise.resolve();
+  private batches: { tries: StatementBatch; unlocks: StatementBatch } | undefined;
   private deathListener: ((connection: LockConnection) => void) | undefined;
 
   private constructor(
@@ -105,11 +99,12 @@ export class LockConnection implements Watched {
    * one server session. Rejects within `connectTimeoutMs`; the client is destroyed
    * on any failure.
    */
-  static async open(settings: LockSessionSettings, deadlines: DeadlineQueue, watchdog: QueryWatchdog): Promise<OpenedSession> {
+  static async open(settings: LockSessionSettings, watchdog: QueryWatchdog): Promise<OpenedSession> {
     const client = new settings.pg.Client({
       ...settings.config,
       application_name: settings.applicationName,
-      connectionTimeoutMillis: settings.connectTimeoutMs,
+      // A far backstop only: the bound that counts is the watchdog-time guard below.
+      connectionTimeoutMillis: settings.connectTimeoutMs * 10,
       keepAlive: true,
     });
     let connection: LockConnection | undefined;
@@ -117,11 +112,23 @@ export class LockConnection implements Watched {
     client.on('error', (error: Error) => connection?.kill(error));
     client.on('end', () => connection?.kill(new Error('the connection to PostgreSQL ended')));
 
+    // The connect bound counts watchdog time: a process that did not run (a
+    // synchronous burst of acquisitions, a starved host) has not waited for the
+    // server, and the reply may already sit in the socket (looked at once I/O ran).
     let timedOut = false;
-    const deadline = deadlines.schedule(settings.connectTimeoutMs, () => {
-      timedOut = true;
-      destroySocket(client);
-    });
+    let settled = false;
+    const deadline = watchdog.started(settings.connectTimeoutMs);
+    const guard: Watched = {
+      checkOverdue: (now) => {
+        if (settled || now < deadline) return;
+        setImmediate(() => {
+          if (settled) return;
+          timedOut = true;
+          destroySocket(client);
+        });
+      },
+    };
+    watchdog.add(guard);
     try {
       await client.connect();
       const setup = await client.query({
@@ -142,8 +149,20 @@ export class LockConnection implements Watched {
       }
       throw error;
     } finally {
-      deadlines.cancel(deadline);
+      settled = true;
+      watchdog.delete(guard);
+      watchdog.finished();
     }
+  }
+
+  /** `pg_try_advisory_lock` (and the token) for `lockKey`, batched with other keys' tries → [token or null, pid]. */
+  tryLock(statements: LockStatements, lockKey: string): Promise<unknown[]> {
+    return (this.batches ??= batchesOf(this, statements)).tries.run(lockKey);
+  }
+
+  /** `pg_advisory_unlock` of `lockKey`, batched with other keys' unlocks → [whether it was held]. */
+  unlock(statements: LockStatements, lockKey: string): Promise<unknown[]> {
+    return (this.batches ??= batchesOf(this, statements)).unlocks.run(lockKey);
   }
 
   /** Tells `listener` (the pool) once when the session ends. */
@@ -159,11 +178,23 @@ export class LockConnection implements Watched {
    * however slow the path, so only silence that long counts as a lost session.
    */
   async query(config: QueryArrayConfig, serverWaitMs = 0): Promise<unknown[]> {
+    return (await this.queryRows(config, serverWaitMs))[0] ?? [];
+  }
+
+  /**
+   * Like `query`, with every row. `config` may be made when the statement's turn
+   * comes (a batch that gathers what queued up behind the statement in flight).
+   */
+  async queryRows(config: QueryArrayConfig | (() => QueryArrayConfig), serverWaitMs = 0): Promise<unknown[][]> {
     if (this.dead) throw this.dead;
+    // Several uses share a session: statements queue here, one on the wire at a
+    // time (pg 8 deprecates queueing inside the client).
+    const queued = this.deadlines.length > 0;
     this.deadlines.push(this.watchdog.started(serverWaitMs + this.sessionTimeoutMs));
+    const run = queued ? this.tail.then(() => this.send(config)) : this.send(config);
+    this.tail = run.then(noop, noop);
     try {
-      const result = await this.client.query(config);
-      return result.rows[0] ?? [];
+      return (await run).rows;
     } catch (error) {
       // A statement that failed because the session died reports why it died.
       throw this.dead ?? error;
@@ -171,6 +202,11 @@ export class LockConnection implements Watched {
       this.deadlines.shift();
       this.watchdog.finished();
     }
+  }
+
+  private send(config: QueryArrayConfig | (() => QueryArrayConfig)): Promise<{ rows: unknown[][] }> {
+    if (this.dead) return Promise.reject(this.dead);
+    return this.client.query(typeof config === 'function' ? config() : config);
   }
 
   /** @internal Called by the watchdog: ends the session if its oldest statement is overdue. */
@@ -213,9 +249,9 @@ export class LockConnection implements Watched {
     this.watchdog.delete(this);
     destroySocket(this.client);
     this.deathListener?.(this);
-    const holder = this.holder;
-    this.holder = undefined;
-    holder?.sessionLost(reason);
+    const holders = [...this.holders];
+    this.holders.clear();
+    for (const holder of holders) holder.sessionLost(reason);
   }
 
   /** Closes the session politely (Terminate message), or at once after `timeoutMs`. */
@@ -223,7 +259,7 @@ export class LockConnection implements Watched {
     if (this.dead) return;
     this.dead = new Error('the lock connection was closed');
     this.watchdog.delete(this);
-    this.holder = undefined;
+    this.holders.clear();
     const timer = setTimeout(() => destroySocket(this.client), timeoutMs);
     timer.unref();
     try {
@@ -243,6 +279,15 @@ export class LockConnection implements Watched {
   ref(): void {
     (this.client as unknown as ClientInternals).ref?.();
   }
+}
+
+function noop(): void {}
+
+function batchesOf(connection: LockConnection, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
+  return {
+    tries: new StatementBatch(connection, statements.tryLock, statements.tryLockMany),
+    unlocks: new StatementBatch(connection, statements.unlock, statements.unlockMany),
+  };
 }
 
 function destroySocket(client: Client): void {

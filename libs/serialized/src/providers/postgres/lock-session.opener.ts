@@ -1,4 +1,3 @@
-import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { LockConnection, type LockSessionSettings } from './lock-connection';
 import type { QueryWatchdog } from './query.watchdog';
 import { SessionChangedError } from './session-changed.error';
@@ -11,13 +10,12 @@ import { SessionChangedError } from './session-changed.error';
  */
 export async function openLockSession(
   settings: LockSessionSettings,
-  deadlines: DeadlineQueue,
   watchdog: QueryWatchdog,
   refuse: (error: SessionChangedError) => void,
 ): Promise<LockConnection> {
   let opened;
   try {
-    opened = await LockConnection.open(settings, deadlines, watchdog);
+    opened = await LockConnection.open(settings, watchdog);
   } catch (error) {
     if (error instanceof SessionChangedError) refuse(error);
     throw error;

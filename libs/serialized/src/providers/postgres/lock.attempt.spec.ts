@@ -10,6 +10,7 @@ import { lockStatements } from './postgres-lock.statements';
 class ScriptedConnection {
   readonly pid = 42;
   dead: Error | undefined;
+  exclusive = false;
   readonly sent: { lockTimeout: unknown; serverWaitMs: number }[] = [];
   constructor(private readonly outcomes: (unknown[] | { code: string })[]) {}
   async query(config: { values?: unknown[] }, serverWaitMs = 0): Promise<unknown[]> {
@@ -22,6 +23,9 @@ class ScriptedConnection {
   kill(reason: Error): void {
     this.dead = reason;
   }
+  tryLock(statements: { tryLock(key: string): { values?: unknown[] } }, key: string): Promise<unknown[]> {
+    return this.query(statements.tryLock(key));
+  }
   cancel(): Promise<void> {
     return Promise.resolve();
   }
@@ -31,7 +35,13 @@ function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeo
   const released: unknown[] = [];
   const host: LockAttemptHost = {
     pool: {
-      take: () => ({ promise: Promise.resolve(connection as unknown as LockConnection), cancel: () => undefined }),
+      // A try shares a session; a blocking wait gets one of its own.
+      take: (request: { shared: boolean }) => {
+        connection.exclusive = !request.shared;
+        return { promise: Promise.resolve(connection as unknown as LockConnection), cancel: () => undefined };
+      },
+      share: (c: ScriptedConnection) => void (c.exclusive = false),
+      size: 10,
       release: (c: unknown) => void released.push(c),
       discard: (c: ScriptedConnection, reason: Error) => c.kill(reason),
     } as unknown as LockConnectionPool,
@@ -68,7 +78,9 @@ describe('LockAttempt', () => {
     await expect(promise).rejects.toBeInstanceOf(LockTimeoutError);
     expect(connection.sent).toHaveLength(2);
     expect(Number(String(connection.sent[1].lockTimeout).replace('ms', ''))).toBeLessThanOrEqual(5000);
-    expect(released).toEqual([connection]);
+    // The shared use of the try, then the session the wait had to itself.
+    expect(released).toEqual([connection, connection]);
+    expect(((await promise.catch((e: unknown) => e)) as LockTimeoutError).reason).toBe('key-held');
   });
 
   it("resolves null (never rejects with null) when a 'try' finds the key busy", async () => {

@@ -56,6 +56,8 @@ export class LockAttempt implements ConnectionRequest {
   private pending: PendingConnection | undefined;
   private connection: LockConnection | undefined;
   private retried = false;
+  // The current connection is this attempt's alone (a blocking wait), not shared.
+  private ownSession = false;
   // The statement in flight waits less than the budget left (lock_timeout clamped).
   private waitClamped = false;
   private readonly onAbort: (() => void) | undefined;
@@ -100,9 +102,15 @@ export class LockAttempt implements ConnectionRequest {
     return Math.max(0, this.remainingMs());
   }
 
-  /** @internal ConnectionRequest */
+  /** @internal ConnectionRequest: a try shares a session; a blocking wait needs one of its own. */
+  get shared(): boolean {
+    return !this.blocked;
+  }
+
+  /** @internal ConnectionRequest: the budget ran out in the pool's queue, not on the key. */
   timeoutError(): LockTimeoutError {
-    return new LockTimeoutError(this.key, this.waitTimeoutMs);
+    const message = `no lock connection free within ${this.waitTimeoutMs} ms (pool size ${this.host.pool.size})`;
+    return new LockTimeoutError(this.key, this.waitTimeoutMs, undefined, { reason: 'no-connection', message });
   }
 
   /** @internal ConnectionRequest */
@@ -121,9 +129,14 @@ export class LockAttempt implements ConnectionRequest {
     this.answer(reason);
     if (this.pending) {
       this.pending.cancel(reason);
-    } else if (this.connection) {
+    } else if (this.connection && this.ownSession) {
+      // Only a session of its own may be cancelled: a shared one runs others' statements.
       void this.connection.cancel(this.host.connectTimeoutMs);
     }
+  }
+
+  private keyHeldError(): LockTimeoutError {
+    return new LockTimeoutError(this.key, this.waitTimeoutMs, undefined, { reason: 'key-held', message: 'key held by another session' });
   }
 
   private remainingMs(): number {
@@ -147,6 +160,7 @@ export class LockAttempt implements ConnectionRequest {
   }
 
   private lock(connection: LockConnection): void {
+    this.ownSession = connection.exclusive;
     if (this.abortedWith) {
       this.host.pool.release(connection);
       return this.finish(this.abortedWith.reason);
@@ -154,20 +168,19 @@ export class LockAttempt implements ConnectionRequest {
     this.connection = connection;
     const left = this.remainingMs();
     // lock_timeout = 0 would mean "wait forever": with no budget left, only try.
-    // A wait starts with a try too: whether another session holds the key tells a
-    // caller about to hold it from one that waits (see `answered`).
-    const waits = this.mode === 'wait' && left >= 1 && this.blocked;
+    // A wait starts with a try on a shared session: whether another session holds
+    // the key tells a caller about to hold it from one that waits (see `answered`),
+    // and only one that waits takes a session of its own.
+    const waits = this.mode === 'wait' && left >= 1 && this.blocked && this.ownSession;
     const remaining = Math.ceil(left);
     // Any budget is valid; the server takes at most 2^31−1 ms, so a longer budget
     // waits in rounds (see failed()).
     const serverWaitMs = waits ? Math.min(remaining, MAX_LOCK_TIMEOUT_MS) : 0;
     this.waitClamped = waits && serverWaitMs < remaining;
-    const statement = waits
-      ? this.host.statements.lock(this.lockKey, `${serverWaitMs}ms`)
-      : this.host.statements.tryLock(this.lockKey);
-    connection
-      .query(statement, serverWaitMs)
-      .then(
+    const answer = waits
+      ? connection.query(this.host.statements.lock(this.lockKey, `${serverWaitMs}ms`), serverWaitMs)
+      : connection.tryLock(this.host.statements, this.lockKey);
+    answer.then(
         (row) => this.answered(connection, row),
         (error: unknown) => this.failed(connection, error),
       );
@@ -175,44 +188,37 @@ export class LockAttempt implements ConnectionRequest {
 
   private answered(connection: LockConnection, row: unknown[]): void {
     const [token, pid] = row;
+    const granted = token !== null && token !== undefined;
     if (Number(pid) !== connection.pid) {
       const error = new SessionChangedError(connection.pid, Number(pid));
       this.host.refuse(error);
       this.host.pool.discard(connection, error);
       return this.finish(this.backendError(error));
     }
-    if (this.abortedWith) {
-      // The lock may have been granted just before the cancel: ending the session frees it.
-      this.host.pool.discard(connection, new Error('the lock wait was aborted'));
-      return this.finish(this.abortedWith.reason);
-    }
-    if ((token === null || token === undefined) && this.mode === 'wait' && !this.blocked) {
+    if (this.abortedWith) return this.windDown(connection, granted, this.abortedWith.reason);
+    if (!granted && this.mode === 'wait' && !this.blocked) {
       this.blocked = true;
-      const refusal = this.host.attemptBlocked(this);
-      if (refusal === undefined) return this.lock(connection);
       this.host.pool.release(connection);
-      return this.finish(refusal);
+      const refusal = this.host.attemptBlocked(this);
+      return refusal === undefined ? this.takeConnection() : this.finish(refusal);
     }
-    if (token === null || token === undefined) {
+    if (!granted) {
       this.host.pool.release(connection);
       // Busy is an answer, not an error: `try` resolves null.
-      return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.timeoutError());
+      return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
     }
+    if (this.ownSession) this.host.pool.share(connection);
     this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection));
   }
 
   private failed(connection: LockConnection, error: unknown): void {
     const code = (error as { code?: string })?.code;
-    if (this.abortedWith) {
-      // Ended rather than reused: a late cancel must not hit the next statement on it.
-      this.host.pool.discard(connection, new Error('the lock wait was aborted'));
-      return this.finish(this.abortedWith.reason);
-    }
+    if (this.abortedWith) return this.windDown(connection, true, this.abortedWith.reason);
     if (code === LOCK_NOT_AVAILABLE) {
       // lock_timeout ended the wait on the server: nothing is held, the session is reusable.
       if (this.waitClamped && this.remainingMs() >= 1) return this.lock(connection);
       this.host.pool.release(connection);
-      return this.finish(this.timeoutError());
+      return this.finish(this.keyHeldError());
     }
     if (connection.dead && !this.retried && this.remainingMs() > 0) {
       // The session ended before the lock was granted, so nothing is held: a pooled
@@ -222,11 +228,32 @@ export class LockAttempt implements ConnectionRequest {
       this.host.pool.release(connection);
       return this.takeConnection();
     }
-    // Anything else (even an error after the grant, e.g. on nextval) ends the
-    // session, which frees whatever the statement may have taken.
-    this.host.pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
+    // Anything else (even an error after the grant, e.g. on nextval) may have left
+    // the key taken: it is given back before the attempt ends.
     const cause = code === UNDEFINED_TABLE ? new Error(`the fencing-token sequence ${this.host.statements.sequence} is missing (it is created again on the next connection): ${(error as Error).message}`, { cause: error }) : error;
-    this.finish(this.backendError(cause));
+    this.windDown(connection, true, this.backendError(cause));
+  }
+
+  /**
+   * Ends an attempt whose statement may have taken the key (`mayHold`) although
+   * nobody will hold it. A session of its own is ended (a late cancel must not hit
+   * the next statement on it, and ending it frees whatever it took); a shared one
+   * unlocks first. Either way the next caller of the key in this process starts
+   * only once the key is given back.
+   */
+  private windDown(connection: LockConnection, mayHold: boolean, error: unknown): void {
+    if (this.ownSession || connection.dead) {
+      this.host.pool.discard(connection, error instanceof Error ? error : new Error('the lock attempt ended'));
+      return this.finish(error);
+    }
+    if (!mayHold) {
+      this.host.pool.release(connection);
+      return this.finish(error);
+    }
+    connection.unlock(this.host.statements, this.lockKey).then(
+      () => this.host.pool.release(connection),
+      (failure: unknown) => this.host.pool.discard(connection, failure instanceof Error ? failure : new Error(String(failure))),
+    ).finally(() => this.finish(error));
   }
 
   private finish(error: unknown, lock?: PostgresLock | null): void {

@@ -23,12 +23,14 @@ import { LockConnectionPool } from './lock-connection.pool';
 import { openLockSession } from './lock-session.opener';
 import { loadPgDriver } from './pg-driver.loader';
 import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
+import { pingLockPool } from './postgres-health';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
 import { lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession, unlockSession } from './held-session';
+import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { PostgresIdempotencyStore } from '../../idempotency/stores/postgres-idempotency.store';
@@ -41,22 +43,23 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  * library owns.
  *
  * Two levels: callers of one key first queue in this process (strict FIFO), and
- * only the head of that queue takes a lock connection and waits in PostgreSQL's
- * lock queue, bounded there by `lock_timeout`. So at most one connection per key
- * and process waits, the pool size bounds connections however many requests
- * wait, and a full pool makes callers queue, not fail. Acquire is one round trip
- * (lock and fencing token in one statement), release one more.
+ * only the head tries the key in PostgreSQL (`pg_try_advisory_lock`, on a session
+ * other keys' locks share). Only when another session holds the key does the head
+ * take a session of its own and wait in PostgreSQL's lock queue, bounded there by
+ * `lock_timeout`. So a held lock costs no connection of its own, at most one
+ * connection per key and process waits, and a full pool makes callers queue, not
+ * fail; a wait that runs out there says so (`LockTimeoutError#reason`
+ * `no-connection`, not `key-held`).
  *
- * A held lock keeps its connection until release; the session is pinged while
- * held, and a session that ends (terminated backend, closed socket, server
- * restart, or a path silent for `sessionTimeoutMs`) aborts the holder's `signal`
- * with `LockLostError`. A slow path is not a lost session.
+ * Held sessions are pinged; a session that ends (terminated backend, closed socket,
+ * server restart, or a path silent for `sessionTimeoutMs`) aborts the `signal` of
+ * every lock it held with `LockLostError`. A slow path is not a lost session.
  *
  * See docs/providers/postgres.md.
  */
 export class PostgresLockProvider
   extends LockProvider
-  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource
+  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource, LockProviderParts
 {
   /** The lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
@@ -68,21 +71,27 @@ export class PostgresLockProvider
   /** @internal */
   readonly connectTimeoutMs: number;
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
-  private readonly deadlines = new DeadlineQueue();
-  private readonly queue: KeyedWaitQueue;
-  private readonly held = new HeldLocks<PostgresLock>();
+  /** @internal */
+  readonly deadlines = new DeadlineQueue();
+  /** @internal */
+  readonly queue: KeyedWaitQueue;
+  /** @internal */
+  readonly held = new HeldLocks<PostgresLock>();
   private readonly leaseNote = new IgnoredLeaseNote(
     this.logger,
     'PostgresLockProvider',
     "a session lock lasts as long as its session; the provider's own leaseMs sets how often held sessions are checked",
   );
-  private readonly attempts = new Map<string, LockAttempt>();
-  private readonly monitor: SessionLivenessMonitor;
+  /** @internal */
+  readonly attempts = new Map<string, LockAttempt>();
+  /** @internal */
+  readonly monitor: SessionLivenessMonitor;
   private readonly watchdog: QueryWatchdog;
   private readonly settings: LockSessionSettings;
   private readonly waitTimeoutMs: number;
   private readonly maxPending: number;
-  private readonly shutdownGraceMs: number;
+  /** @internal */
+  readonly shutdownGraceMs: number;
   private readonly idempotencyTable: string | undefined;
   private refusal: SessionChangedError | undefined;
   private shutDown: Promise<void> | undefined;
@@ -90,12 +99,12 @@ export class PostgresLockProvider
   /** @throws Error when `pg` is not installed, or an option is invalid */
   constructor(options: PostgresLockProviderOptions = {}) {
     super();
+    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
     const pg = loadPgDriver();
     this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
     const timings = sessionTimings(options);
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
-    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
     this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);
@@ -114,14 +123,14 @@ export class PostgresLockProvider
     this.pool = new LockConnectionPool(
       {
         size: lockPoolSizeOf(options),
-        open: () => openLockSession(this.settings, this.deadlines, this.watchdog, (error) => this.refuse(error)),
+        open: () => openLockSession(this.settings, this.watchdog, (error) => this.refuse(error)),
         idleTimeoutMs: options.idleTimeoutMs ?? SERIALIZED_DEFAULTS.pgIdleTimeoutMs,
         retryAfterFailureMs: Math.min(1000, this.connectTimeoutMs),
         closeTimeoutMs: this.connectTimeoutMs,
       },
       this.deadlines,
     );
-    this.monitor = new SessionLivenessMonitor(() => this.heldSessions(), timings.pingEveryMs);
+    this.monitor = new SessionLivenessMonitor(() => heldSessions(this.held), timings.pingEveryMs);
     this.watchdog = new QueryWatchdog(250);
   }
 
@@ -133,6 +142,12 @@ export class PostgresLockProvider
   /** `@Idempotent`'s records: a table of this database, reached through a small pool of their own. */
   createIdempotencyStore(): IdempotencyStore {
     return new PostgresIdempotencyStore({ ...this.settings, keyPrefix: this.keyPrefix, table: this.idempotencyTable });
+  }
+
+  /** Health: one statement on a lock connection, bounded by `timeoutMs` (see `pingLockPool`). */
+  override ping(timeoutMs: number): Promise<void> {
+    if (this.shutDown) return Promise.reject(LockBackendError.shuttingDown());
+    return pingLockPool(this.pool, timeoutMs);
   }
 
   /** Keys held or waited for in this process (0 when idle). */
@@ -169,7 +184,7 @@ export class PostgresLockProvider
       // The caller becoming the holder is not a waiter; the head waiting in
       // PostgreSQL behind another session is one (`attemptBlocked`).
       maxPending: this.attempts.get(key)?.blocked ? maxPending - 1 : maxPending,
-      timeoutError: () => new LockTimeoutError(key, waitTimeoutMs),
+      timeoutError: () => new LockTimeoutError(key, waitTimeoutMs, undefined, { reason: 'key-held', message: KEY_HELD_HERE }),
       busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
     });
     // Uncontended in this process: straight to the server, no extra promise in between.
@@ -182,7 +197,7 @@ export class PostgresLockProvider
       }
       if (this.held.closing) {
         this.queue.release(key);
-        throw new LockBackendError('The lock provider is shutting down', { key });
+        throw LockBackendError.shuttingDown(key);
       }
       return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     });
@@ -205,30 +220,18 @@ export class PostgresLockProvider
   }
 
   beforeApplicationShutdown(): Promise<void> {
-    return keepingProcessAlive(async () => {
-      this.held.close();
-      const closing = (key: string) => new LockBackendError('The lock provider is shutting down', { key });
-      this.queue.rejectAll(closing);
-      for (const attempt of [...this.attempts.values()]) attempt.abort(closing(attempt.key));
-      await this.held.drain(this.shutdownGraceMs);
-    });
+    return keepingProcessAlive(() => stopTakingLocks(this));
   }
 
   /**
-   * Stops the session checks and closes the lock connections. A lock still held
-   * past the grace period keeps its session (its handler may still run) until it
-   * is released; that connection no longer keeps the process alive. The process
-   * itself stays alive until this is done (the idle sessions' sockets do not).
+   * Stops the session checks and closes the lock connections; a lock held past the
+   * grace period keeps its session until release, without keeping the process alive.
    */
   onApplicationShutdown(): Promise<void> {
-    return (this.shutDown ??= keepingProcessAlive(() => this.shutDownNow()));
+    return (this.shutDown ??= keepingProcessAlive(() => closeLockSessions(this)));
   }
 
-  /**
-   * Shuts down outside Nest: rejects waiters, waits for holders (grace period),
-   * closes connections. The process stays alive until it is done, so a script may
-   * end with `await provider.close()`.
-   */
+  /** Shuts down outside Nest (waiters rejected, holders awaited up to the grace period); a script may end with it. */
   async close(): Promise<void> {
     await this.beforeApplicationShutdown();
     await this.onApplicationShutdown();
@@ -243,7 +246,7 @@ export class PostgresLockProvider
   /** @internal */
   grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection): PostgresLock {
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this);
-    connection.holder = lock;
+    connection.holders.add(lock);
     this.held.add(lock);
     this.monitor.arm();
     return lock;
@@ -296,43 +299,14 @@ export class PostgresLockProvider
     if (this.refusal) throw this.backendError(key, this.refusal);
   }
 
-  private lockOnServer(
-    key: string,
-    mode: AttemptMode,
-    waitTimeoutMs: number,
-    startedAt: number,
-    signal: AbortSignal | undefined,
-    maxPending = Infinity,
-  ): Promise<PostgresLock | null> {
+  // prettier-ignore
+  private lockOnServer(key: string, mode: AttemptMode, waitTimeoutMs: number, startedAt: number, signal: AbortSignal | undefined, maxPending = Infinity): Promise<PostgresLock | null> {
     const attempt = new LockAttempt(this, key, advisoryLockKey(this.keyPrefix, key), mode, waitTimeoutMs, startedAt, signal);
     attempt.maxPending = maxPending;
     this.attempts.set(key, attempt);
     attempt.start();
     return attempt.promise;
   }
-
-  private async shutDownNow(): Promise<void> {
-    this.held.close();
-    this.monitor.stop();
-    // Nothing watches the sessions still held past the grace period any more (and
-    // they no longer keep the process alive): their holders are told now.
-    for (const lock of [...this.held.values()]) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
-    // Aborted waits end their sessions as soon as the server answers the cancel.
-    await Promise.race([
-      Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
-      new Promise((resolve) => setTimeout(resolve, this.connectTimeoutMs).unref()),
-    ]);
-    // Sessions still held past the grace period stay until their holders release
-    // them, without keeping the process alive.
-    for (const lock of this.held.values()) lock.connection.unref();
-    await this.pool.close();
-    this.deadlines.clear();
-  }
-
-  private *heldSessions(): Iterable<LockConnection> {
-    for (const lock of this.held.values()) if (!lock.released) yield lock.connection;
-  }
 }
 
-const NO_LONGER_WATCHED =
-  'the provider shut down past its grace period and stopped watching its PostgreSQL session (the session keeps the lock until release)';
+const KEY_HELD_HERE = 'key held (or asked for by an earlier caller of this process)';

@@ -12,6 +12,10 @@ export interface LockStatements {
   tryLock(lockKey: string): QueryArrayConfig;
   /** `$1` lock key → [whether this session held it]. */
   unlock(lockKey: string): QueryArrayConfig;
+  /** `$1` lock keys → rows [ordinality, token text or null, backend pid], in key order. */
+  tryLockMany(lockKeys: string[]): QueryArrayConfig;
+  /** `$1` lock keys → rows [ordinality, whether this session held it], in key order. */
+  unlockMany(lockKeys: string[]): QueryArrayConfig;
 }
 
 /**
@@ -57,11 +61,16 @@ export function lockStatements(fencingSequence: string): LockStatements {
     `) AS locked OFFSET 0) AS granted`;
   const tryText = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${nextToken} END, pg_backend_pid()`;
   const unlockText = 'SELECT pg_advisory_unlock($1::bigint)';
+  // unnest WITH ORDINALITY: one row per key, in order, each evaluated as the single statement would.
+  const tryManyText = `SELECT t.i, CASE WHEN pg_try_advisory_lock(t.k) THEN ${nextToken} END, pg_backend_pid() FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)`;
+  const unlockManyText = 'SELECT t.i, pg_advisory_unlock(t.k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)';
   const name = (what: string) => `nestjs-serialized:${what}:${fencingSequence}`;
   return {
     sequence,
     lock: (lockKey, lockTimeout) => ({ name: name('lock'), text: lockText, values: [lockKey, lockTimeout], rowMode: 'array' }),
     tryLock: (lockKey) => ({ name: name('try'), text: tryText, values: [lockKey], rowMode: 'array' }),
     unlock: (lockKey) => ({ name: 'nestjs-serialized:unlock', text: unlockText, values: [lockKey], rowMode: 'array' }),
+    tryLockMany: (lockKeys) => ({ name: name('try-many'), text: tryManyText, values: [lockKeys], rowMode: 'array' }),
+    unlockMany: (lockKeys) => ({ name: 'nestjs-serialized:unlock-many', text: unlockManyText, values: [lockKeys], rowMode: 'array' }),
   };
 }

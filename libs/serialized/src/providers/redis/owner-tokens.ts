@@ -25,9 +25,4 @@ export class OwnerTokens {
     const random = this.pool.toString('base64url', this.offset, (this.offset += RANDOM_BYTES));
     return `${this.session}:${leaseMs}:${(++this.sequence).toString(36)}.${random}`;
   }
-
-  /** Whether `token` was issued by this provider. */
-  owns(token: string): boolean {
-    return token.startsWith(this.session) && token.charCodeAt(this.session.length) === 58; // ':'
-  }
 }

@@ -45,15 +45,15 @@ export class RedisGrantCheck {
   async confirm(key: string, keys: RedisLockKeys, token: string, px: number): Promise<GrantConfirmation> {
     for (let ask = 0; ask < MAX_ASKS; ask++) {
       let sentAt = -Infinity;
-      const ok = await this.connection.run(
+      const ours = await this.connection.run(
         key,
         (client) => {
           sentAt = performance.now();
-          return this.scripts.extend.run(client, [keys.lock, token, px]);
+          return this.scripts.extend.run(client, keys.lock, token, px);
         },
         URGENT,
       );
-      if (ok !== 1) return 'lost';
+      if (!ours) return 'lost';
       if (this.isFresh(sentAt, px)) return sentAt;
     }
     return 'late';

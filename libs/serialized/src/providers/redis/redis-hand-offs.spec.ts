@@ -7,7 +7,7 @@ import { RedisGrantCheck } from './redis-grant-check';
 import { RedisHandOffs, type HandOffHost } from './redis-hand-offs';
 import { RedisKeyWaiters } from './redis-key-waiters';
 import type { RedisScripts } from './redis-scripts';
-import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED } from './redis-waiter';
+import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED, type KeyWaiters } from './redis-waiter';
 
 const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
 
@@ -19,7 +19,7 @@ function setUp(options: { respondedAt?: number } = {}) {
   } as unknown as RedisConnection;
   const scripts = {
     extend: {
-      run: (_client: unknown, args: (string | number)[]) =>
+      run: (_client: unknown, ...args: (string | number)[]) =>
         new Promise((answer, fail) => asked.push({ args, answer, fail, sentAt: performance.now() })),
     },
   } as unknown as RedisScripts;
@@ -43,7 +43,7 @@ function setUp(options: { respondedAt?: number } = {}) {
     lockFor: (waiter, fence, px, since) => ({ key: 'k', fencingToken: BigInt(fence), px, since, token: waiter.token }) as unknown as Lock,
   };
   const handOffs = new RedisHandOffs(host, new RedisGrantCheck(connection, scripts), stalls);
-  const queue = new RedisKeyWaiters('k', keys, () => undefined);
+  const queue: KeyWaiters = new RedisKeyWaiters<RedisWaiter>('k', keys, { run: () => undefined });
   const waiter = (options: { leaseMs?: number; waitTimeoutMs?: number } = {}): RedisWaiter => {
     const w = new RedisWaiter(queue, `s:${options.leaseMs ?? 30_000}:${waiters.size}`, options.leaseMs ?? 30_000, options.waitTimeoutMs ?? 10_000, undefined, performance.now());
     w.phase = QUEUED;
@@ -65,7 +65,7 @@ describe('RedisHandOffs', () => {
   it('a hand-off read at once runs at once: no question to Redis', async () => {
     const { handOffs, asked, waiter, settled } = setUp();
     const w = waiter();
-    handOffs.handedOver(w.token, 7, 5000, performance.now() - 10);
+    handOffs.handedOver({ member: w.token, fence: 7, px: 5000 }, performance.now() - 10);
     expect(asked).toHaveLength(0);
     expect(await settled(w)).toMatchObject({ fencingToken: 7n, px: 5000 });
     expect(w.granted).toBe(true);
@@ -80,7 +80,7 @@ describe('RedisHandOffs', () => {
     expect(w.queue.queued).toBe(0);
     expect(asked.map((a) => a.args)).toEqual([[keys.lock, w.token, 30_000]]);
     // Notices of the same hand-off meanwhile change nothing.
-    handOffs.handedOver(w.token, 7, 5000, performance.now() - 8000);
+    handOffs.handedOver({ member: w.token, fence: 7, px: 5000 }, performance.now() - 8000);
     expect(asked).toHaveLength(1);
     expect(await settled(w)).toBe('pending');
     asked[0].answer(1);
@@ -95,14 +95,14 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter();
     const old = w.token;
-    handOffs.handedOver(old, 7, 5000, performance.now() - 8000);
+    handOffs.handedOver({ member: old, fence: 7, px: 5000 }, performance.now() - 8000);
     asked[0].answer(0);
     expect(await settled(w)).toBe('pending');
     expect(w.phase).toBe(SENDING);
     expect(w.granted).toBe(false);
     expect(events).toEqual([`enqueue ${old}'`]);
     // A late notice for the old token finds nobody.
-    handOffs.handedOver(old, 7, 5000, performance.now());
+    handOffs.handedOver({ member: old, fence: 7, px: 5000 }, performance.now());
     expect(await settled(w)).toBe('pending');
   });
 
@@ -110,7 +110,7 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter({ waitTimeoutMs: 1 });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    handOffs.handedOver(w.token, 7, 5000, performance.now() - 8000);
+    handOffs.handedOver({ member: w.token, fence: 7, px: 5000 }, performance.now() - 8000);
     asked[0].answer(0);
     expect(await settled(w)).toBeInstanceOf(LockTimeoutError);
     expect(events).toEqual([]);
@@ -120,7 +120,7 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter({ leaseMs: 30 });
     const token = w.token;
-    handOffs.handedOver(token, 7, 30, performance.now() - 8000);
+    handOffs.handedOver({ member: token, fence: 7, px: 30 }, performance.now() - 8000);
     for (let i = 0; i < 3; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20)); // a third of the lease and more
       asked[i].answer(1);
@@ -135,7 +135,7 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter();
     const token = w.token;
-    handOffs.handedOver(token, 7, 5000, performance.now() - 8000);
+    handOffs.handedOver({ member: token, fence: 7, px: 5000 }, performance.now() - 8000);
     asked[0].fail(new LockBackendError('Redis is unreachable', { key: 'k' }));
     expect(await settled(w)).toBeInstanceOf(LockBackendError);
     expect(events).toEqual([`leave ${token}`]);

@@ -5,6 +5,7 @@ import type { Lock } from '../../lock.interface';
 import type { RedisGrantCheck } from './redis-grant-check';
 import type { RedisLockKeys } from './redis-keyspace';
 import { CONFIRMING, QUEUED, SENDING, SETTLED, type RedisWaiter } from './redis-waiter';
+import type { HandOff } from './scripts/hand-off';
 
 /** What hand-offs need from the provider. */
 export interface HandOffHost {
@@ -42,16 +43,16 @@ export class RedisHandOffs {
   ) {}
 
   /**
-   * A script passed the key to `member`, with `px` ms of lease from no earlier than
-   * `since`: if it is a waiter of this process, it now holds the key.
+   * A script passed the key to `handOff.member`, with `px` ms of lease from no
+   * earlier than `since`: if it is a waiter of this process, it now holds the key.
    */
-  handedOver(member: string, fence: number, px: number, since: number): void {
-    const waiter = this.host.waiter(member);
+  handedOver(handOff: HandOff, since: number): void {
+    const waiter = this.host.waiter(handOff.member);
     // Anyone else: a waiter of another process (told by message), one of ours that
     // gave up (its leave, sent later, passes the key on), or one whose hand-off is
     // being confirmed (Redis decides).
     if (waiter === undefined || waiter.phase === SETTLED || waiter.phase === CONFIRMING) return;
-    this.grant(waiter, Number(fence), Number(px), since);
+    this.grant(waiter, handOff.fence, handOff.px, since);
   }
 
   /** A hand-off message on this process's channel: "<member> <fence> <px>". */
@@ -60,7 +61,8 @@ export class RedisHandOffs {
     const first = message.indexOf(' ');
     const second = message.indexOf(' ', first + 1);
     if (first < 0 || second < 0) return;
-    this.handedOver(message.slice(0, first), Number(message.slice(first + 1, second)), Number(message.slice(second + 1)), since);
+    const handOff = { member: message.slice(0, first), fence: Number(message.slice(first + 1, second)), px: Number(message.slice(second + 1)) };
+    this.handedOver(handOff, since);
   }
 
   /**

@@ -1,6 +1,12 @@
 import type { Deadline } from '../../internal/deadline-queue';
 import type { RedisLockKeys } from './redis-keyspace';
-import type { RedisWaiter } from './redis-waiter';
+
+/** What the key's list needs of a waiter: its owner token and its links. */
+export interface LinkedWaiter<W extends LinkedWaiter<W>> {
+  readonly token: string;
+  prev: W | undefined;
+  next: W | undefined;
+}
 
 /**
  * This process's waiters of one key: the first level of the two. Every waiter has
@@ -9,13 +15,13 @@ import type { RedisWaiter } from './redis-waiter';
  * wake-up at the holder's lease end. Exists only while someone of this process
  * waits for the key.
  */
-export class RedisKeyWaiters {
+export class RedisKeyWaiters<W extends LinkedWaiter<W>> {
   /** Waiters sending or queued: what `maxPending` bounds. */
   pending = 0;
   /** Waiters with a place in the Redis queue, in arrival order. */
   queued = 0;
-  first: RedisWaiter | undefined;
-  last: RedisWaiter | undefined;
+  first: W | undefined;
+  last: W | undefined;
   /** The next heart-beat / safety check. */
   check: Deadline | undefined;
   /** A check is on its way to Redis. */
@@ -26,15 +32,15 @@ export class RedisKeyWaiters {
   constructor(
     readonly key: string,
     readonly keys: RedisLockKeys,
-    readonly runCheck: (queue: RedisKeyWaiters) => void,
+    private readonly checker: { run(queue: RedisKeyWaiters<W>): void },
   ) {}
 
   readonly fireCheck = (): void => {
     this.check = undefined;
-    this.runCheck(this);
+    this.checker.run(this);
   };
 
-  link(waiter: RedisWaiter): void {
+  link(waiter: W): void {
     waiter.prev = this.last;
     waiter.next = undefined;
     if (this.last) this.last.next = waiter;
@@ -43,7 +49,7 @@ export class RedisKeyWaiters {
     this.queued++;
   }
 
-  unlink(waiter: RedisWaiter): void {
+  unlink(waiter: W): void {
     if (waiter.prev) waiter.prev.next = waiter.next;
     else this.first = waiter.next;
     if (waiter.next) waiter.next.prev = waiter.prev;

@@ -37,11 +37,15 @@ export class RedisKeyspace {
   private readonly fenceKey: string;
   private readonly slotTags: SlotTags | undefined;
 
-  constructor(keyPrefix: string, cluster: boolean) {
+  constructor(
+    keyPrefix: string,
+    /** Keys are routed per hash slot (Redis Cluster). */
+    readonly isCluster: boolean,
+  ) {
     this.prefix = escapeKeyPart(keyPrefix);
     this.channelPrefix = `${this.prefix}:wake:`;
     this.fenceKey = `${this.prefix}:fence`;
-    this.slotTags = cluster ? new SlotTags() : undefined;
+    this.slotTags = isCluster ? new SlotTags() : undefined;
   }
 
   keysOf(key: string): RedisLockKeys {

@@ -1,6 +1,9 @@
 import { LockLostError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { RedisLock, type RedisLockContext } from './redis-lock';
+import { ExtendScript } from './scripts/extend.script';
+import type { HandOff } from './scripts/hand-off';
+import { ReleaseScript } from './scripts/release.script';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -21,9 +24,12 @@ function fakeContext() {
   const released: RedisLock[] = [];
   const context = {
     connection: { run: (_key: string, send: (client: unknown) => Promise<unknown>) => send({}) },
-    scripts: { extend: script('extend'), release: script('release') },
+    // The real gateways over a recording Redis: the arguments are what the scripts get.
+    scripts: {
+      extend: new ExtendScript(script('extend')),
+      release: new ReleaseScript(script('release'), { heartbeatMs: 5000, channelPrefix: 'p:wake:', session: 'session' }),
+    },
     deadlines: new DeadlineQueue(),
-    handOffArgs: [5000, 'p:wake:', 'session'],
     handedOver: () => undefined,
     released: (lock: RedisLock) => released.push(lock),
   } as unknown as RedisLockContext;
@@ -172,7 +178,7 @@ describe('RedisLock', () => {
   it('reports the hand-off a release made with the time the release was sent, not when its reply was read', async () => {
     const { context, calls } = fakeContext();
     const handOffs: { member: string; since: number }[] = [];
-    (context as { handedOver: unknown }).handedOver = (member: string, _fence: number, _px: number, since: number) => handOffs.push({ member, since });
+    (context as { handedOver: unknown }).handedOver = ({ member }: HandOff, since: number) => handOffs.push({ member, since });
     const lock = make(context, 30_000);
     const before = performance.now();
     const releasing = lock.release();

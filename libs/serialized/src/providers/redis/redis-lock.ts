@@ -5,19 +5,18 @@ import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import { URGENT, type RedisConnection } from './redis-connection';
 import type { RedisLockKeys } from './redis-keyspace';
 import type { RedisScripts } from './redis-scripts';
+import type { HandOff } from './scripts/hand-off';
 
 /** What a held lock needs from its provider. */
 export interface RedisLockContext {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
-  /** The script arguments that let a release hand the key on: lease cap, channel prefix, session. */
-  readonly handOffArgs: readonly [number, string, string];
   /**
-   * The release passed the key to `member` (perhaps a waiter of this process), with
-   * `px` ms of lease from no earlier than `since` (when the release was sent).
+   * The release passed the key on (perhaps to a waiter of this process), with its
+   * lease from no earlier than `since` (when the release was sent).
    */
-  handedOver(member: string, fence: number, px: number, since: number): void;
+  handedOver(handOff: HandOff, since: number): void;
   /** The lock is released (or its release failed): it no longer counts as held. */
   released(lock: RedisLock): void;
 }
@@ -88,13 +87,13 @@ export class RedisLock implements Lock {
     if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`extend(ms) needs a positive number of milliseconds, got ${ms}`);
     const px = Math.ceil(ms);
     const sentAt = performance.now();
-    const ok = await this.context.connection.run(
+    const ours = await this.context.connection.run(
       this.key,
-      (client) => this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]),
+      (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px),
       URGENT,
     );
     if (this.state === RELEASED) throw new LockLostError(this.key, 'it was released while being extended');
-    if (ok !== 1) {
+    if (!ours) {
       if (this.state === HELD) this.lose('it was no longer ours when extended (its lease had run out)');
       throw this.signal.reason;
     }
@@ -118,15 +117,14 @@ export class RedisLock implements Lock {
         this.key,
         (client) => {
           sentAt = performance.now();
-          return context.scripts.release.run(client, [keys.lock, keys.queue, keys.heartbeats, this.token, ...context.handOffArgs]);
+          return context.scripts.release.run(client, keys, this.token);
         },
         URGENT,
       )
       .then(
-        (reply) => {
-          const result = reply as [number, string?, number?, number?];
+        (result) => {
           context.released(this);
-          if (result[0] === 2) context.handedOver(result[1]!, result[2]!, result[3]!, sentAt);
+          if (result.handed) context.handedOver(result.handed, sentAt);
         },
         (error: unknown) => {
           // Not released: the lease ends it (and the queue moves on then).
@@ -180,9 +178,9 @@ export class RedisLock implements Lock {
     this.guard ??= this.context.deadlines.schedule(Math.max(0, this.leaseEnd - sentAt), this.onLeaseEnd);
     this.renewalInFlight = true;
     this.context.connection
-      .run(this.key, (client) => this.context.scripts.extend.run(client, [this.keys.lock, this.token, px]), URGENT)
+      .run(this.key, (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px), URGENT)
       .then(
-        (ok) => this.renewed(ok === 1, sentAt, px),
+        (ours) => this.renewed(ours, sentAt, px),
         (error: unknown) => this.renewalFailed(error),
       );
   }

@@ -2,29 +2,25 @@ import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../../errors';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { URGENT, type RedisConnection } from './redis-connection';
-import type { RedisKeyWaiters } from './redis-key-waiters';
 import type { RedisScripts } from './redis-scripts';
-import { QUEUED, type RedisWaiter } from './redis-waiter';
+import { QUEUED, type KeyWaiters, type RedisWaiter } from './redis-waiter';
+import type { CheckResult } from './scripts/check.script';
+import type { HandOff } from './scripts/hand-off';
 
-/** What the checks need from the provider. */
+/** What the checks need from the waiter state machine. */
 export interface SafetyCheckHost {
-  readonly connection: RedisConnection;
-  readonly scripts: RedisScripts;
-  readonly deadlines: DeadlineQueue;
-  readonly heartbeatMs: number;
-  readonly handOffArgs: readonly [number, string, string];
-  /** The provider's waiters of `queue.key` are still this `queue`. */
-  isCurrent(queue: RedisKeyWaiters): boolean;
+  /** The process's waiters of `queue.key` are still this `queue`. */
+  isCurrent(queue: KeyWaiters): boolean;
   waiter(token: string): RedisWaiter | undefined;
-  /** A script passed the key to `member`; its lease started no earlier than `since`. */
-  handedOver(member: string, fence: number, px: number, since: number): void;
+  /** A script passed the key on; its lease started no earlier than `since`. */
+  handedOver(handOff: HandOff, since: number): void;
   /** The key is `waiter`'s, with `px` ms of lease from no earlier than `since`. */
   grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number): void;
   /** The waiter is done waiting (rejected with `error`); its place in Redis is given up too. */
   dropWaiter(waiter: RedisWaiter, error: Error): void;
   /** The waiter's place is gone from Redis (it was not granted the key): it waits again or times out. */
   lostPlace(waiter: RedisWaiter): void;
-  closeKeyIfIdle(queue: RedisKeyWaiters): void;
+  closeKeyIfIdle(queue: KeyWaiters): void;
 }
 
 /**
@@ -36,8 +32,14 @@ export interface SafetyCheckHost {
 export class RedisSafetyChecks {
   private readonly intervalMs: number;
 
-  constructor(private readonly host: SafetyCheckHost) {
-    this.intervalMs = host.heartbeatMs / 3;
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly scripts: RedisScripts,
+    private readonly deadlines: DeadlineQueue,
+    heartbeatMs: number,
+    private readonly host: SafetyCheckHost,
+  ) {
+    this.intervalMs = heartbeatMs / 3;
   }
 
   /**
@@ -45,7 +47,7 @@ export class RedisSafetyChecks {
    * the holder's lease would end (`holderPttl`; -2: no holder, check now),
    * whichever comes first.
    */
-  schedule(queue: RedisKeyWaiters, holderPttl: number): void {
+  schedule(queue: KeyWaiters, holderPttl: number): void {
     if (queue.queued === 0) return;
     let delay = this.intervalMs;
     if (holderPttl === -2) delay = 0; // no holder: someone must pass the key on
@@ -57,49 +59,45 @@ export class RedisSafetyChecks {
     }
     if (queue.check) {
       if (queue.check.at <= at) return;
-      this.host.deadlines.cancel(queue.check);
+      this.deadlines.cancel(queue.check);
     }
-    queue.check = this.host.deadlines.schedule(delay, queue.fireCheck);
+    queue.check = this.deadlines.schedule(delay, queue.fireCheck);
   }
 
-  run(queue: RedisKeyWaiters): void {
-    const host = this.host;
-    if (queue.queued === 0 || queue.checking || !host.isCurrent(queue)) return;
+  /** Checks the key now (its deadline fired). */
+  run(queue: KeyWaiters): void {
+    if (queue.queued === 0 || queue.checking || !this.host.isCurrent(queue)) return;
     queue.checking = true;
     queue.recheckAt = Infinity;
-    const keys = queue.keys;
     const tokens = queue.tokens();
     let sentAt = -Infinity;
-    host.connection
+    this.connection
       .run(
         queue.key,
         (client) => {
           sentAt = performance.now();
-          return host.scripts.check.run(client, [keys.lock, keys.queue, keys.heartbeats, host.heartbeatMs, ...host.handOffArgs, ...tokens]);
+          return this.scripts.check.run(client, queue.keys, tokens);
         },
         URGENT,
       )
       .then(
-        (reply) => this.checked(queue, reply as (string | number)[], sentAt),
+        (result) => this.checked(queue, result, sentAt),
         (error: unknown) => this.failed(queue, error),
       );
   }
 
-  private checked(queue: RedisKeyWaiters, reply: (string | number)[], sentAt: number): void {
+  private checked(queue: KeyWaiters, result: CheckResult, sentAt: number): void {
     const host = this.host;
     queue.checking = false;
-    const owner = reply[0] as string;
-    const pttl = reply[1] as number;
     // What the reply says held when the check ran, no earlier than when it was sent.
-    if (reply[2]) host.handedOver(reply[2] as string, reply[3] as number, reply[4] as number, sentAt);
-    const ours = owner ? host.waiter(owner) : undefined;
+    if (result.handed) host.handedOver(result.handed, sentAt);
+    const ours = result.owner ? host.waiter(result.owner) : undefined;
     // Handed the key by a message this process missed.
-    if (ours && ours.phase === QUEUED) host.grantWaiter(ours, ours.fence, pttl, sentAt);
-    // Neither queued nor holding: dropped after missing its heart-beats (this
+    if (ours && ours.phase === QUEUED) host.grantWaiter(ours, ours.fence, result.pttl, sentAt);
+    // Neither queued nor holding: passed over after missing its heart-beats (this
     // process stalled), or handed a key whose lease ran out before it could run.
-    for (let i = 5; i < reply.length; i++) {
-      const token = reply[i] as string;
-      const lost = token === owner ? undefined : host.waiter(token);
+    for (const token of result.missing) {
+      const lost = token === result.owner ? undefined : host.waiter(token);
       if (lost && lost.phase === QUEUED) host.lostPlace(lost);
     }
     if (queue.queued === 0) {
@@ -108,11 +106,11 @@ export class RedisSafetyChecks {
     }
     const recheck = queue.recheckAt - performance.now();
     queue.recheckAt = Infinity;
-    this.schedule(queue, Math.min(pttl === -2 ? -2 : pttl, Number.isFinite(recheck) ? Math.max(0, recheck - 2) : Infinity));
+    this.schedule(queue, Math.min(result.pttl === -2 ? -2 : result.pttl, Number.isFinite(recheck) ? Math.max(0, recheck - 2) : Infinity));
   }
 
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
-  private failed(queue: RedisKeyWaiters, error: unknown): void {
+  private failed(queue: KeyWaiters, error: unknown): void {
     queue.checking = false;
     for (let waiter = queue.first; waiter; waiter = queue.first) {
       // Its place expires with its heart-beats if Redis stays away.

@@ -1,26 +1,33 @@
 import path from 'node:path';
 import { LuaScript } from '../../internal/lua-script';
+import { AcquireScript } from './scripts/acquire.script';
+import { CheckScript } from './scripts/check.script';
+import { ExtendScript } from './scripts/extend.script';
+import type { HandOffSettings } from './scripts/hand-off';
+import { LeaveScript } from './scripts/leave.script';
+import { ReleaseScript } from './scripts/release.script';
 
 /** Where the `.lua` files live (copied next to the compiled code by the build). */
 const SCRIPTS_DIR = path.join(__dirname, 'scripts');
 
 /**
- * The provider's scripts, read once from their files. Those that can pass a key on
- * share `common.lua` (the hand-off), prepended to them.
+ * The provider's scripts, read once from their files, each behind a typed gateway
+ * (arguments in, decoded reply out). Those that can pass a key on share
+ * `common.lua` (the hand-off), prepended to them.
  */
 export class RedisScripts {
-  readonly acquire: LuaScript;
-  readonly release: LuaScript;
-  readonly extend: LuaScript;
-  readonly leave: LuaScript;
-  readonly check: LuaScript;
+  readonly acquire: AcquireScript;
+  readonly release: ReleaseScript;
+  readonly extend: ExtendScript;
+  readonly leave: LeaveScript;
+  readonly check: CheckScript;
 
-  constructor(dir: string = SCRIPTS_DIR) {
+  constructor(settings: HandOffSettings, dir: string = SCRIPTS_DIR) {
     const common = LuaScript.load(dir, 'common', 0).source;
-    this.acquire = LuaScript.load(dir, 'acquire', 4, common);
-    this.release = LuaScript.load(dir, 'release', 3, common);
-    this.leave = LuaScript.load(dir, 'leave', 3, common);
-    this.check = LuaScript.load(dir, 'check', 3, common);
-    this.extend = LuaScript.load(dir, 'extend', 1);
+    this.acquire = new AcquireScript(LuaScript.load(dir, 'acquire', 4, common), settings);
+    this.release = new ReleaseScript(LuaScript.load(dir, 'release', 3, common), settings);
+    this.leave = new LeaveScript(LuaScript.load(dir, 'leave', 3, common), settings);
+    this.check = new CheckScript(LuaScript.load(dir, 'check', 3, common), settings);
+    this.extend = new ExtendScript(LuaScript.load(dir, 'extend', 1));
   }
 }

@@ -1,7 +1,19 @@
 import type { Lock } from '../../lock.interface';
 import type { Deadline } from '../../internal/deadline-queue';
 import type { RunOptions } from './redis-connection';
-import type { RedisKeyWaiters } from './redis-key-waiters';
+import type { LinkedWaiter, RedisKeyWaiters } from './redis-key-waiters';
+
+/** One waiter's acquisition as asked for. */
+export interface WaitRequest {
+  readonly key: string;
+  readonly leaseMs: number;
+  readonly waitTimeoutMs: number;
+  readonly maxPending: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** This process's waiters of one key. */
+export type KeyWaiters = RedisKeyWaiters<RedisWaiter>;
 
 /** Its enqueue call waits to be sent (queued in this process) or for its reply. */
 export const SENDING = 0;
@@ -20,7 +32,7 @@ export const CONFIRMING = 3;
  * One caller waiting for a key in this process. It is also the options of its
  * enqueue call: a call whose waiter gave up before it was sent is dropped unsent.
  */
-export class RedisWaiter implements RunOptions {
+export class RedisWaiter implements RunOptions, LinkedWaiter<RedisWaiter> {
   phase: typeof SENDING | typeof QUEUED | typeof SETTLED | typeof CONFIRMING = SENDING;
   /** Its place in the Redis queue, which becomes its fencing token. */
   fence = 0;
@@ -37,7 +49,7 @@ export class RedisWaiter implements RunOptions {
   reject!: (error: unknown) => void;
 
   constructor(
-    readonly queue: RedisKeyWaiters,
+    readonly queue: KeyWaiters,
     /** Its owner token; a waiter that lost an expired hand-off waits again under a new one. */
     public token: string,
     readonly leaseMs: number,

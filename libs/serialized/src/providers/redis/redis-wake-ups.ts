@@ -1,4 +1,4 @@
-import { closeClient } from './redis-close-client';
+import { closeClient } from './redis-client';
 import type { RedisClient, RedisConnection } from './redis-connection';
 
 /**
@@ -18,14 +18,11 @@ export class RedisWakeUps {
   constructor(
     private readonly connection: RedisConnection,
     readonly channel: string,
-    private readonly deliver: (message: string) => void,
-    private readonly resync: () => void,
+    /** Gets every message of the channel (a hand-off). */
+    private readonly deliver: { onMessage(message: string): void },
+    /** Told after every (re)subscription: messages sent meanwhile are lost. */
+    private readonly resync: { resync(): void },
   ) {}
-
-  /** Whether the subscriber connection was opened. */
-  get open(): boolean {
-    return this.subscriber !== undefined;
-  }
 
   /** Starts listening, once. */
   ensure(): void {
@@ -33,7 +30,7 @@ export class RedisWakeUps {
     const subscriber = this.connection.createSubscriber();
     this.subscriber = subscriber;
     subscriber.on('message', (channel: string, message: string) => {
-      if (channel === this.channel) this.deliver(message);
+      if (channel === this.channel) this.deliver.onMessage(message);
     });
     subscriber.on('ready', () => this.subscribe());
     if (subscriber.status === 'ready') this.subscribe();
@@ -51,7 +48,7 @@ export class RedisWakeUps {
     if (!subscriber || this.closed) return;
     subscriber.subscribe(this.channel).then(
       () => {
-        if (!this.closed) this.resync();
+        if (!this.closed) this.resync.resync();
       },
       () => undefined, // retried on the next 'ready'; the safety check covers the gap
     );

@@ -1,0 +1,40 @@
+import type { LockConnection } from './lock-connection';
+
+/** One caller's request for a lock connection. */
+export interface ConnectionRequest {
+  /** How long it may queue while every connection is busy. */
+  readonly timeoutMs: number;
+  /** The error when that time runs out. */
+  readonly timeoutError: () => Error;
+  /** The error when a connection cannot be opened (PostgreSQL unreachable, refused...). */
+  readonly backendError: (cause: unknown) => Error;
+  /**
+   * A shared use (a non-blocking statement, or a held lock) may go to a session
+   * other uses share; otherwise the caller gets a session nobody else uses (a
+   * blocking lock wait, which would hold up every statement queued behind it).
+   */
+  readonly shared?: boolean;
+}
+
+/** A request that could not be served at once. */
+export interface PendingConnection {
+  readonly promise: Promise<LockConnection>;
+  /** Withdraws the request; its promise rejects with `reason`. */
+  cancel(reason: unknown): void;
+}
+
+/** Options of `LockConnectionPool`. */
+export interface LockConnectionPoolOptions {
+  /** Most connections at once (open, opening, held or idle). */
+  readonly size: number;
+  /** Opens one session; rejects within the connect timeout. */
+  readonly open: () => Promise<LockConnection>;
+  /** Idle connections are closed after this long. */
+  readonly idleTimeoutMs: number;
+  /** After a failed connect, further connects fail fast for this long (the backend is down). */
+  readonly retryAfterFailureMs: number;
+  /** Bound on closing one connection politely. */
+  readonly closeTimeoutMs: number;
+  /** Most shared uses (held locks plus statements in flight) of one session (default 64). */
+  readonly usesPerSession?: number;
+}

@@ -1,0 +1,15 @@
+import type { QueryArrayConfig } from 'pg';
+
+// Session settings applied once per connection. A role default must not cancel a
+// long wait (statement_timeout), bound a wait we bound ourselves (lock_timeout), or
+// end an idle session that holds a lock (idle_session_timeout, PG 14+). Settings the
+// server does not know are skipped by the join, so one statement fits every version.
+export const SESSION_SETUP =
+  'SELECT pg_backend_pid(), count(set_config(s.name, v.value, false)) FROM (VALUES ' +
+  "('application_name', $1::text), ('statement_timeout', '0'), ('lock_timeout', '0'), " +
+  "('idle_in_transaction_session_timeout', '0'), ('idle_session_timeout', '0'), " +
+  "('tcp_keepalives_idle', $2::text), ('tcp_keepalives_interval', $2::text), ('tcp_keepalives_count', '3')" +
+  ') AS v(name, value) JOIN pg_settings s ON s.name = v.name';
+// The second statement proves the session is pinned (same pid as the first one).
+export const SESSION_CHECK = 'SELECT pg_backend_pid(), to_regclass($1) IS NOT NULL';
+export const PING: QueryArrayConfig = { text: 'SELECT pg_backend_pid()', rowMode: 'array' };

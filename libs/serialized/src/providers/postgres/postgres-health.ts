@@ -1,0 +1,44 @@
+import { LockBackendError } from '../../errors';
+import { withTimeout } from '../../observability/with-timeout';
+import { LockConnection } from './lock-connection';
+import type { LockConnectionPool } from './lock-connection.pool';
+
+/** Marks "every lock connection is busy" apart from "PostgreSQL did not answer". */
+class PoolBusy extends Error {}
+
+/**
+ * Health of the lock pool's database: `SELECT pg_backend_pid()` on a lock
+ * connection (an idle one, or one opened for it), bounded by `timeoutMs`.
+ *
+ * When every connection of the pool holds a lock, no connection is taken from a
+ * holder: the check reports up, because each held session is already pinged by
+ * the liveness monitor, which ends it (and so frees a connection for the next
+ * check) when PostgreSQL stops answering. A full pool is load, not an outage.
+ */
+export async function pingLockPool(pool: LockConnectionPool, timeoutMs: number): Promise<void> {
+  const taken = pool.take({
+    timeoutMs,
+    timeoutError: () => new PoolBusy(),
+    backendError: (cause) => new LockBackendError(`PostgreSQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause }),
+  });
+  let connection: LockConnection;
+  if (taken instanceof LockConnection) {
+    connection = taken;
+  } else {
+    try {
+      connection = await withTimeout(taken.promise, timeoutMs, 'PostgreSQL');
+    } catch (error) {
+      taken.cancel(error);
+      if (error instanceof PoolBusy) return;
+      throw error;
+    }
+  }
+  try {
+    await withTimeout(connection.ping(), timeoutMs, 'PostgreSQL');
+  } catch (error) {
+    // A session that did not answer in time must not be handed to a lock attempt.
+    pool.discard(connection, error as Error);
+    throw error instanceof LockBackendError ? error : new LockBackendError(`PostgreSQL health check failed: ${(error as Error)?.message ?? error}`, { cause: error });
+  }
+  pool.release(connection);
+}

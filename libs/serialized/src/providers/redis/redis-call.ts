@@ -1,0 +1,35 @@
+import type { RedisClient } from './redis-client';
+
+/** How one command is sent. */
+export interface RunOptions {
+  /**
+   * Sent ahead of the other commands waiting in this process (never ahead of what
+   * is already on the wire): releases, renewals, heart-beats and leaves, which keep
+   * locks and places alive and free keys, go before new acquisitions.
+   */
+  readonly urgent?: boolean;
+  /**
+   * Asked just before the command would be sent: `true` drops it unsent (its
+   * caller gave up meanwhile); the call then fails with an error for which
+   * `RedisConnection.mayHaveRun` is `false`.
+   */
+  skip?(): boolean;
+}
+
+/** Options of the commands that keep locks and places alive or free keys. */
+export const URGENT: RunOptions = { urgent: true };
+
+/** A command whose caller waits: queued in this process, or on the wire. */
+export interface Call {
+  readonly key: string;
+  /** From when its silence bound counts, on the connection's lag-free clock. */
+  readonly since: number;
+  /** Sends it; dropped once sent. */
+  send: ((client: RedisClient) => Promise<unknown>) | undefined;
+  /** Asked just before it is sent (see {@link RunOptions.skip}). */
+  readonly options: RunOptions | undefined;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: Error) => void;
+  /** Its caller has its answer (the reply, or a failure). */
+  done: boolean;
+}

@@ -1,0 +1,100 @@
+import type { Cluster, Redis } from 'ioredis';
+import { SerializedConfigError } from '../../config/serialized-config.error';
+import { SERIALIZED_OPTIONS_SCHEMA as S } from '../../config/serialized-options.schema';
+import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+
+/** Options of `RedisLockProvider` (flat); the module's fill them in (`redis.heartbeatMs` → `heartbeatMs`). */
+export interface RedisLockProviderOptions extends LockProviderCommonOptions {
+  /** `redis://` / `rediss://` URL: the library opens (lazily) and closes its own two connections. */
+  url?: string;
+  /** A standalone, Sentinel or Cluster client the app already has; the library never closes it. */
+  client?: Redis | Cluster;
+  /**
+   * The backend bound (default 3000 ms): a call fails with `LockBackendError` when
+   * the connection is not ready within it, or when its command has waited this
+   * long without a single reply arriving on the connection (a hung or cut-off
+   * Redis). A command that waits behind others whose replies keep coming is not
+   * failed by it: under a burst, `waitTimeoutMs` ends waits (`LockTimeoutError`).
+   * Time this process was not running (a stalled or starved event loop) does not
+   * count as silence.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * How long a waiter keeps its place in the Redis queue without a heart-beat
+   * (default 5000 ms, 100 to 600 000; module `redis.heartbeatMs`, `SERIALIZED_REDIS_HEARTBEAT_MS`). Each process beats for its waiters of a key
+   * every third of it, in the same call as the safety check; a waiter whose process
+   * died is passed over after this long, and a hand-off grants at most this long
+   * until the new holder renews, so a waiter that died just before its turn blocks
+   * the key for at most this long. A waiter whose own process stalled past it
+   * keeps its place unless the key was passed on meanwhile (then it takes a new
+   * one, within its `waitTimeoutMs`). Use the same value in every process.
+   */
+  heartbeatMs?: number;
+  /**
+   * Most commands on the wire at once on the command connection (per node with a
+   * Cluster; default 1000, 1 to 100 000; module `redis.maxInFlight`, `SERIALIZED_REDIS_MAX_IN_FLIGHT`). More wait in this process, in order, with
+   * releases, renewals, heart-beats and leaves ahead of new acquisitions; a waiter
+   * that gives up while its acquisition still waits here is dropped without a round
+   * trip.
+   */
+  maxInFlight?: number;
+}
+
+/** Defaults of the Redis-only tuning knobs (from `SERIALIZED_DEFAULTS`, the one place they are written). */
+export const REDIS_LOCK_DEFAULTS = {
+  heartbeatMs: S.redisHeartbeatMs.default,
+  maxInFlight: S.redisMaxInFlight.default,
+} as const;
+
+/** Accepted ranges of the Redis-only tuning knobs (from the options table). */
+export const REDIS_LOCK_LIMITS = {
+  heartbeatMs: { min: S.redisHeartbeatMs.min, max: S.redisHeartbeatMs.max },
+  maxInFlight: { min: S.redisMaxInFlight.min, max: S.redisMaxInFlight.max },
+} as const;
+
+/** Every option with its default, validated. */
+export interface ResolvedRedisLockOptions {
+  readonly keyPrefix: string;
+  readonly leaseMs: number;
+  readonly waitTimeoutMs: number;
+  readonly maxPending: number;
+  readonly maxPendingTotal: number;
+  readonly connectTimeoutMs: number;
+  readonly shutdownGraceMs: number;
+  readonly heartbeatMs: number;
+  readonly maxInFlight: number;
+}
+
+/**
+ * Fills in the defaults and checks the Redis tuning knobs: a bad value stops the
+ * constructor with a `SerializedConfigError` naming the option and what it accepts.
+ */
+export function resolveRedisLockOptions(options: RedisLockProviderOptions): ResolvedRedisLockOptions {
+  const problems: string[] = [];
+  const heartbeatMs = tuning(options, 'heartbeatMs', problems);
+  const maxInFlight = tuning(options, 'maxInFlight', problems);
+  if (problems.length) throw new SerializedConfigError(problems);
+  return {
+    keyPrefix: options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix,
+    leaseMs: options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs,
+    waitTimeoutMs: options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs,
+    maxPending: options.maxPending ?? SERIALIZED_DEFAULTS.maxPending,
+    maxPendingTotal: options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal,
+    connectTimeoutMs: options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs,
+    shutdownGraceMs: options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs,
+    heartbeatMs,
+    maxInFlight,
+  };
+}
+
+function tuning(options: RedisLockProviderOptions, name: keyof typeof REDIS_LOCK_LIMITS, problems: string[]): number {
+  const value = options[name];
+  if (value === undefined) return REDIS_LOCK_DEFAULTS[name];
+  const { min, max } = REDIS_LOCK_LIMITS[name];
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    problems.push(`RedisLockProvider option ${name} must be a whole number of ${name.endsWith('Ms') ? 'milliseconds ' : ''}from ${min} to ${max}, got ${String(value)}`);
+    return REDIS_LOCK_DEFAULTS[name];
+  }
+  return value;
+}

@@ -1,0 +1,38 @@
+import { type LockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
+
+/** What check.lua answered. */
+export interface CheckResult {
+  /** Owner token of the holder now (`undefined`: free). */
+  readonly owner: string | undefined;
+  /** What is left of the holder's lease (-2: no holder). */
+  readonly pttl: number;
+  /** A waiter the check passed the free key to. */
+  readonly handed: HandOff | undefined;
+  /** Tokens asked about that are no longer queued (granted, or dropped after missing their heart-beats). */
+  readonly missing: readonly string[];
+}
+
+/** Gateway to check.lua: one process's heart-beat for its waiters of one key, and the safety check. */
+export class CheckScript {
+  private readonly passOn: readonly [number, string, string];
+
+  constructor(
+    private readonly script: RunnableScript,
+    private readonly settings: HandOffSettings,
+  ) {
+    this.passOn = handOffArgs(settings);
+  }
+
+  async run(client: ScriptClient, keys: LockKeys, tokens: readonly string[]): Promise<CheckResult> {
+    const reply = (await this.script.run(client, [
+      keys.lock, keys.queue, keys.heartbeats, this.settings.heartbeatMs, ...this.passOn, ...tokens,
+    ])) as (string | number)[];
+    const owner = reply[0] as string;
+    return {
+      owner: owner === '' ? undefined : owner,
+      pttl: Number(reply[1]),
+      handed: handOffOf(reply[2], reply[3], reply[4]),
+      missing: reply.slice(5) as string[],
+    };
+  }
+}

@@ -1,0 +1,61 @@
+import type { ScriptClient } from '../../../internal/lua-script';
+
+export type { ScriptClient } from '../../../internal/lua-script';
+
+/** The Redis keys of one lock, as the scripts take them (`RedisKeyspace` names them). */
+export interface LockKeys {
+  readonly lock: string;
+  readonly queue: string;
+  readonly heartbeats: string;
+  readonly fence: string;
+}
+
+/**
+ * What every script that can pass a key on needs to know about this process and
+ * the keyspace (common.lua's `grant_next`).
+ */
+export interface HandOffSettings {
+  /** How long a waiter keeps its place without a heart-beat; also the most a hand-off grants before the new holder renews. */
+  readonly heartbeatMs: number;
+  /** Prefix of every process's wake-up channel. */
+  readonly channelPrefix: string;
+  /** This process's session: waiters of its own are told by the reply, not by a message. */
+  readonly session: string;
+}
+
+/** A script passed the key to `member` (a waiter), with its fencing token and `px` ms of lease. */
+export interface HandOff {
+  readonly member: string;
+  readonly fence: number;
+  readonly px: number;
+}
+
+/** The reply of a script that may end by passing the key on (release, leave). */
+export interface PassOnResult {
+  /** `released`: the key was this token's and is now free; `handed`: passed to `handed.member`; `none`: nothing to do. */
+  readonly status: 'none' | 'released' | 'handed';
+  readonly handed: HandOff | undefined;
+}
+
+/** The arguments `grant_next` takes, in the scripts' order. */
+export function handOffArgs(settings: HandOffSettings): readonly [number, string, string] {
+  return [settings.heartbeatMs, settings.channelPrefix, settings.session];
+}
+
+/** A hand-off from three reply fields (`member` empty: none). */
+export function handOffOf(member: unknown, fence: unknown, px: unknown): HandOff | undefined {
+  if (typeof member !== 'string' || member === '') return undefined;
+  return { member, fence: Number(fence), px: Number(px) };
+}
+
+/** Decodes `{0} | {1} | {2, member, fence, px}` (release.lua, leave.lua). */
+export function passOnResultOf(reply: unknown): PassOnResult {
+  const [status, member, fence, px] = reply as [number, string?, number?, number?];
+  if (status === 2) return { status: 'handed', handed: handOffOf(member, fence, px) };
+  return { status: status === 1 ? 'released' : 'none', handed: undefined };
+}
+
+/** One loaded script a gateway runs. */
+export interface RunnableScript {
+  run(client: ScriptClient, keysAndArgs: readonly (string | number)[]): Promise<unknown>;
+}

@@ -1,0 +1,59 @@
+/**
+ * An app on the in-memory driver in a process where `@opentelemetry/api` and
+ * `@nestjs/terminus` cannot be resolved: reports over IPC what worked and which
+ * optional peers were loaded.
+ */
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { LockService, Serialized, SerializedHealthIndicator, SerializedModule } from 'nestjs-serialized';
+
+@Injectable()
+class Greeter {
+  @Serialized('userId')
+  async greet(input: { userId: string }): Promise<string> {
+    return `hello ${input.userId}`;
+  }
+}
+
+@Module({ imports: [SerializedModule.forRoot({ driver: 'memory' })], providers: [Greeter] })
+class AppModule {}
+
+function resolvable(name: string): boolean {
+  try {
+    require.resolve(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function main(): Promise<void> {
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+  const greeting = await app.get(Greeter).greet({ userId: 'u1' });
+  const ran = await app.get(LockService).run('wallet:1', () => 'ran');
+  const health = await app
+    .get(SerializedHealthIndicator)
+    .isHealthy('locks')
+    .then(
+      () => 'resolved',
+      (error: Error) => error.message,
+    );
+  await app.close();
+  const loaded = Object.keys(require.cache)
+    .map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1])
+    .filter((name): name is string => name !== undefined);
+  process.send?.({
+    type: 'loaded',
+    greeting,
+    ran,
+    health,
+    resolvable: { otel: resolvable('@opentelemetry/api'), terminus: resolvable('@nestjs/terminus') },
+    modules: [...new Set(loaded)],
+  });
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

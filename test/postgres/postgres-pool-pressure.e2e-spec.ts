@@ -1,0 +1,80 @@
+import { LockService, LockTimeoutError, PostgresLockProvider } from 'nestjs-serialized';
+import { TEST_DATABASE_URL } from '../support/services';
+import { PgInspector, uniquePrefix } from './support/pg-inspect';
+import { ProviderSet } from './support/provider-set';
+
+/**
+ * A full lock-connection pool is not a busy key (issue 11 item 2). Distinct keys
+ * held briefly must not queue for a whole connection each, and when a caller does
+ * run out of budget waiting for a connection, the error says so rather than
+ * blaming a key nobody holds.
+ */
+describe('PostgreSQL lock pool under pressure', () => {
+  const providers = new ProviderSet();
+  let pg: PgInspector;
+
+  beforeAll(async () => {
+    pg = await PgInspector.connect();
+  });
+  afterEach(() => providers.closeAll());
+  afterAll(() => pg.close());
+
+  it('serves 5,000 distinct keys held 50 ms each at the defaults (pool of 10, waitTimeoutMs 10 s), and leaves nothing behind', async () => {
+    const keyPrefix = uniquePrefix('pressure');
+    // The defaults: lock pool 10, waitTimeoutMs 10 s.
+    const provider = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: keyPrefix });
+    const service = new LockService(provider);
+    const failures: string[] = [];
+    let done = 0;
+    await Promise.all(
+      Array.from({ length: 5000 }, (_, i) =>
+        service
+          .run(`k${i}`, () => new Promise<void>((resolve) => setTimeout(resolve, 50)))
+          .then(
+            () => void done++,
+            (error: Error) => void failures.push(error.message),
+          ),
+      ),
+    );
+    // Before: 3,000+ of 5,000 failed with 'Timed out after 10000 ms waiting for lock "kN"' (nobody held kN).
+    expect({ done, failed: failures.length, first: failures[0] }).toEqual({ done: 5000, failed: 0, first: undefined });
+    expect(provider.connections).toBeLessThanOrEqual(10);
+    expect(provider.activeKeys).toBe(0);
+    expect(await pg.advisoryLocks(keyPrefix)).toBe(0);
+    await provider.close();
+  }, 60_000);
+
+  it('says "no lock connection free" when the pool is full, and "key held" when another session holds the key', async () => {
+    const { a, b } = providers.pair({ lockPoolSize: 1 });
+    const held = await a.acquire('busy');
+    // B's only connection now waits in PostgreSQL for "busy" (held by A's session)...
+    const waiting = b.acquire('busy', { waitTimeoutMs: 20_000 }).catch((error: unknown) => error);
+    await until(async () => (await pg.advisoryLocks(b.applicationName, false)) === 1);
+    // ...so a free key has no connection to be tried on within its budget.
+    const starved = await b.acquire('free', { waitTimeoutMs: 300 }).catch((error: unknown) => error);
+    expect(starved).toBeInstanceOf(LockTimeoutError);
+    expect((starved as LockTimeoutError).reason).toBe('no-connection');
+    expect((starved as Error).message).toMatch(/no lock connection free within 300 ms \(pool size 1\)/);
+    await held.release();
+    const granted = await waiting;
+    expect(granted).toHaveProperty('fencingToken');
+    await (granted as { release(): Promise<void> }).release();
+
+    const c = providers.make({ keyPrefix: b.keyPrefix, applicationName: `${b.keyPrefix}:c` });
+    const again = await a.acquire('busy');
+    const blocked = await c.acquire('busy', { waitTimeoutMs: 300 }).catch((error: unknown) => error);
+    expect(blocked).toBeInstanceOf(LockTimeoutError);
+    expect((blocked as LockTimeoutError).reason).toBe('key-held');
+    expect((blocked as Error).message).toMatch(/key held/);
+    expect((blocked as Error).message).not.toMatch(/no lock connection/);
+    await again.release();
+  }, 60_000);
+});
+
+async function until(condition: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

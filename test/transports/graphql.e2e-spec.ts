@@ -1,0 +1,86 @@
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import type { INestApplication } from '@nestjs/common';
+import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import type { SerializedModuleOptions } from 'nestjs-serialized';
+import { CapturingLogger } from '../support/capturing-logger';
+import { uniqueId } from '../support/timing';
+import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+
+/** An undecorated resolver: the lock errors come from the service it calls. */
+@Resolver()
+class ErrorsResolver {
+  constructor(private readonly service: LockErrorsService) {}
+
+  @Query(() => String)
+  ping() {
+    return 'pong';
+  }
+
+  @Mutation(() => String)
+  run(@Args('scenario', { type: () => String }) scenario: Scenario, @Args('id', { type: () => String }) id: string): Promise<string> {
+    return inScenario(this.service, scenario, id, (arg) => this.service[scenario](arg));
+  }
+}
+
+async function start(options: SerializedModuleOptions = {}) {
+  const logs = new CapturingLogger();
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      LockErrorsModule.forRoot(uniqueId('transport-graphql'), options),
+      GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, includeStacktraceInErrorResponses: false }),
+    ],
+    providers: [ErrorsResolver],
+  }).compile();
+  const app: INestApplication = moduleRef.createNestApplication({ logger: logs, abortOnError: false });
+  await app.init();
+  return { app, logs, service: app.get(LockErrorsService), server: app.getHttpServer() };
+}
+
+const mutation = (scenario: Scenario) => ({ query: 'mutation Run($scenario: String!, $id: String!) { run(scenario: $scenario, id: $id) }', variables: { scenario, id: uniqueId('k') } });
+
+describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
+  let app: INestApplication | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  // @nestjs/apollo answers 200 whenever execution ran (nestjs/graphql#2940): the status travels in extensions.
+  it('come back as errors whose extensions.code and status say what happened, with Retry-After', async () => {
+    const started = await start();
+    app = started.app;
+    for (const scenario of SCENARIOS) {
+      const expected = EXPECTED[scenario];
+      const response = await request(started.server).post('/graphql').send(mutation(scenario));
+      expect([scenario, response.status, response.headers['retry-after']]).toEqual([scenario, 200, expected.retryAfter]);
+      expect(response.body.data).toBeNull();
+      expect(response.body.errors).toHaveLength(1);
+      const [error] = response.body.errors;
+      expect(error.path).toEqual(['run']);
+      expect(error.extensions).toEqual({
+        code: expected.graphqlCode,
+        status: expected.status,
+        body: expect.objectContaining({ statusCode: expected.status, code: expected.code }),
+      });
+      if (expected.status === 503) expect(error.message).toBe('The lock backend is unavailable; retry later');
+    }
+    expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
+    expect(started.logs.containing('ExceptionsHandler')).toEqual([]);
+    expect(started.logs.containing(/INTERNAL_SERVER_ERROR/)).toEqual([]);
+    // What Nest logs at ERROR: the two 503 outages (dead backend, lost lock), once each.
+    expect(started.logs.lines.filter((l) => l.level === 'error').map((l) => l.text)).toEqual([
+      expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*ECONNREFUSED/),
+      expect.stringMatching(/^Lock backend unavailable: .*LockLostError: /),
+    ]);
+  });
+
+  it('errorMapping.body shapes extensions.body; code and status stay', async () => {
+    const started = await start({ errorMapping: { body: (error, status) => ({ failure: error.name, status }) } });
+    app = started.app;
+    const response = await request(started.server).post('/graphql').send(mutation('busy'));
+    expect(response.headers['retry-after']).toBe('1');
+    expect(response.body.errors[0].extensions).toEqual({ code: 'TOO_MANY_REQUESTS', status: 429, body: { failure: 'LockBusyError', status: 429 } });
+  });
+});

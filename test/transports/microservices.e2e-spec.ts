@@ -1,0 +1,74 @@
+import { Controller, type INestMicroservice } from '@nestjs/common';
+import { ClientProxyFactory, MessagePattern, Payload, Transport, type ClientProxy } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { firstValueFrom } from 'rxjs';
+import type { SerializedModuleOptions } from 'nestjs-serialized';
+import { CapturingLogger } from '../support/capturing-logger';
+import { freeLocalPort } from '../support/local-server';
+import { uniqueId } from '../support/timing';
+import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+
+/** An undecorated message handler: the lock errors come from the service it calls. */
+@Controller()
+class ErrorsHandler {
+  constructor(private readonly service: LockErrorsService) {}
+
+  @MessagePattern('run')
+  run(@Payload() { scenario, id }: { scenario: Scenario; id: string }): Promise<string> {
+    return inScenario(this.service, scenario, id, (arg) => this.service[scenario](arg));
+  }
+}
+
+async function start(options: SerializedModuleOptions = {}) {
+  const logs = new CapturingLogger();
+  const port = await freeLocalPort();
+  const moduleRef = await Test.createTestingModule({
+    imports: [LockErrorsModule.forRoot(uniqueId('transport-rpc'), options)],
+    controllers: [ErrorsHandler],
+  }).compile();
+  const app: INestMicroservice = moduleRef.createNestMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port }, logger: logs });
+  await app.listen();
+  const client: ClientProxy = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+  await client.connect();
+  return { app, client, logs, service: app.get(LockErrorsService) };
+}
+
+/** The error the client receives (the RpcException's payload), or a failure if the call succeeded. */
+async function errorOf(client: ClientProxy, scenario: Scenario): Promise<Record<string, unknown>> {
+  try {
+    const result = await firstValueFrom(client.send('run', { scenario, id: uniqueId('k') }));
+    throw new Error(`${scenario} succeeded with ${JSON.stringify(result)}`);
+  } catch (error) {
+    return error as Record<string, unknown>;
+  }
+}
+
+describe('lock errors thrown anywhere in a microservice handler (TCP)', () => {
+  let started: Awaited<ReturnType<typeof start>> | undefined;
+  afterEach(async () => {
+    started?.client.close();
+    await started?.app.close();
+    started = undefined;
+  });
+
+  it('reach the client as the RpcException payload with the status', async () => {
+    started = await start();
+    for (const scenario of SCENARIOS) {
+      const expected = EXPECTED[scenario];
+      const error = await errorOf(started.client, scenario);
+      expect([scenario, error]).toEqual([scenario, expect.objectContaining({ statusCode: expected.status, code: expected.code })]);
+      if (expected.status === 503) expect(error.message).toBe('The lock backend is unavailable; retry later');
+    }
+    expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
+    expect(started.logs.containing('RpcExceptionsHandler')).toEqual([]);
+    expect(started.logs.lines.filter((l) => l.level === 'error').map((l) => l.text)).toEqual([
+      expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*ECONNREFUSED/),
+      expect.stringMatching(/^Lock backend unavailable: .*LockLostError: /),
+    ]);
+  });
+
+  it('errorMapping.body is the payload', async () => {
+    started = await start({ errorMapping: { body: (error, status) => ({ failure: error.name, status }) } });
+    expect(await errorOf(started.client, 'timeout')).toEqual({ failure: 'LockTimeoutError', status: 429 });
+  });
+});
