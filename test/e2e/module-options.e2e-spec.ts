@@ -44,6 +44,8 @@ describe('SerializedModule: provider tuning and a provider built in code', () =>
       // The second app sees the first one's lock: one provider, one queue.
       expect(held).toBeNull();
       expect(one.get(LockProvider)).toBeInstanceOf(RedisLockProvider);
+      expect(one.get(LockProvider).constructor).toBe(RedisLockProvider);
+      expect((one.get(LockProvider) as RedisLockProvider).redisKeysOf(key)).toEqual(provider.redisKeysOf(key));
       await one.close();
       // Still open after the first app closed: the second app keeps working.
       await expect(two.get(LockService).run(key, () => 'still served')).resolves.toBe('still served');
@@ -69,5 +71,22 @@ describe('SerializedModule: provider tuning and a provider built in code', () =>
     expect(error).toBeInstanceOf(Error);
     expect(error.message).toContain('SERIALIZED_MODULE_OPTIONS');
     expect(error.message).not.toContain('CONFIGURABLE_MODULE_OPTIONS');
+  });
+
+  it('redis: { heartbeatMs } and SERIALIZED_REDIS_HEARTBEAT_MS reach the provider; options in code win', async () => {
+    const saved = process.env.SERIALIZED_REDIS_HEARTBEAT_MS;
+    process.env.SERIALIZED_REDIS_HEARTBEAT_MS = '2500';
+    try {
+      for (const [redis, expected] of [[{ url: TEST_REDIS_URL }, 2500], [{ url: TEST_REDIS_URL, heartbeatMs: 1500 }, 1500]] as const) {
+        const moduleRef = await Test.createTestingModule({
+          imports: [SerializedModule.forRoot({ driver: 'redis', keyPrefix: uniqueId('opts-hb'), redis })],
+        }).compile();
+        expect((moduleRef.get(LockProvider) as RedisLockProvider).heartbeatMs).toBe(expected);
+        await moduleRef.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.SERIALIZED_REDIS_HEARTBEAT_MS;
+      else process.env.SERIALIZED_REDIS_HEARTBEAT_MS = saved;
+    }
   });
 });

@@ -14,8 +14,9 @@ export function unowned<T extends LockProvider>(provider: T): T {
     get(target, property) {
       if (SHUTDOWN_HOOKS.has(property)) return undefined;
       const value: unknown = Reflect.get(target, property, target);
-      // Bound to the provider itself: its private fields are not the proxy's.
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      // Methods bound to the provider itself: its private fields are not the proxy's.
+      // Its class stays itself (`constructor.name` names the driver).
+      return typeof value === 'function' && property !== 'constructor' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
     has(target, property) {
       return !SHUTDOWN_HOOKS.has(property) && Reflect.has(target, property);
