@@ -2,9 +2,6 @@ import { LockBackendError, LockBusyError, LockLostError, LockService, LockTimeou
 import { performance } from 'node:perf_hooks';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
 
-/** A provider under test; `close()` shuts it down as `app.close()` would. */
-export type ClosableLockProvider = LockProvider & { close(): Promise<void> };
-
 export interface ProviderOptionsForTest {
   leaseMs?: number;
   waitTimeoutMs?: number;
@@ -17,7 +14,7 @@ export interface ProviderOptionsForTest {
 export interface ContractSubject {
   readonly name: string;
   /** A fresh provider with its own key namespace, so tests never see each other's keys. */
-  create(options?: ProviderOptionsForTest): Promise<ClosableLockProvider>;
+  create(options?: ProviderOptionsForTest): Promise<LockProvider>;
   /**
    * "Someone else": another provider instance sharing `provider`'s backend and key
    * namespace (same keyPrefix) over connections of its own, as a second app
@@ -26,19 +23,21 @@ export interface ContractSubject {
    * instances, so its peer is `provider` itself (those checks then repeat the
    * same-instance case).
    */
-  createPeer(provider: ClosableLockProvider, options?: ProviderOptionsForTest): Promise<ClosableLockProvider>;
+  createPeer(provider: LockProvider, options?: ProviderOptionsForTest): Promise<LockProvider>;
   /**
    * Whether the provider renews or watches held locks (Redis leases, PostgreSQL
    * sessions). Such a provider aborts a lock's signal when it stops doing so
    * (shutdown past its grace period); an in-memory lock is neither, so nothing stops.
    */
   readonly watchesHeldLocks: boolean;
+  /** Whether `acquireNow` grants a free key synchronously (the in-memory provider); others always answer `undefined`. */
+  readonly grantsNow: boolean;
   /**
    * What the backend still holds for this provider's namespace once every lock was
    * released and every waiter left: lock keys, queue entries, sessions holding
    * advisory locks, map entries, timers. Must be 0.
    */
-  leftovers(provider: ClosableLockProvider): Promise<number>;
+  leftovers(provider: LockProvider): Promise<number>;
   /** Optional clean-up after the whole suite (close shared clients). */
   afterAll?(): Promise<void>;
 }
@@ -60,7 +59,7 @@ const HOLDERS = [
  */
 export function describeLockProviderContract(subject: ContractSubject): void {
   describe(`LockProvider contract: ${subject.name}`, () => {
-    const open = new Set<ClosableLockProvider>();
+    const open = new Set<LockProvider>();
     const make = async (options?: ProviderOptionsForTest) => {
       const provider = await subject.create(options);
       open.add(provider);
@@ -73,7 +72,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       open.add(other);
       return { provider, locks, other, otherLocks: other === provider ? locks : new LockService(other) };
     };
-    const noLeftovers = async (provider: ClosableLockProvider) => {
+    const noLeftovers = async (provider: LockProvider) => {
       await waitFor(async () => (await subject.leftovers(provider)) === 0, 3000, 'no leftovers').catch(() => undefined);
       expect(await subject.leftovers(provider)).toBe(0);
     };
@@ -296,6 +295,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         await sleep(1800); // three leases
         expect(await other.tryAcquire(key)).toBeNull();
         expect(lock.signal.aborted).toBe(false);
+        expect(lock.lost).toBeUndefined();
         await lock.extend(2000);
         expect(await other.tryAcquire(key)).toBeNull();
         await lock.release();
@@ -303,6 +303,37 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         expect(next).not.toBeNull();
         await next!.release();
       });
+
+      it(
+        subject.grantsNow
+          ? 'acquireNow grants a free key at once, and nothing while someone holds or waits for it'
+          : 'acquireNow grants nothing (the caller takes the usual path)',
+        async () => {
+          const { provider, other } = await makeWithOther(peer);
+          const key = uniqueId('now');
+          const held = await other.acquire(key);
+          const waiting = provider.acquire(key, { waitTimeoutMs: 5000 });
+          expect(provider.acquireNow(key)).toBeUndefined();
+          await held.release();
+          const next = await waiting;
+          expect(provider.acquireNow(key)).toBeUndefined();
+          await next.release();
+          // Bad input is left to acquire and its errors.
+          expect([provider.acquireNow(''), provider.acquireNow('\ud800'), provider.acquireNow(key, { waitTimeoutMs: -1 })]).toEqual([undefined, undefined, undefined]);
+          const now = provider.acquireNow(key);
+          if (!subject.grantsNow) {
+            expect(now).toBeUndefined();
+            return;
+          }
+          expect(now).toMatchObject({ key, lost: undefined });
+          expect(now!.fencingToken > next.fencingToken).toBe(true);
+          expect(await other.tryAcquire(key)).toBeNull();
+          now!.releaseNow!();
+          const after = await other.tryAcquire(key);
+          expect(after).not.toBeNull();
+          await after!.release();
+        },
+      );
 
       it('releases idempotently and never releases a lock someone else now holds', async () => {
         const { provider, other } = await makeWithOther(peer);
@@ -500,6 +531,8 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         const { provider } = await make({ shutdownGraceMs: graceMs, leaseMs: 3000 });
         const key = uniqueId('grace');
         const lock = await provider.acquire(key);
+        // Nobody reads this one's signal before the loss: the loss must still be reported.
+        const unwatched = await provider.acquire(uniqueId('grace-unwatched'));
         let abortedAfter: number | undefined;
         const closeStarted = performance.now();
         lock.signal.addEventListener('abort', () => (abortedAfter = performance.now() - closeStarted));
@@ -511,10 +544,16 @@ export function describeLockProviderContract(subject: ContractSubject): void {
           // Not before the holder had its whole grace period.
           expect(abortedAfter).toBeGreaterThanOrEqual(graceMs - 5);
           await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+          expect(lock.lost).toBe(lock.signal.reason);
+          expect(unwatched.lost).toBeInstanceOf(LockLostError);
+          expect(unwatched.signal.aborted).toBe(true);
+          expect(unwatched.signal.reason).toBe(unwatched.lost);
         } else {
           expect(lock.signal.aborted).toBe(false);
+          expect([lock.lost, unwatched.lost, unwatched.signal.aborted]).toEqual([undefined, undefined, false]);
         }
         await lock.release().catch(() => undefined);
+        await unwatched.release().catch(() => undefined);
       },
     );
   });

@@ -9,6 +9,7 @@ import {
   Serialized,
   SerializedInterceptor,
   SerializedLock,
+  SerializedConfigError,
   SerializedModule,
   SkipSerialized,
   type Lock,
@@ -29,8 +30,6 @@ class FenceReader {
 const keyReads = new Map<string, number>();
 /** A request of `/lock/class/:id` waits for its gate while holding the key. */
 const gates = new Map<string, Promise<void>>();
-/** Calls of a handler whose @SerializedLock() cannot be resolved. */
-let locklessRuns = 0;
 
 function countedKey(ctx: ExecutionContext): string {
   const id = ctx.switchToHttp().getRequest<{ params: { id: string } }>().params.id;
@@ -73,12 +72,22 @@ class ClassLevelController {
   read(@Param('id') _id: string) {
     return { held: this.fences.current() !== undefined };
   }
+}
 
-  @Post(':id/lockless')
-  @SkipSerialized()
-  lockless(@Param('id') _id: string, @SerializedLock() lock: Lock) {
-    locklessRuns++;
-    return { lock: lock.key };
+/** `reentrant: false`: nothing inside joins the section, yet the handler and its services still see its lock. */
+@Controller('lock/solo')
+class NonReentrantController {
+  constructor(
+    private readonly fences: FenceReader,
+    private readonly locks: LockService,
+  ) {}
+
+  @Post(':id')
+  @Serialized('id', { scope: 'lock-solo', reentrant: false })
+  async handle(@Param('id') id: string, @SerializedLock() lock: Lock) {
+    // A nested run on the same key does not join: it queues behind this handler (and times out here).
+    const nested = await this.locks.run(`lock-solo:${id}`, () => 'joined', { waitTimeoutMs: 100 }).catch((error: Error) => error.name);
+    return { ...describeLock(lock, this.fences.current()), byKey: this.fences.current(`lock-solo:${id}`) === lock, nested };
   }
 }
 
@@ -99,7 +108,7 @@ describe.each([
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [SerializedModule.forRoot({ driver: 'memory' })],
-      controllers: [MethodLevelController, ClassLevelController],
+      controllers: [MethodLevelController, ClassLevelController, NonReentrantController],
       providers: [FenceReader, ...(global ? [{ provide: APP_INTERCEPTOR, useClass: SerializedInterceptor }] : [])],
     }).compile();
     app =
@@ -168,14 +177,61 @@ describe.each([
     expect((await holding).status).toBe(201);
   });
 
+  it('with reentrant: false the handler still gets its lock (service code too), and a nested call on its key does not join it', async () => {
+    const id = uniqueId('solo');
+    const response = await request(url).post(`/lock/solo/${id}`).expect(201);
+    expect(response.body).toMatchObject({ key: `lock-solo:${id}`, sameInService: true, byKey: true, nested: 'LockTimeoutError' });
+  });
+
   it('LockService.current() outside any section is undefined', () => {
     expect(app.get(LockService).current()).toBeUndefined();
     expect(app.get(FenceReader).current('lock-class:anything')).toBeUndefined();
   });
+});
 
-  it('@SerializedLock() on a handler that holds no lock is a programming error (500), and the handler does not run', async () => {
-    const response = await request(url).post(`/lock/class/${uniqueId('x')}/lockless`);
-    expect(response.status).toBe(500);
-    expect(locklessRuns).toBe(0);
+@Controller('lockless')
+@Serialized('id')
+class LocklessController {
+  @Post('skipped/:id')
+  @SkipSerialized()
+  skipped(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    return lock.key;
+  }
+
+  @Post('fine/:id')
+  fine(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    return lock.key;
+  }
+}
+
+@Controller('undecorated')
+class UndecoratedController {
+  @Post(':id')
+  plain(@Param('id') _id: string, @SerializedLock() lock: Lock) {
+    return lock.key;
+  }
+}
+
+describe('@SerializedLock() on a handler that holds no lock', () => {
+  it('stops start-up, naming each such handler (and not the serialized ones)', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [SerializedModule.forRoot({ driver: 'memory' })],
+      controllers: [LocklessController, UndecoratedController],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    let error: unknown;
+    try {
+      await app.init();
+    } catch (caught) {
+      error = caught;
+    } finally {
+      await app.close().catch(() => undefined);
+    }
+    expect(error).toBeInstanceOf(SerializedConfigError);
+    const problems = (error as SerializedConfigError).problems;
+    expect(problems).toEqual([
+      expect.stringContaining('@SerializedLock() on LocklessController#skipped: the handler holds no lock'),
+      expect.stringContaining('@SerializedLock() on UndecoratedController#plain: the handler holds no lock'),
+    ]);
   });
 });

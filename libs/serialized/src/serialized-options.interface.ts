@@ -23,6 +23,11 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
    * provider may serve several apps in a process). Like throttler's `storage`.
    */
   provider?: LockProvider;
+  /**
+   * Default of `@Serialized`'s and `LockService.run`'s `reentrant` (default: `SERIALIZED_REENTRANT`,
+   * else `true`). `false`: no call joins an enclosing holder of its key; each queues like anyone else.
+   */
+  reentrant?: boolean;
   redis?: {
     /** `redis://` / `rediss://` URL (default: `REDIS_URL`). The library opens and closes its connections. */
     url?: string;
@@ -83,5 +88,6 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   };
   /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
   idempotencyTtlMs: number;
+  reentrant: boolean;
   errorMapping: false | ErrorMappingOptions;
 }

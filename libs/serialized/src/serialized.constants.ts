@@ -8,3 +8,5 @@ export const SERIALIZED_LOCK_SERVICE = Symbol.for('serialized:lock-service');
 export const SERIALIZED_LOGGER_CONTEXT = 'nestjs-serialized';
 /** Metadata key of `@SkipSerialized()` (on a handler). */
 export const SKIP_SERIALIZED_METADATA = 'serialized:skip';
+/** Metadata key of `@SerializedLock()` (on the handler: the parameter's index). */
+export const SERIALIZED_LOCK_PARAMETER_METADATA = 'serialized:lock-parameter';

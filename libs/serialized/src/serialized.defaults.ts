@@ -12,6 +12,8 @@ export const SERIALIZED_DEFAULTS = {
   maxPendingTotal: 100_000,
   connectTimeoutMs: 3000,
   shutdownGraceMs: 10_000,
+  /** Whether a call whose async context already holds its key joins that holder. */
+  reentrant: true,
   pgLockPoolSize: 10,
   /** Idle PostgreSQL lock connections are closed after this long. */
   pgIdleTimeoutMs: 10_000,

@@ -9,6 +9,7 @@ import { IDEMPOTENCY_EXPORTS, IDEMPOTENCY_PROVIDERS } from './idempotency/idempo
 import { createLockProvider } from './lock-provider.factory';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
+import { SerializedLockChecker } from './metadata/serialized-lock.checker';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
 import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 import { SerializedStartupLine } from './observability/startup-line';
@@ -46,8 +47,17 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       inject: [SERIALIZED_OPTIONS],
       useFactory: (options: ResolvedSerializedOptions) => createLockProvider(options),
     },
-    LockService,
+    {
+      provide: LockService,
+      inject: [LockProvider, SERIALIZED_OPTIONS],
+      useFactory: (provider: LockProvider, options: ResolvedSerializedOptions) => {
+        const service = new LockService(provider);
+        service.reentrant = options.reentrant;
+        return service;
+      },
+    },
     SerializedMetadataAccessor,
+    SerializedLockChecker,
     SerializedInterceptor,
     { provide: BackendOutageLog, useFactory: () => new BackendOutageLog(new Logger(SERIALIZED_LOGGER_CONTEXT)) },
     {

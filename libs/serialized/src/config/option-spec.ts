@@ -86,8 +86,10 @@ export function acceptsOf(spec: OptionSpec, scope: OptionScope = 'module'): stri
     case 'boolean':
       return withDefault('true or false');
     case 'text':
-    case 'code':
       return withDefault(spec.format);
+    case 'code':
+      // Its format says which value is the default, in its own words.
+      return spec.format;
     case 'integer': {
       const what = spec.unit === 'ms' ? 'an integer number of milliseconds' : 'an integer';
       if (scope === 'call' && spec.perCall) {

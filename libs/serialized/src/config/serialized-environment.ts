@@ -1,4 +1,4 @@
-import { IsIn, IsInt, IsOptional, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, Matches, Max, Min, validateSync } from 'class-validator';
 import { redactUrls } from '../internal/redact';
 import {
   acceptsOf,

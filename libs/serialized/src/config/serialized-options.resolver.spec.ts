@@ -40,6 +40,17 @@ describe('resolveSerializedOptions', () => {
     ]);
   });
 
+  it('takes errorMapping as on (default, true), false, or { body }, and names anything else', () => {
+    const body = () => ({});
+    expect(resolveSerializedOptions({}, {}).errorMapping).toEqual({});
+    expect(resolveSerializedOptions({ errorMapping: true }, {}).errorMapping).toEqual({});
+    expect(resolveSerializedOptions({ errorMapping: false }, {}).errorMapping).toBe(false);
+    expect(resolveSerializedOptions({ errorMapping: { body } }, {}).errorMapping).toEqual({ body });
+    for (const wrong of ['off', null, { body: 'x' }]) {
+      expect(() => resolveSerializedOptions({ errorMapping: wrong as never }, {})).toThrow(/options\.errorMapping=.* is invalid: accepts true \(default\), false, or \{ body/);
+    }
+  });
+
   it('ignores REDIS_URL and DATABASE_URL when this module does not use them', () => {
     expect(() => resolveSerializedOptions({}, { REDIS_URL: 'not a url', DATABASE_URL: 'mysql://x' })).not.toThrow();
     expect(() => resolveSerializedOptions({}, { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'not a url' })).toThrow('REDIS_URL="not a url" is invalid');

@@ -71,6 +71,7 @@ export function resolveSerializedOptions(
     maxPendingTotal: n('maxPendingTotal'),
     connectTimeoutMs: n('connectTimeoutMs'),
     shutdownGraceMs: n('shutdownGraceMs'),
+    reentrant: v.reentrant as boolean,
     redis: { url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight') },
     postgres: {
       connectionString: databaseUrl,

@@ -145,6 +145,13 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     max: HOUR_MS,
     meaning: 'how long app.close() waits for running handlers',
   },
+  reentrant: {
+    type: 'boolean',
+    option: 'reentrant',
+    env: 'SERIALIZED_REENTRANT',
+    default: D.reentrant,
+    meaning: 'a call whose async context holds its key joins that holder (false: it queues)',
+  },
   redisHeartbeatMs: {
     type: 'integer',
     option: 'redis.heartbeatMs',
@@ -231,7 +238,7 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
   errorMapping: {
     type: 'code',
     option: 'errorMapping',
-    format: 'true, false, or { body?: (error, status, defaultBody) => body }',
+    format: 'true (default), false, or { body?: (error, status, defaultBody) => body }',
     defaultText: 'true',
     check: (value) => typeof value === 'boolean' || (isObject(value) && ['undefined', 'function'].includes(typeof value.body)),
     meaning: 'how lock errors escaping a handler are answered (400 / 429 / 503 on every transport); false leaves them to your filters: docs/errors.md',

@@ -1,6 +1,7 @@
 import { createParamDecorator, Injectable, type PipeTransform } from '@nestjs/common';
 import type { Lock } from '../lock.interface';
 import { LockService } from '../lock.service';
+import { SERIALIZED_LOCK_PARAMETER_METADATA } from '../serialized.constants';
 
 /**
  * Gives a `@Serialized` handler its own lock: `key`, `fencingToken` (store it
@@ -17,10 +18,16 @@ import { LockService } from '../lock.service';
  *
  * Service code called from the handler reaches the same lock with
  * `LockService.current()`. On a handler that is not serialized (no `@Serialized`,
- * or `@SkipSerialized()`) the call fails with an error saying so.
+ * or `@SkipSerialized()`) the app does not start: the error names `Class#method`.
  */
 export function SerializedLock(): ParameterDecorator {
-  return lockParameter(SerializedLockPipe);
+  const parameter = lockParameter(SerializedLockPipe);
+  return (target: object, propertyKey: string | symbol | undefined, index: number) => {
+    parameter(target, propertyKey, index);
+    // Recorded on the method itself (method decorators copy it onto their wrappers), for the start-up check.
+    const method = propertyKey === undefined ? undefined : (target as Record<string | symbol, unknown>)[propertyKey];
+    if (typeof method === 'function') Reflect.defineMetadata(SERIALIZED_LOCK_PARAMETER_METADATA, index, method);
+  };
 }
 
 // The parameter's value is whatever the pipe returns: the pipe is built by Nest, so it reaches this app's LockService.

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { SERIALIZED_OPTIONS_METADATA, SKIP_SERIALIZED_METADATA } from '../serialized.constants';
+import { SERIALIZED_LOCK_PARAMETER_METADATA, SERIALIZED_OPTIONS_METADATA, SKIP_SERIALIZED_METADATA } from '../serialized.constants';
 import type { SerializedMetadata } from './serialized-options.interface';
 
-/** Every Reflector read of `@Serialized` and `@SkipSerialized()` goes through here. */
+/** Every Reflector read of `@Serialized`, `@SkipSerialized()` and `@SerializedLock()` goes through here. */
 @Injectable()
 export class SerializedMetadataAccessor {
   constructor(private readonly reflector: Reflector) {}
@@ -17,5 +17,10 @@ export class SerializedMetadataAccessor {
     if (onHandler) return onHandler;
     if (this.reflector.get<boolean | undefined>(SKIP_SERIALIZED_METADATA, handler as never) === true) return undefined;
     return this.reflector.get<SerializedMetadata | undefined>(SERIALIZED_OPTIONS_METADATA, cls as never);
+  }
+
+  /** Whether a parameter of `handler` is `@SerializedLock()`. */
+  takesLock(handler: object): boolean {
+    return this.reflector.get<number | undefined>(SERIALIZED_LOCK_PARAMETER_METADATA, handler as never) !== undefined;
   }
 }

@@ -1,10 +1,9 @@
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
-import type { ProviderAcquireOptions } from '../../acquire-options.interface';
+import type { AcquireOptions, ProviderAcquireOptions } from '../../acquire-options.interface';
 import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
-import { TAKE_NOW, type ImmediateLockProvider } from '../../internal/immediate-lock';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import { PendingBudget } from '../../internal/pending-budget';
@@ -32,7 +31,7 @@ export type InMemoryLockProviderOptions = Pick<
  */
 export class InMemoryLockProvider
   extends LockProvider
-  implements ImmediateLockProvider, BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
+  implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
 {
   private readonly deadlines = new DeadlineQueue();
   private readonly queue: KeyedWaitQueue;
@@ -64,12 +63,12 @@ export class InMemoryLockProvider
     return new MemoryIdempotencyStore();
   }
 
-  /** Keys held or waited for right now (0 when idle). */
+  /** Diagnostics (for tests and health checks): keys held or waited for right now (0 when idle). */
   get activeKeys(): number {
     return this.queue.size;
   }
 
-  /** Whether a timer is armed (none when nobody waits). */
+  /** Diagnostics: whether a timer is armed (none when nobody waits). */
   get timerArmed(): boolean {
     return this.deadlines.armed;
   }
@@ -108,10 +107,12 @@ export class InMemoryLockProvider
     return this.queue.tryTake(key) ? this.grant(key) : null;
   }
 
-  /** @internal The key at once when it is free (see `TAKE_NOW`); anything else goes through `acquire`. */
-  [TAKE_NOW](key: string, options: ProviderAcquireOptions): InMemoryLock | undefined {
-    this.leaseNote.check(options.leaseMs, key);
-    if (this.held.closing || options.signal?.aborted || !this.queue.tryTake(key)) return undefined;
+  /** The key at once when it is free; anything else goes through `acquire` (see {@link LockProvider.acquireNow}). */
+  override acquireNow(key: string, options?: AcquireOptions): InMemoryLock | undefined {
+    // Anything unusual (a bad key or option, an aborted signal, shutdown) is left to `acquire` and its errors.
+    if (this.held.closing || validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
+    this.leaseNote.check(options?.leaseMs, key);
+    if (!this.queue.tryTake(key)) return undefined;
     return this.grant(key);
   }
 

@@ -61,7 +61,7 @@ export class PostgresLockProvider
   extends LockProvider
   implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource, LockProviderParts
 {
-  /** The lock sessions' `application_name` (count them in `pg_stat_activity`). */
+  /** Diagnostics: the lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
   readonly keyPrefix: string;
   /** @internal */
@@ -150,7 +150,7 @@ export class PostgresLockProvider
     return pingLockPool(this.pool, timeoutMs);
   }
 
-  /** Keys held or waited for in this process (0 when idle). */
+  /** Diagnostics (for tests and health checks): keys held or waited for in this process (0 when idle). */
   get activeKeys(): number {
     return this.queue.size;
   }
@@ -160,7 +160,7 @@ export class PostgresLockProvider
     return this.pool.total;
   }
 
-  /** Whether a timer is armed (none when nothing is held or waited for). */
+  /** Diagnostics: whether a timer is armed (none when nothing is held or waited for). */
   get timerArmed(): boolean {
     return this.deadlines.armed || this.monitor.armed || this.watchdog.armed;
   }

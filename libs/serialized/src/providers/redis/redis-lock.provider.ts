@@ -133,22 +133,22 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     return withTimeout(this.connection.run('', (client) => client.ping(), URGENT), timeoutMs, 'Redis').then(() => undefined);
   }
 
-  /** Names of the Redis keys this provider uses for `key` (for diagnostics and tests). */
+  /** Diagnostics (for tests and health checks): names of the Redis keys this provider uses for `key`. */
   redisKeysOf(key: string): RedisLockKeys {
     return this.keyspace.keysOf(key);
   }
 
-  /** Whether `redisKey` is one of this provider's fencing counters (the only keys meant to outlive locks). */
+  /** Diagnostics: whether `redisKey` is one of this provider's fencing counters (the only keys meant to outlive locks). */
   isFencingCounter(redisKey: string): boolean {
     return this.keyspace.isFenceKey(redisKey);
   }
 
-  /** Keys this process waits for right now (0 when nobody waits). */
+  /** Diagnostics: keys this process waits for right now (0 when nobody waits). */
   get waitingKeys(): number {
     return this.waiters.size;
   }
 
-  /** Locks held through this provider right now. */
+  /** Diagnostics: locks held through this provider right now. */
   get heldLocks(): number {
     return this.held.size;
   }
