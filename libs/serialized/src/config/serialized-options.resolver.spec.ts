@@ -1,5 +1,6 @@
 import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
 import { SerializedConfigError } from './serialized-config.error';
+import { acceptsOf, SERIALIZED_OPTION_SPECS } from './serialized-options.schema';
 import { resolveSerializedOptions } from './serialized-options.resolver';
 
 describe('resolveSerializedOptions', () => {
@@ -114,6 +115,19 @@ describe('resolveSerializedOptions', () => {
     const provider = new InMemoryLockProvider();
     expect(resolveSerializedOptions({ provider, driver: 'redis' }, {}).provider).toBe(provider);
     expect(() => resolveSerializedOptions({ provider: {} as never }, {})).toThrow('options.provider={} is invalid: accepts a LockProvider instance');
+  });
+
+  describe('every variable of the options table is validated (class-validator rules applied from the table)', () => {
+    const bad: Record<string, string> = { integer: '12x', choice: 'nope', boolean: 'yes', text: 'bad value é' };
+    const rows = SERIALIZED_OPTION_SPECS.filter(([, spec]) => spec.env !== undefined).map(([name, spec]) => [name, spec] as const);
+    it.each(rows)('%s', (_name, spec) => {
+      const env: Record<string, string> = { [spec.env!]: bad[spec.type] };
+      // The URLs count only with their driver.
+      if (spec.env === 'REDIS_URL') env.SERIALIZED_DRIVER = 'redis';
+      if (spec.env === 'DATABASE_URL') env.SERIALIZED_DRIVER = 'postgres';
+      // (What a URL accepts is cut at its example's user name: redaction never lets a credential through.)
+      expect(() => resolveSerializedOptions({}, env)).toThrow(`${spec.env}=${JSON.stringify(bad[spec.type])} is invalid: accepts ${acceptsOf(spec).split('postgres@')[0]}`);
+    });
   });
 });
 
