@@ -5,7 +5,7 @@ import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors'
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
-import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { KeyedWaitQueue, type WaitErrors } from '../../internal/keyed-wait-queue';
 import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
@@ -21,6 +21,12 @@ export type InMemoryLockProviderOptions = Pick<
   LockProviderCommonOptions,
   'waitTimeoutMs' | 'maxPending' | 'maxPendingTotal' | 'shutdownGraceMs' | 'leaseMs'
 >;
+
+/** How an in-memory waiter fails; shared, so waiting allocates no error closures. */
+const WAIT_ERRORS: WaitErrors = {
+  timeoutError: (key, timeoutMs) => new LockTimeoutError(key, timeoutMs),
+  busyError: (key, maxPending) => new LockBusyError(key, 'max-pending', { maxPending }),
+};
 
 /**
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
@@ -78,15 +84,7 @@ export class InMemoryLockProvider
     if (invalid) throw invalid;
     this.leaseNote.check(options.leaseMs, key);
     this.held.assertOpen(key);
-    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
-    const maxPending = options.maxPending ?? this.maxPending;
-    const waiting = this.queue.take(key, {
-      timeoutMs: waitTimeoutMs,
-      signal: options.signal,
-      maxPending,
-      timeoutError: () => new LockTimeoutError(key, waitTimeoutMs),
-      busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
-    });
+    const waiting = this.queue.wait(key, options.waitTimeoutMs ?? this.waitTimeoutMs, options.maxPending ?? this.maxPending, options.signal, WAIT_ERRORS);
     if (waiting) {
       await waiting;
       // Handed over in the same tick the caller gave up: pass it on, never run.
