@@ -14,7 +14,7 @@ function releaseAsyncContext(service: LockService): void {
 }
 
 /** This library as users call it: `LockService.run` over `provider`; closing shuts both down. */
-export function lockServiceSubject(provider: LockProvider & { close(): Promise<void> }): LockSubject {
+export function lockServiceSubject(provider: LockProvider): LockSubject {
   const service = new LockService(provider);
   return {
     withLock: (key, fn) => service.run(key, fn),

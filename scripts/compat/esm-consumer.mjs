@@ -1,8 +1,9 @@
 /**
  * An ES-module NestJS app (as NestJS 12 apps are) importing the built library
  * (CommonJS). Checks what could break across that boundary: named exports seen
- * from ESM, the library and the app sharing one @nestjs/common (else the 429
- * HttpException would not be recognised and would come back as 500), exclusion.
+ * from ESM, the library and the app sharing one @nestjs/common and @nestjs/core
+ * (else the library's exception filter would not apply and the 429 would come
+ * back as 500), exclusion.
  * Run by nest-compat.js after `npm run build`; plain JavaScript, so the
  * decorators are applied the way TypeScript's compiled output applies them.
  */

@@ -1,5 +1,5 @@
-import { InMemoryLockProvider } from 'nestjs-serialized';
-import { describeLockProviderContract, type ClosableLockProvider } from './lock-provider.contract';
+import { InMemoryLockProvider, type LockProvider } from 'nestjs-serialized';
+import { describeLockProviderContract } from './lock-provider.contract';
 
 describeLockProviderContract({
   name: 'in-memory',
@@ -7,7 +7,8 @@ describeLockProviderContract({
   // In-memory state cannot be shared between instances: "someone else" is this same instance.
   createPeer: async (provider) => provider,
   watchesHeldLocks: false,
-  leftovers: async (provider: ClosableLockProvider) => {
+  grantsNow: true,
+  leftovers: async (provider: LockProvider) => {
     const memory = provider as InMemoryLockProvider;
     return memory.activeKeys + (memory.timerArmed ? 1 : 0);
   },

@@ -2,13 +2,11 @@ import { LockBackendError, LockBusyError, LockLostError, LockService, LockTimeou
 import { performance } from 'node:perf_hooks';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
 
-/** A provider under test; `close()` shuts it down as `app.close()` would. */
-export type ClosableLockProvider = LockProvider & { close(): Promise<void> };
-
 export interface ProviderOptionsForTest {
   leaseMs?: number;
   waitTimeoutMs?: number;
   maxPending?: number;
+  maxPendingTotal?: number;
   shutdownGraceMs?: number;
 }
 
@@ -16,7 +14,7 @@ export interface ProviderOptionsForTest {
 export interface ContractSubject {
   readonly name: string;
   /** A fresh provider with its own key namespace, so tests never see each other's keys. */
-  create(options?: ProviderOptionsForTest): Promise<ClosableLockProvider>;
+  create(options?: ProviderOptionsForTest): Promise<LockProvider>;
   /**
    * "Someone else": another provider instance sharing `provider`'s backend and key
    * namespace (same keyPrefix) over connections of its own, as a second app
@@ -25,19 +23,21 @@ export interface ContractSubject {
    * instances, so its peer is `provider` itself (those checks then repeat the
    * same-instance case).
    */
-  createPeer(provider: ClosableLockProvider, options?: ProviderOptionsForTest): Promise<ClosableLockProvider>;
+  createPeer(provider: LockProvider, options?: ProviderOptionsForTest): Promise<LockProvider>;
   /**
    * Whether the provider renews or watches held locks (Redis leases, PostgreSQL
    * sessions). Such a provider aborts a lock's signal when it stops doing so
    * (shutdown past its grace period); an in-memory lock is neither, so nothing stops.
    */
   readonly watchesHeldLocks: boolean;
+  /** Whether `acquireNow` grants a free key synchronously (the in-memory provider); others always answer `undefined`. */
+  readonly grantsNow: boolean;
   /**
    * What the backend still holds for this provider's namespace once every lock was
    * released and every waiter left: lock keys, queue entries, sessions holding
    * advisory locks, map entries, timers. Must be 0.
    */
-  leftovers(provider: ClosableLockProvider): Promise<number>;
+  leftovers(provider: LockProvider): Promise<number>;
   /** Optional clean-up after the whole suite (close shared clients). */
   afterAll?(): Promise<void>;
 }
@@ -49,7 +49,7 @@ const HOLDERS = [
 ] as const;
 
 /**
- * The behaviour every provider must share (DESIGN.md, "Semantics"). Written once,
+ * The behaviour every provider must share (docs/semantics.md, "Guarantees"). Written once,
  * run against the in-memory, Redis and PostgreSQL providers, so they cannot drift.
  *
  * "Someone else holds the key" means another provider instance sharing the
@@ -59,7 +59,7 @@ const HOLDERS = [
  */
 export function describeLockProviderContract(subject: ContractSubject): void {
   describe(`LockProvider contract: ${subject.name}`, () => {
-    const open = new Set<ClosableLockProvider>();
+    const open = new Set<LockProvider>();
     const make = async (options?: ProviderOptionsForTest) => {
       const provider = await subject.create(options);
       open.add(provider);
@@ -72,7 +72,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       open.add(other);
       return { provider, locks, other, otherLocks: other === provider ? locks : new LockService(other) };
     };
-    const noLeftovers = async (provider: ClosableLockProvider) => {
+    const noLeftovers = async (provider: LockProvider) => {
       await waitFor(async () => (await subject.leftovers(provider)) === 0, 3000, 'no leftovers').catch(() => undefined);
       expect(await subject.leftovers(provider)).toBe(0);
     };
@@ -200,6 +200,43 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         await noLeftovers(provider);
       });
 
+      it('bounds waiters across keys with maxPendingTotal, and gives places back', async () => {
+        const { provider, locks, other } = await makeWithOther(peer, { maxPendingTotal: 3, waitTimeoutMs: 60_000 });
+        const keys = [uniqueId('total-a'), uniqueId('total-b')];
+        const round = async () => {
+          const holders = await Promise.all(keys.map((key) => other.acquire(key)));
+          // Ten callers over two busy keys, each key far below its maxPending.
+          const outcomes = Array.from({ length: 10 }, (_, i) =>
+            locks.run(keys[i % 2], () => 'ran', { handler: 'Total#run' }).catch((error: unknown) => error),
+          );
+          // Those beyond the cap are refused at once, while the keys are still held.
+          const refused = (await Promise.all(outcomes.slice(5))) as LockBusyError[];
+          for (const error of refused) {
+            expect(error).toBeInstanceOf(LockBusyError);
+            expect(error).toMatchObject({ reason: 'max-pending-total', maxPendingTotal: 3 });
+            expect(keys).toContain(error.key);
+            expect(error.message).toContain(`Lock "${error.key}" is busy`);
+            expect(error.message).toContain('3 callers');
+            expect(error.message).toContain('maxPendingTotal');
+            expect(error.message).toContain('Total#run');
+          }
+          await Promise.all(holders.map((holder) => holder.release()));
+          const settled = await Promise.all(outcomes);
+          const ran = settled.filter((outcome) => outcome === 'ran').length;
+          // Three waiters; on PostgreSQL, with the holder in another instance, the
+          // first caller of each key waits in the server (bounded by the lock pool),
+          // not in this process, so it takes no place.
+          expect(ran).toBeGreaterThanOrEqual(3);
+          expect(ran).toBeLessThanOrEqual(3 + (peer ? keys.length : 0));
+          expect(settled.filter((outcome) => outcome instanceof LockBusyError)).toHaveLength(10 - ran);
+          return ran;
+        };
+        const first = await round();
+        // Every place came back: the same again.
+        expect(await round()).toBe(first);
+        await noLeftovers(provider);
+      });
+
       it('with maxPending 1, three callers at once: one waits, two are busy', async () => {
         const { provider, locks, other } = await makeWithOther(peer, { maxPending: 1 });
         const key = uniqueId('pending1');
@@ -258,6 +295,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         await sleep(1800); // three leases
         expect(await other.tryAcquire(key)).toBeNull();
         expect(lock.signal.aborted).toBe(false);
+        expect(lock.lost).toBeUndefined();
         await lock.extend(2000);
         expect(await other.tryAcquire(key)).toBeNull();
         await lock.release();
@@ -265,6 +303,37 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         expect(next).not.toBeNull();
         await next!.release();
       });
+
+      it(
+        subject.grantsNow
+          ? 'acquireNow grants a free key at once, and nothing while someone holds or waits for it'
+          : 'acquireNow grants nothing (the caller takes the usual path)',
+        async () => {
+          const { provider, other } = await makeWithOther(peer);
+          const key = uniqueId('now');
+          const held = await other.acquire(key);
+          const waiting = provider.acquire(key, { waitTimeoutMs: 5000 });
+          expect(provider.acquireNow(key)).toBeUndefined();
+          await held.release();
+          const next = await waiting;
+          expect(provider.acquireNow(key)).toBeUndefined();
+          await next.release();
+          // Bad input is left to acquire and its errors.
+          expect([provider.acquireNow(''), provider.acquireNow('\ud800'), provider.acquireNow(key, { waitTimeoutMs: -1 })]).toEqual([undefined, undefined, undefined]);
+          const now = provider.acquireNow(key);
+          if (!subject.grantsNow) {
+            expect(now).toBeUndefined();
+            return;
+          }
+          expect(now).toMatchObject({ key, lost: undefined });
+          expect(now!.fencingToken > next.fencingToken).toBe(true);
+          expect(await other.tryAcquire(key)).toBeNull();
+          now!.releaseNow!();
+          const after = await other.tryAcquire(key);
+          expect(after).not.toBeNull();
+          await after!.release();
+        },
+      );
 
       it('releases idempotently and never releases a lock someone else now holds', async () => {
         const { provider, other } = await makeWithOther(peer);
@@ -334,6 +403,20 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       expect(ran).toBe(1001);
       await noLeftovers(provider);
     }, 90_000);
+
+    it('with maxPendingTotal reached, a caller of a free key still takes it (it is no waiter)', async () => {
+      const { provider, locks } = await make({ maxPendingTotal: 2, waitTimeoutMs: 60_000 });
+      const busyKey = uniqueId('total-held');
+      const holder = await provider.acquire(busyKey);
+      const waiting = [1, 2].map((i) => locks.run(busyKey, () => i));
+      const refused = locks.run(busyKey, () => 3, { handler: 'Total#held' });
+      await expect(refused).rejects.toMatchObject({ name: 'LockBusyError', reason: 'max-pending-total' });
+      await expect(refused).rejects.toThrow(`Lock "${busyKey}" is busy: 2 callers already wait for locks of this provider in this process (maxPendingTotal) (in Total#held)`);
+      await expect(locks.run(uniqueId('total-free'), () => 'free')).resolves.toBe('free');
+      await holder.release();
+      await expect(Promise.all(waiting)).resolves.toEqual([1, 2]);
+      await noLeftovers(provider);
+    });
 
     it('is reentrant: a holder asking for its own key again runs at once', async () => {
       const { provider, locks } = await make();
@@ -448,6 +531,8 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         const { provider } = await make({ shutdownGraceMs: graceMs, leaseMs: 3000 });
         const key = uniqueId('grace');
         const lock = await provider.acquire(key);
+        // Nobody reads this one's signal before the loss: the loss must still be reported.
+        const unwatched = await provider.acquire(uniqueId('grace-unwatched'));
         let abortedAfter: number | undefined;
         const closeStarted = performance.now();
         lock.signal.addEventListener('abort', () => (abortedAfter = performance.now() - closeStarted));
@@ -459,10 +544,16 @@ export function describeLockProviderContract(subject: ContractSubject): void {
           // Not before the holder had its whole grace period.
           expect(abortedAfter).toBeGreaterThanOrEqual(graceMs - 5);
           await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+          expect(lock.lost).toBe(lock.signal.reason);
+          expect(unwatched.lost).toBeInstanceOf(LockLostError);
+          expect(unwatched.signal.aborted).toBe(true);
+          expect(unwatched.signal.reason).toBe(unwatched.lost);
         } else {
           expect(lock.signal.aborted).toBe(false);
+          expect([lock.lost, unwatched.lost, unwatched.signal.aborted]).toEqual([undefined, undefined, false]);
         }
         await lock.release().catch(() => undefined);
+        await unwatched.release().catch(() => undefined);
       },
     );
   });

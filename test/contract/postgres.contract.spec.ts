@@ -1,7 +1,7 @@
-import { PostgresLockProvider } from 'nestjs-serialized';
+import { PostgresLockProvider, type LockProvider } from 'nestjs-serialized';
 import { TEST_DATABASE_URL } from '../support/services';
 import { PgInspector, uniquePrefix } from '../postgres/support/pg-inspect';
-import { describeLockProviderContract, type ClosableLockProvider } from './lock-provider.contract';
+import { describeLockProviderContract } from './lock-provider.contract';
 
 let inspector: PgInspector | undefined;
 const inspect = async (): Promise<PgInspector> => (inspector ??= await PgInspector.connect());
@@ -24,8 +24,9 @@ describeLockProviderContract({
       ...options,
     }),
   watchesHeldLocks: true,
+  grantsNow: false,
   // Advisory locks held or awaited by the sessions of this provider's prefix (its peer's too), plus its local queue entries.
-  leftovers: async (provider: ClosableLockProvider) => {
+  leftovers: async (provider: LockProvider) => {
     const postgres = provider as PostgresLockProvider;
     return (await (await inspect()).advisoryLocks(postgres.applicationName)) + postgres.activeKeys;
   },

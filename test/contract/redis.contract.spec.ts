@@ -1,8 +1,8 @@
 import { Cluster, Redis } from 'ioredis';
-import { RedisLockProvider } from 'nestjs-serialized';
+import { RedisLockProvider, type LockProvider } from 'nestjs-serialized';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
-import { describeLockProviderContract, type ClosableLockProvider } from './lock-provider.contract';
+import { describeLockProviderContract } from './lock-provider.contract';
 
 /**
  * Redis keys still under the provider's prefix, but for its fencing counter(s):
@@ -57,7 +57,8 @@ describeLockProviderContract({
     return peer;
   },
   watchesHeldLocks: true,
-  leftovers: async (provider: ClosableLockProvider) => {
+  grantsNow: false,
+  leftovers: async (provider: LockProvider) => {
     const redis = provider as RedisLockProvider;
     standaloneInspector ??= new Redis(TEST_REDIS_URL);
     const keys = await leftoverKeys(standaloneInspector, redis, standalonePrefixes.get(redis)!);
@@ -103,7 +104,8 @@ describeLockProviderContract({
     return peer;
   },
   watchesHeldLocks: true,
-  leftovers: async (provider: ClosableLockProvider) => {
+  grantsNow: false,
+  leftovers: async (provider: LockProvider) => {
     const redis = provider as RedisLockProvider;
     const cluster = redis.client as Cluster;
     const prefix = clusterPrefixes.get(redis)!;

@@ -36,6 +36,7 @@ class UnreachableProvider extends LockProvider {
   async tryAcquire(key: string): Promise<Lock | null> {
     throw new LockBackendError('connect ECONNREFUSED 127.0.0.1:1', { key });
   }
+  async close(): Promise<void> {}
 }
 
 async function start(adapter: Adapter, override?: LockProvider): Promise<{ app: INestApplication; url: string }> {

@@ -1,7 +1,7 @@
 import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
-import { SerializedHealthIndicator, SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
+import { LockService, SerializedHealthIndicator, SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
 import request from 'supertest';
 import { Cluster } from 'ioredis';
 import { databaseTarget } from '../postgres/support/provider-set';
@@ -144,6 +144,30 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
       app = undefined;
     } finally {
       await proxy.stop();
+    }
+  });
+
+  it('is up on PostgreSQL while every lock connection holds a lock (a full pool is load, not an outage)', async () => {
+    app = await startHealthApp({
+      driver: 'postgres',
+      postgres: { connectionString: TEST_DATABASE_URL, lockPoolSize: 1 },
+      keyPrefix: uniqueId('health'),
+    });
+    const locks = app.get(LockService);
+    let releaseHolder!: () => void;
+    const holding = new Promise<void>((resolve) => (releaseHolder = resolve));
+    const held = new Promise<void>((resolve) => {
+      void locks.run('busy:1', async () => {
+        resolve();
+        await holding;
+      });
+    });
+    await held;
+    try {
+      const response = await request(app.getHttpServer()).get('/health').expect(200);
+      expect(response.body.info.locks).toEqual({ status: 'up', driver: 'postgres' });
+    } finally {
+      releaseHolder();
     }
   });
 

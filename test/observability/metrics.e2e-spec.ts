@@ -123,7 +123,10 @@ describe('OpenTelemetry metrics of LockService (real Redis)', () => {
   });
 
   it('counts a backend error', async () => {
-    const nowhere = new LockService(newProvider({ url: `redis://127.0.0.1:${await freeLocalPort()}`, connectTimeoutMs: 300 }));
+    // The app's own client, giving up after the first refusal: nothing of it outlives the test.
+    const client = new Redis({ port: await freeLocalPort(), host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    client.on('error', () => undefined);
+    const nowhere = new LockService(newProvider({ client, connectTimeoutMs: 300 }));
     await expect(nowhere.run('ledger:8', () => 'never')).rejects.toBeInstanceOf(LockBackendError);
     expect(await valueOf('serialized.lock.backend_errors', { scope: 'ledger', driver: 'redis' })).toBe(1);
   });

@@ -3,7 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import type { SerializedModuleOptions } from 'nestjs-serialized';
+import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
 import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
@@ -21,6 +21,13 @@ class ErrorsResolver {
   @Mutation(() => String)
   run(@Args('scenario', { type: () => String }) scenario: Scenario, @Args('id', { type: () => String }) id: string): Promise<string> {
     return inScenario(this.service, scenario, id, (arg) => this.service[scenario](arg));
+  }
+
+  /** A decorated resolver: its interceptor throws. */
+  @Mutation(() => String)
+  @Serialized('id', { scope: 'busy', mode: 'reject' })
+  decorated(@Args('id', { type: () => String }) _id: string): string {
+    return 'ran';
   }
 }
 
@@ -74,6 +81,20 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
       expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*ECONNREFUSED/),
       expect.stringMatching(/^Lock backend unavailable: .*LockLostError: /),
     ]);
+  });
+
+  it("a decorated resolver whose key another instance holds answers the same way (the interceptor's error)", async () => {
+    const started = await start();
+    app = started.app;
+    const id = uniqueId('k');
+    const held = await started.service.hold('busy', id);
+    try {
+      const response = await request(started.server).post('/graphql').send({ query: 'mutation Decorated($id: String!) { decorated(id: $id) }', variables: { id } });
+      expect(response.headers['retry-after']).toBe('1');
+      expect(response.body.errors[0].extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', status: 429, body: { code: 'LockBusyError' } });
+    } finally {
+      await held?.release();
+    }
   });
 
   it('errorMapping.body shapes extensions.body; code and status stay', async () => {

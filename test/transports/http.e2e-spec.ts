@@ -1,4 +1,18 @@
-import { Catch, Controller, Get, HttpException, Param, Post, type ArgumentsHost, type ExceptionFilter, type INestApplication } from '@nestjs/common';
+import {
+  Catch,
+  Controller,
+  Get,
+  HttpException,
+  Injectable,
+  Param,
+  Post,
+  UseGuards,
+  type ArgumentsHost,
+  type CanActivate,
+  type ExceptionFilter,
+  type ExecutionContext,
+  type INestApplication,
+} from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -11,6 +25,16 @@ import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, t
 
 class TeapotError extends Error {}
 
+/** A guard that takes a lock (e.g. a quota check): its lock error comes before any interceptor. */
+@Injectable()
+class BusyGuard implements CanActivate {
+  constructor(private readonly service: LockErrorsService) {}
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    await this.service.busy(ctx.switchToHttp().getRequest().params.id);
+    return true;
+  }
+}
+
 /** Undecorated handlers: the lock errors come from the service they call. */
 @Controller('errors')
 class ErrorsController {
@@ -19,6 +43,12 @@ class ErrorsController {
   @Post(':scenario/:id')
   async run(@Param('scenario') scenario: Scenario, @Param('id') id: string) {
     return { result: await inScenario(this.service, scenario, id, (arg) => this.service[scenario](arg)) };
+  }
+
+  @Get('guarded/:id')
+  @UseGuards(BusyGuard)
+  guarded() {
+    return { result: 'ran' };
   }
 
   @Get('teapot')
@@ -121,6 +151,20 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
       expect.stringMatching(/^Lock backend unavailable: a request handler answered 503\. LockBackendError: .*ECONNREFUSED/),
       expect.stringMatching(/^Lock backend unavailable: a request handler answered 503\. LockLostError: /),
     ]);
+  });
+
+  it('answers a lock error thrown by a guard the same way', async () => {
+    const started = await start(adapter);
+    app = started.app;
+    const id = uniqueId('k');
+    const held = await started.service.hold('busy', id);
+    try {
+      const response = await request(started.server).get(`/errors/guarded/${id}`);
+      expect([response.status, response.headers['retry-after'], response.body.code]).toEqual([429, '1', 'LockBusyError']);
+    } finally {
+      await held?.release();
+    }
+    expect(started.service.runs.busy).toBe(0);
   });
 
   it("leaves the app's filters their errors: a filter for its own class and one for HttpException still answer", async () => {

@@ -2,7 +2,7 @@ import { Controller, type INestMicroservice } from '@nestjs/common';
 import { ClientProxyFactory, MessagePattern, Payload, Transport, type ClientProxy } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
-import type { SerializedModuleOptions } from 'nestjs-serialized';
+import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { freeLocalPort } from '../support/local-server';
 import { uniqueId } from '../support/timing';
@@ -16,6 +16,13 @@ class ErrorsHandler {
   @MessagePattern('run')
   run(@Payload() { scenario, id }: { scenario: Scenario; id: string }): Promise<string> {
     return inScenario(this.service, scenario, id, (arg) => this.service[scenario](arg));
+  }
+
+  /** A decorated handler: its interceptor throws. */
+  @MessagePattern('decorated')
+  @Serialized('id', { scope: 'busy', mode: 'reject' })
+  decorated(@Payload() _data: { id: string }): string {
+    return 'ran';
   }
 }
 
@@ -65,6 +72,21 @@ describe('lock errors thrown anywhere in a microservice handler (TCP)', () => {
       expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*ECONNREFUSED/),
       expect.stringMatching(/^Lock backend unavailable: .*LockLostError: /),
     ]);
+  });
+
+  it("a decorated handler whose key another instance holds answers the same way (the interceptor's error)", async () => {
+    started = await start();
+    const id = uniqueId('k');
+    const held = await started.service.hold('busy', id);
+    try {
+      const error = await firstValueFrom(started.client.send('decorated', { id })).then(
+        (result) => ({ succeeded: result }),
+        (failure: unknown) => failure,
+      );
+      expect(error).toMatchObject({ statusCode: 429, code: 'LockBusyError' });
+    } finally {
+      await held?.release();
+    }
   });
 
   it('errorMapping.body is the payload', async () => {

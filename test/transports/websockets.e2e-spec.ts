@@ -2,7 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { io, type Socket } from 'socket.io-client';
-import type { SerializedModuleOptions } from 'nestjs-serialized';
+import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
 import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
@@ -15,6 +15,13 @@ class ErrorsGateway {
   @SubscribeMessage('run')
   async run(@MessageBody() { scenario, id }: { scenario: Scenario; id: string }) {
     return { event: 'ran', data: await inScenario(this.service, scenario, id, (arg) => this.service[scenario](arg)) };
+  }
+
+  /** A decorated handler: its interceptor throws. */
+  @SubscribeMessage('decorated')
+  @Serialized('id', { scope: 'busy', mode: 'reject' })
+  decorated(@MessageBody() _data: { id: string }) {
+    return { event: 'ran', data: 'ran' };
   }
 }
 
@@ -36,7 +43,7 @@ async function start(options: SerializedModuleOptions = {}) {
 }
 
 /** What the gateway answers to one `run` message: the `exception` event's payload, or `ran`. */
-function answerTo(socket: Socket, scenario: Scenario): Promise<{ event: string; data: Record<string, unknown> }> {
+function answerTo(socket: Socket, scenario: Scenario | 'decorated', id = uniqueId('k')): Promise<{ event: string; data: Record<string, unknown> }> {
   return new Promise((resolve) => {
     const done = (event: string) => (data: Record<string, unknown>) => {
       socket.off('exception');
@@ -45,7 +52,8 @@ function answerTo(socket: Socket, scenario: Scenario): Promise<{ event: string; 
     };
     socket.once('exception', done('exception'));
     socket.once('ran', done('ran'));
-    socket.emit('run', { scenario, id: uniqueId('k') });
+    if (scenario === 'decorated') socket.emit('decorated', { id });
+    else socket.emit('run', { scenario, id });
   });
 }
 
@@ -74,6 +82,20 @@ describe('lock errors thrown anywhere in a WebSocket gateway handler (socket.io)
       expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*ECONNREFUSED/),
       expect.stringMatching(/^Lock backend unavailable: .*LockLostError: /),
     ]);
+  });
+
+  it("a decorated handler whose key another instance holds answers the same way (the interceptor's error)", async () => {
+    started = await start();
+    const id = uniqueId('k');
+    const held = await started.service.hold('busy', id);
+    try {
+      expect(await answerTo(started.socket, 'decorated', id)).toEqual({
+        event: 'exception',
+        data: expect.objectContaining({ statusCode: 429, code: 'LockBusyError' }),
+      });
+    } finally {
+      await held?.release();
+    }
   });
 
   it('errorMapping.body is the payload', async () => {

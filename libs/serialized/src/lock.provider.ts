@@ -37,4 +37,25 @@ export abstract class LockProvider {
     void timeoutMs;
     return Promise.resolve();
   }
+
+  /**
+   * The synchronous fast path: `key`, held, when the provider can grant it with
+   * no I/O and it is free (nobody holds or waits for it, the provider is open,
+   * `signal` has not aborted); otherwise `undefined`, and the caller acquires it
+   * with {@link acquire}, which then waits, rejects or reports the error. Never
+   * throws. `LockService.run` tries it first, which spares an uncontended call
+   * the promises of an acquisition. Only the in-memory provider grants anything
+   * here; the default grants nothing.
+   */
+  acquireNow(_key: string, _options?: AcquireOptions): Lock | undefined {
+    return undefined;
+  }
+
+  /**
+   * Shuts the provider down outside Nest (Nest calls its shutdown hooks):
+   * new acquisitions fail with `LockBackendError`, waiters are rejected, held
+   * locks are released as their holders finish (up to a grace period), and the
+   * connections the provider opened are closed (not the ones passed in).
+   */
+  abstract close(): Promise<void>;
 }

@@ -1,5 +1,4 @@
 import { LockBackendError } from './errors';
-import { TAKE_NOW } from './internal/immediate-lock';
 import { LockService } from './lock.service';
 import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
 
@@ -83,6 +82,6 @@ describe('LockService.run on a key it can take at once', () => {
     expect(provider.activeKeys).toBe(0);
     await provider.close();
     await expect(service.run('k', () => 'ran')).rejects.toBeInstanceOf(LockBackendError);
-    expect(provider[TAKE_NOW]('k', {})).toBeUndefined();
+    expect(provider.acquireNow('k', {})).toBeUndefined();
   });
 });

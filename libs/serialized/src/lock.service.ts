@@ -7,12 +7,16 @@ import { redactUrls } from './internal/redact';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
-import { RELEASE_NOW, TAKE_NOW, type ImmediateLock, type ImmediateLockProvider } from './internal/immediate-lock';
-import { PEEK_SIGNAL, type LazySignal } from './internal/lazy-signal';
 import { hasLoneSurrogate } from './key/lock-key';
 import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { SerializedMetrics } from './observability/serialized.metrics';
+
+// The locks of a context outside any section.
+const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
+
+/** An already settled release: what `HeldLock.release` returns when nothing is left to wait for. */
+const DONE: Promise<void> = Promise.resolve();
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -25,6 +29,16 @@ export interface RunOptions extends AcquireOptions {
   maxPending?: number;
   /** `Class#method` named in error messages (the decorator sets it). */
   handler?: string;
+  /**
+   * `true` (default: the module's `reentrant`, itself `true`): a call whose async
+   * context already holds `key` runs at once, and calls inside this one (awaited or
+   * spawned: a timer, a batch flusher) join it while it holds the key. `false`: the
+   * call takes no part in the async context — it queues like anyone else even under
+   * a holder of its key, and nothing inside it joins it. Work spawned inside a
+   * section then waits for the section; an awaited nested call on the same key
+   * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
+   */
+  reentrant?: boolean;
 }
 
 /** A key held by the current call, as `LockService.acquire` returns it. */
@@ -58,6 +72,13 @@ export class LockService {
   // OpenTelemetry instruments, or undefined (no @opentelemetry/api, no MeterProvider): one null check per call.
   private readonly metrics: SerializedMetrics | undefined;
 
+  /**
+   * Whether calls that do not say (`reentrant` of {@link RunOptions}) join an
+   * enclosing holder of their key; `SerializedModule` sets it from its `reentrant`
+   * option (env `SERIALIZED_REENTRANT`).
+   */
+  reentrant = true;
+
   constructor(private readonly provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
   }
@@ -76,25 +97,30 @@ export class LockService {
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
     if (invalid) return Promise.reject(invalid);
-    const held = this.takeNow(key, options);
-    if (!held) return this.acquireAndRun(key, fn, options);
-    // The key was free and taken synchronously: the same steps as below, without
-    // the promises of acquiring and releasing (see TAKE_NOW).
+    const reentrant = options.reentrant ?? this.reentrant;
+    // A key this context already holds takes the usual path (it joins the holder).
+    const lock = reentrant && this.isHeld(key) ? undefined : this.provider.acquireNow(key, options);
+    if (!lock) return this.acquireAndRun(key, fn, options);
+    // The key was free and taken synchronously: the same steps as `acquireAndRun`,
+    // without the promises of acquiring (and, for a lock released at once, of releasing).
+    this.metrics?.acquiredAtOnce(key);
+    const held = new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
     let result: Promise<T> | T;
     try {
-      result = this.runHolding(held, () => fn(held.lock));
+      result = this.runHolding(held, () => fn(lock));
     } catch (error) {
-      held.releaseNow();
-      return Promise.reject(error);
+      const released = held.release();
+      return released === DONE ? Promise.reject(error) : released.then(() => Promise.reject(error));
     }
     return Promise.resolve(result).then(
       (value) => {
-        held.releaseNow();
-        return value;
+        const released = held.release();
+        return released === DONE ? value : released.then(() => value);
       },
       (error: unknown) => {
-        held.releaseNow();
-        throw error;
+        const released = held.release();
+        if (released === DONE) throw error;
+        return released.then(() => Promise.reject(error));
       },
     );
   }
@@ -113,10 +139,11 @@ export class LockService {
     if (hasLoneSurrogate(key)) throw new SerializationKeyError(key, 'unencodable', [], options.handler);
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
     if (invalid) throw invalid;
-    const entry = this.context.getStore()?.locks.get(key);
+    const reentrant = options.reentrant ?? this.reentrant;
+    const entry = reentrant ? this.context.getStore()?.locks.get(key) : undefined;
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
-    const { mode, handler, ...acquireOptions } = options;
+    const { mode, handler, reentrant: _, ...acquireOptions } = options;
     const since = this.metrics?.waiting(key);
     try {
       const lock =
@@ -124,7 +151,7 @@ export class LockService {
           ? await this.tryOrBusy(key, acquireOptions)
           : await this.provider.acquire(key, acquireOptions as ProviderAcquireOptions);
       if (since !== undefined) this.metrics?.acquired(key, since);
-      return new HeldLock(lock, handler, this.logger, this.metrics);
+      return new HeldLock(lock, handler, this.logger, reentrant, this.metrics);
     } catch (error) {
       if (since !== undefined) this.metrics?.failed(key, since, error);
       if (error instanceof SerializedError && handler) error.attachHandler(handler);
@@ -134,16 +161,27 @@ export class LockService {
 
   /**
    * Runs `fn` in an async context where `held` counts as held, so a nested
-   * `run`/`@Serialized` on the same key runs at once instead of deadlocking.
+   * `run`/`@Serialized` on the same key runs at once instead of deadlocking —
+   * unless `held` was acquired with `reentrant: false`: then nothing inside joins
+   * it, and `fn` runs in the caller's context (no AsyncLocalStorage at all) except
+   * under the interceptor, whose handler may ask for its lock (`@SerializedLock()`).
    * `handshake` announces the decorated handler the interceptor is about to call
    * (see `metadata/handler.handshake.ts`).
    * @internal
    */
   runHolding<R>(held: HeldKey, fn: () => R, handshake?: HandlerHandshake): R {
     const store = this.context.getStore();
-    if (held.reentrant && handshake === undefined && store?.innermost.lock === held.lock) return fn();
+    if (held.reentrant) {
+      // A call joining an enclosing holder: the same lock, entered again.
+      if (handshake === undefined && store?.innermost.lock === held.lock) return fn();
+      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+    }
+    if (!(held as HeldLock).joinable) {
+      if (handshake === undefined) return fn();
+      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+    }
     const locks = new Map(store?.locks);
-    if (!held.reentrant) locks.set(held.lock.key, held as HeldLock);
+    locks.set(held.lock.key, held as HeldLock);
     return this.context.run({ locks, innermost: held, handshake }, fn);
   }
 
@@ -158,13 +196,17 @@ export class LockService {
    * innermost — the section entered last. `undefined` outside any section. For
    * service code called from a decorated handler or from `run`: read
    * `fencingToken` for a fenced write, watch `signal`, call `extend()`.
+   * A `run` with `reentrant: false` takes no part in the async context, so its lock
+   * is not seen here (its `fn` receives it); a decorated handler's always is.
    */
   current(key?: string): Lock | undefined {
     const store = this.context.getStore();
     if (!store) return undefined;
-    if (key !== undefined) return activeLock(store.locks.get(key));
-    const innermost = activeLock(store.locks.get(store.innermost.lock.key));
-    if (innermost === store.innermost.lock) return innermost;
+    const inner = store.innermost;
+    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in `locks`.
+    const innerActive = inner instanceof HeldLock ? inner.active : activeLock(store.locks.get(inner.lock.key)) === inner.lock;
+    if (key !== undefined) return innerActive && inner.lock.key === key ? inner.lock : activeLock(store.locks.get(key));
+    if (innerActive) return inner.lock;
     // The innermost section ended while this context lives on: the one around it.
     let outer: Lock | undefined;
     for (const entry of store.locks.values()) outer = activeLock(entry) ?? outer;
@@ -185,19 +227,9 @@ export class LockService {
     try {
       return await this.runHolding(held, () => fn(held.lock));
     } finally {
-      if (held instanceof HeldLock && RELEASE_NOW in held.lock) held.releaseNow();
-      else await held.release();
+      const released = held.release();
+      if (released !== DONE) await released;
     }
-  }
-
-  /** The key held at once, when the provider can grant it synchronously and it is free; otherwise undefined. */
-  private takeNow(key: string, options: RunOptions): HeldLock | undefined {
-    const provider = this.provider as LockProvider & Partial<ImmediateLockProvider>;
-    // Anything unusual (a bad key, a key this context already holds) takes the usual path.
-    if (provider[TAKE_NOW] === undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || this.isHeld(key)) return undefined;
-    const lock = provider[TAKE_NOW](key, options);
-    if (lock) this.metrics?.acquiredAtOnce(key);
-    return lock && new HeldLock(lock, options.handler, this.logger, this.metrics);
   }
 
   private async tryOrBusy(key: string, options: AcquireOptions): Promise<Lock> {
@@ -219,50 +251,40 @@ class HeldLock implements HeldKey {
     readonly lock: Lock,
     private readonly handler: string | undefined,
     private readonly logger: Logger,
+    /** Whether calls inside the holder's async context may join it (`reentrant`). */
+    readonly joinable: boolean,
     private readonly metrics?: SerializedMetrics,
   ) {
     this.since = metrics ? performance.now() : 0;
   }
 
-  async release(): Promise<void> {
-    if (!this.finish()) return;
-    try {
-      await this.lock.release();
-    } catch (error) {
-      this.couldNotRelease(error);
-    }
-  }
-
-  /** Releases a lock taken with TAKE_NOW, synchronously. */
-  releaseNow(): void {
-    if (!this.finish()) return;
-    try {
-      (this.lock as ImmediateLock)[RELEASE_NOW]();
-    } catch (error) {
-      this.couldNotRelease(error);
-    }
-  }
-
-  /** Marks the key released; false when it already was (release is idempotent). */
-  private finish(): boolean {
-    if (!this.active) return false;
+  /**
+   * The one release path. Returns {@link DONE} itself when the release is already
+   * complete (always for a lock with `releaseNow`), so callers on the fast path can
+   * skip awaiting it; the promise never rejects.
+   */
+  release(): Promise<void> {
+    if (!this.active) return DONE;
     this.active = false;
-    const signal = existingSignal(this.lock);
-    this.metrics?.released(this.lock.key, this.since, signal?.aborted === true);
-    if (signal?.aborted) {
-      this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(signal.reason?.message ?? signal.reason))}`);
+    const lost = this.lock.lost;
+    this.metrics?.released(this.lock.key, this.since, lost !== undefined);
+    if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
+    try {
+      if (this.lock.releaseNow) {
+        this.lock.releaseNow();
+        return DONE;
+      }
+      return this.lock.release().then(undefined, (error: unknown) => this.couldNotRelease(error));
+    } catch (error) {
+      this.couldNotRelease(error);
+      return DONE;
     }
-    return true;
   }
 
   private couldNotRelease(error: unknown): void {
     // The work is done; failing the call now would lose its result. The lease ends the lock.
     this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`);
   }
-}
-
-function existingSignal(lock: Lock): AbortSignal | undefined {
-  return typeof (lock as Partial<LazySignal>)[PEEK_SIGNAL] === 'function' ? (lock as LazySignal)[PEEK_SIGNAL]() : lock.signal;
 }
 
 function activeLock(entry: HeldLock | undefined): Lock | undefined {

@@ -47,7 +47,15 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       inject: [SERIALIZED_OPTIONS],
       useFactory: (options: ResolvedSerializedOptions) => createLockProvider(options),
     },
-    LockService,
+    {
+      provide: LockService,
+      inject: [LockProvider, SERIALIZED_OPTIONS],
+      useFactory: (provider: LockProvider, options: ResolvedSerializedOptions) => {
+        const service = new LockService(provider);
+        service.reentrant = options.reentrant;
+        return service;
+      },
+    },
     SerializedMetadataAccessor,
     SerializedLockChecker,
     SerializedInterceptor,

@@ -22,7 +22,7 @@ const send = (message: Command): void => {
 };
 const key = process.env.KEY!;
 const common = { keyPrefix: process.env.KEY_PREFIX, maxPending: Number(process.env.MAX_PENDING), waitTimeoutMs: 30_000 };
-const provider: LockProvider & { close(): Promise<void> } =
+const provider: LockProvider =
   process.env.DRIVER === 'redis'
     ? new RedisLockProvider({ url: process.env.REDIS_URL, ...common })
     : new PostgresLockProvider({ connectionString: process.env.DATABASE_URL, lockPoolSize: 2, ...common });

@@ -19,6 +19,7 @@ export interface CallOptions {
   maxPending?: number;
   mode?: string;
   signal?: AbortSignal;
+  reentrant?: boolean;
 }
 
 function isAbortSignal(signal: unknown): boolean {
@@ -39,6 +40,7 @@ export function callOptionProblems(options: CallOptions): string[] {
   }
   if (options.mode !== undefined && !MODES.includes(options.mode)) problems.push(optionProblem('mode', options.mode, "'wait' or 'reject'"));
   if (options.signal !== undefined && !isAbortSignal(options.signal)) problems.push(`signal is invalid: accepts an AbortSignal`);
+  if (options.reentrant !== undefined && typeof options.reentrant !== 'boolean') problems.push(optionProblem('reentrant', options.reentrant, 'true or false'));
   return problems;
 }
 
@@ -54,14 +56,15 @@ export function callOptionProblems(options: CallOptions): string[] {
 export function validateAcquireOptions(options: CallOptions | undefined, where: string): Error | undefined {
   if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object') return new TypeError(`options=${showValue(options)} is invalid: accepts an object (in ${where})`);
-  const { waitTimeoutMs, leaseMs, maxPending, mode, signal } = options;
+  const { waitTimeoutMs, leaseMs, maxPending, mode, signal, reentrant } = options;
   // The common case (every request of a decorated handler) allocates nothing.
   if (
     (waitTimeoutMs === undefined || acceptsInteger(S.waitTimeoutMs, waitTimeoutMs, 'call')) &&
     (leaseMs === undefined || acceptsInteger(S.leaseMs, leaseMs, 'call')) &&
     (maxPending === undefined || acceptsInteger(S.maxPending, maxPending, 'call')) &&
     (mode === undefined || MODES.includes(mode)) &&
-    (signal === undefined || isAbortSignal(signal))
+    (signal === undefined || isAbortSignal(signal)) &&
+    (reentrant === undefined || typeof reentrant === 'boolean')
   ) {
     return undefined;
   }

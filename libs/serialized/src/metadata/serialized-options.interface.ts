@@ -22,6 +22,12 @@ export interface SerializedOptions {
   /** Most waiters of one key in this process (an integer, or `Infinity`); beyond it `LockBusyError` (429). */
   maxPending?: number;
   /**
+   * `false`: this handler never joins an enclosing holder of its key and nothing it
+   * spawns joins it — it queues like anyone else (default: the module's `reentrant`,
+   * `true`). See `RunOptions.reentrant` and docs/semantics.md.
+   */
+  reentrant?: boolean;
+  /**
    * Canonicalizes the value before it names a lock, so that requests for one
    * thing written differently share it: with `transform: Number`, `/users/42`
    * and `/users/042` are one lock. What it returns is checked like any key value

@@ -1,5 +1,6 @@
 import { metrics } from '@opentelemetry/api';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
+import { LockService } from '../lock.service';
 import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
 import { MAX_METRIC_SCOPES, SerializedMetrics } from './serialized.metrics';
 
@@ -23,5 +24,25 @@ describe('SerializedMetrics.create', () => {
     const scopes = (instruments as unknown as { scopes: Map<string, unknown> }).scopes;
     expect(scopes.size).toBe(MAX_METRIC_SCOPES + 1);
     expect(scopes.has('other')).toBe(true);
+  });
+
+  it('counts an uncontended in-memory grant (taken synchronously) and its hold time, without a wait record', async () => {
+    class Reader extends MetricReader {
+      protected async onForceFlush(): Promise<void> {}
+      protected async onShutdown(): Promise<void> {}
+    }
+    const reader = new Reader();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+    const service = new LockService(new InMemoryLockProvider());
+    expect(await service.run('cart:1', () => 'one')).toBe('one');
+    expect(await service.run('cart:2', () => service.run('cart:2', () => 'reentrant'))).toBe('reentrant');
+    const { resourceMetrics } = await reader.collect();
+    const byName = new Map(resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics.map((metric) => [metric.descriptor.name, metric.dataPoints as DataPoint<unknown>[]] as const)));
+    // Two acquisitions: the reentrant call records nothing.
+    expect(byName.get('serialized.lock.acquired')?.map((point) => [point.attributes, point.value])).toEqual([[{ scope: 'cart', driver: 'memory' }, 2]]);
+    expect(byName.get('serialized.lock.hold.duration')?.map((point) => [point.attributes, (point.value as Histogram).count])).toEqual([
+      [{ scope: 'cart', driver: 'memory', outcome: 'released' }, 2],
+    ]);
+    expect(byName.get('serialized.lock.wait.duration') ?? []).toEqual([]);
   });
 });

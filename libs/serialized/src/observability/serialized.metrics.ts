@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Attributes, Counter, Histogram, Meter, MeterProvider, UpDownCounter } from '@opentelemetry/api';
+import type { Attributes, BatchObservableResult, Histogram, Meter, MeterProvider, Observable } from '@opentelemetry/api';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../errors';
 import type { LockProvider } from '../lock.provider';
 import { driverOf } from './driver-of';
@@ -17,12 +17,23 @@ const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 /** How an acquisition ended (the `outcome` attribute of `serialized.lock.wait.duration`). */
 type WaitOutcome = 'acquired' | 'busy' | 'timeout' | 'backend_error' | 'aborted';
 
-/** Attribute sets of one scope, built once: recording allocates nothing. */
+/**
+ * One scope's attribute sets, built once, and its tallies. Counters and the
+ * waiters gauge are plain numbers here, read by OpenTelemetry when it collects:
+ * an SDK counter update costs microseconds (attribute hashing), a tally a few
+ * nanoseconds.
+ */
 interface ScopeAttributes {
   readonly base: Attributes;
   readonly wait: Readonly<Record<WaitOutcome, Attributes>>;
   readonly released: Attributes;
   readonly lost: Attributes;
+  acquired: number;
+  busy: number;
+  timeouts: number;
+  lost_: number;
+  backendErrors: number;
+  waiters: number;
 }
 
 /**
@@ -40,12 +51,6 @@ export class SerializedMetrics {
   private readonly scopes = new Map<string, ScopeAttributes>();
   private readonly waitDuration: Histogram;
   private readonly holdDuration: Histogram;
-  private readonly acquiredCount: Counter;
-  private readonly busyCount: Counter;
-  private readonly timeoutCount: Counter;
-  private readonly lostCount: Counter;
-  private readonly backendErrorCount: Counter;
-  private readonly waiters: UpDownCounter;
 
   constructor(
     meter: Meter,
@@ -54,12 +59,23 @@ export class SerializedMetrics {
     const duration = { unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } };
     this.waitDuration = meter.createHistogram('serialized.lock.wait.duration', { ...duration, description: 'Time from asking for a lock to getting it or giving up' });
     this.holdDuration = meter.createHistogram('serialized.lock.hold.duration', { ...duration, description: 'Time a lock was held (outcome: released or lost)' });
-    this.acquiredCount = meter.createCounter('serialized.lock.acquired', { description: 'Locks acquired' });
-    this.busyCount = meter.createCounter('serialized.lock.busy', { description: "Acquisitions refused at once: reject mode or maxPending" });
-    this.timeoutCount = meter.createCounter('serialized.lock.timeouts', { description: 'Acquisitions that waited waitTimeoutMs in vain' });
-    this.lostCount = meter.createCounter('serialized.lock.lost', { description: 'Locks lost while their holder ran' });
-    this.backendErrorCount = meter.createCounter('serialized.lock.backend_errors', { description: 'Acquisitions failed because the backend could not be used' });
-    this.waiters = meter.createUpDownCounter('serialized.lock.waiters', { description: 'Callers waiting for a lock right now' });
+    const acquired = meter.createObservableCounter('serialized.lock.acquired', { description: 'Locks acquired' });
+    const busy = meter.createObservableCounter('serialized.lock.busy', { description: 'Acquisitions refused at once: reject mode or maxPending' });
+    const timeouts = meter.createObservableCounter('serialized.lock.timeouts', { description: 'Acquisitions that waited waitTimeoutMs in vain' });
+    const lost = meter.createObservableCounter('serialized.lock.lost', { description: 'Locks lost while their holder ran' });
+    const backendErrors = meter.createObservableCounter('serialized.lock.backend_errors', { description: 'Acquisitions failed because the backend could not be used' });
+    const waiters = meter.createObservableUpDownCounter('serialized.lock.waiters', { description: 'Callers waiting for a lock right now' });
+    const observables: Observable[] = [acquired, busy, timeouts, lost, backendErrors, waiters];
+    meter.addBatchObservableCallback((result: BatchObservableResult) => {
+      for (const scope of this.scopes.values()) {
+        result.observe(acquired, scope.acquired, scope.base);
+        result.observe(busy, scope.busy, scope.base);
+        result.observe(timeouts, scope.timeouts, scope.base);
+        result.observe(lost, scope.lost_, scope.base);
+        result.observe(backendErrors, scope.backendErrors, scope.base);
+        result.observe(waiters, scope.waiters, scope.base);
+      }
+    }, observables);
   }
 
   /**
@@ -78,41 +94,43 @@ export class SerializedMetrics {
 
   /** A caller starts waiting for `key`; returns the start time to hand back below. */
   waiting(key: string): number {
-    this.waiters.add(1, this.attributesOf(key).base);
+    this.attributesOf(key).waiters++;
     return performance.now();
   }
 
   /** The caller that started waiting at `since` got `key`. */
   acquired(key: string, since: number): void {
     const attributes = this.attributesOf(key);
-    this.waiters.add(-1, attributes.base);
+    attributes.waiters--;
+    attributes.acquired++;
     this.waitDuration.record((performance.now() - since) / 1000, attributes.wait.acquired);
-    this.acquiredCount.add(1, attributes.base);
   }
 
-  /** `key` was free and taken without waiting. */
+  /**
+   * `key` was free and granted synchronously (in-memory): counted, but not put
+   * in the wait histogram — its wait is nil, and recording it would cost more
+   * than the grant itself.
+   */
   acquiredAtOnce(key: string): void {
-    const attributes = this.attributesOf(key);
-    this.waitDuration.record(0, attributes.wait.acquired);
-    this.acquiredCount.add(1, attributes.base);
+    this.attributesOf(key).acquired++;
   }
 
   /** The caller that started waiting at `since` did not get `key`. */
   failed(key: string, since: number, error: unknown): void {
     const attributes = this.attributesOf(key);
     const outcome = outcomeOf(error);
-    this.waiters.add(-1, attributes.base);
+    attributes.waiters--;
     this.waitDuration.record((performance.now() - since) / 1000, attributes.wait[outcome]);
-    if (outcome === 'busy') this.busyCount.add(1, attributes.base);
-    else if (outcome === 'timeout') this.timeoutCount.add(1, attributes.base);
-    else if (outcome === 'backend_error') this.backendErrorCount.add(1, attributes.base);
+    if (outcome === 'busy') attributes.busy++;
+    else if (outcome === 'timeout') attributes.timeouts++;
+    else if (outcome === 'backend_error') attributes.backendErrors++;
   }
 
   /** A lock acquired at `since` was released; `lost` when it had been lost before. */
   released(key: string, since: number, lost: boolean): void {
     const attributes = this.attributesOf(key);
     this.holdDuration.record((performance.now() - since) / 1000, lost ? attributes.lost : attributes.released);
-    if (lost) this.lostCount.add(1, attributes.base);
+    if (lost) attributes.lost_++;
   }
 
   private attributesOf(key: string): ScopeAttributes {
@@ -142,6 +160,12 @@ function scopeAttributes(scope: string, driver: string): ScopeAttributes {
     },
     released: withOutcome('released'),
     lost: withOutcome('lost'),
+    acquired: 0,
+    busy: 0,
+    timeouts: 0,
+    lost_: 0,
+    backendErrors: 0,
+    waiters: 0,
   };
 }
 

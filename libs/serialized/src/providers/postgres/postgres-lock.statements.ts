@@ -1,8 +1,5 @@
 import type { QueryArrayConfig } from 'pg';
 
-/** Default name of the sequence fencing tokens come from. */
-export const DEFAULT_FENCING_SEQUENCE = 'nestjs_serialized_fencing_token';
-
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 
 /** The SQL of one provider, prepared once per lock connection (named statements). */

@@ -1,5 +1,5 @@
 import { LockLostError } from '../../errors';
-import { PEEK_SIGNAL, type LazySignal } from '../../internal/lazy-signal';
+import { LockState } from '../../internal/lock-state';
 import type { Lock } from '../../lock.interface';
 import type { LockConnection, SessionHolder } from './lock-connection';
 
@@ -17,9 +17,7 @@ export interface PostgresLockOwner {
  * terminated, network dropped, server restarted) the lock is gone on the server
  * and `signal` aborts with `LockLostError`.
  */
-export class PostgresLock implements Lock, LazySignal, SessionHolder {
-  private controller: AbortController | undefined;
-  private lostWith: LockLostError | undefined;
+export class PostgresLock extends LockState implements Lock, SessionHolder {
   private releasing: Promise<void> | undefined;
 
   constructor(
@@ -30,42 +28,14 @@ export class PostgresLock implements Lock, LazySignal, SessionHolder {
     /** The session that holds the lock. */
     readonly connection: LockConnection,
     private readonly owner: PostgresLockOwner,
-  ) {}
-
-  /** The signal if one exists or the lock was lost (`LockService` asks at release without making one). */
-  [PEEK_SIGNAL](): AbortSignal | undefined {
-    return this.controller || this.lostWith ? this.signal : undefined;
-  }
-
-  get signal(): AbortSignal {
-    // Made on first use: most holders never look at it.
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.lostWith) this.controller.abort(this.lostWith);
-    }
-    return this.controller.signal;
-  }
-
-  /** Why the lock was lost, if it was. */
-  get lost(): LockLostError | undefined {
-    return this.lostWith;
-  }
-
-  get released(): boolean {
-    return this.releasing !== undefined;
+  ) {
+    super();
   }
 
   /** Called by the connection when its session ends while it holds this lock. */
   sessionLost(reason: Error): void {
     if (this.released) return;
     this.markLost(new LockLostError(this.key, `its PostgreSQL session ended (${reason.message})`, reason));
-  }
-
-  /** Aborts `signal` with `error` (once). */
-  markLost(error: LockLostError): void {
-    if (this.lostWith) return;
-    this.lostWith = error;
-    this.controller?.abort(error);
   }
 
   /**
@@ -75,11 +45,12 @@ export class PostgresLock implements Lock, LazySignal, SessionHolder {
    */
   async extend(): Promise<void> {
     if (this.released) throw new LockLostError(this.key, 'it was already released');
-    if (this.lostWith) throw this.lostWith;
+    if (this.lost) throw this.lost;
     await this.owner.checkLock(this);
   }
 
   release(): Promise<void> {
-    return (this.releasing ??= this.owner.releaseLock(this));
+    if (this.markReleased()) this.releasing = this.owner.releaseLock(this);
+    return this.releasing!;
   }
 }

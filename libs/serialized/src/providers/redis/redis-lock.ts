@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../../errors';
 import type { Lock } from '../../lock.interface';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
+import { LockState } from '../../internal/lock-state';
 import { URGENT, type RedisConnection } from './redis-connection';
 import type { RedisLockKeys } from './redis-keyspace';
 import type { RedisScripts } from './redis-scripts';
@@ -21,10 +22,6 @@ export interface RedisLockContext {
   released(lock: RedisLock): void;
 }
 
-const HELD = 0;
-const LOST = 1;
-const RELEASED = 2;
-
 /** Shortest pause before retrying a renewal that failed while the lease still runs. */
 const RENEW_RETRY_MIN_MS = 20;
 const RENEW_RETRY_MAX_MS = 1000;
@@ -36,9 +33,7 @@ const RENEW_RETRY_MAX_MS = 1000;
  * finds the key gone or taken, or cannot reach Redis before the lease ends, aborts
  * `signal` with `LockLostError`; nothing is ever thrown from a timer.
  */
-export class RedisLock implements Lock {
-  private state = HELD;
-  private controller: AbortController | undefined;
+export class RedisLock extends LockState implements Lock {
   private renewal: Deadline | undefined;
   /** The lease end, armed while a renewal is unconfirmed. */
   private guard: Deadline | undefined;
@@ -55,7 +50,7 @@ export class RedisLock implements Lock {
     // yet (after a stall, timers run before I/O, or it waits behind a burst): an
     // owner-checked renewal that succeeds proves the key stayed ours, so its reply
     // decides (it fails with the connection's silence bound if Redis stops answering).
-    if (this.state === HELD && !this.renewalInFlight) {
+    if (this.held && !this.renewalInFlight) {
       this.lose('its lease ran out before a renewal reached Redis', this.lastRenewError);
     }
   };
@@ -71,19 +66,15 @@ export class RedisLock implements Lock {
     grantedPx: number,
     grantedAt: number,
   ) {
+    super();
     // Counted from when the successful attempt was sent (or the hand-off heard of).
     this.leaseEnd = grantedAt + grantedPx;
     this.scheduleRenewal(grantedAt + grantedPx / 3 - performance.now());
   }
 
-  get signal(): AbortSignal {
-    // Made on first use: most holders never look at it.
-    return (this.controller ??= new AbortController()).signal;
-  }
-
   async extend(ms: number = this.leaseMs): Promise<void> {
-    if (this.state === RELEASED) throw new LockLostError(this.key, 'it was already released');
-    if (this.state === LOST) throw this.signal.reason;
+    if (this.released) throw new LockLostError(this.key, 'it was already released');
+    if (this.lost) throw this.lost;
     if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`extend(ms) needs a positive number of milliseconds, got ${ms}`);
     const px = Math.ceil(ms);
     const sentAt = performance.now();
@@ -92,12 +83,12 @@ export class RedisLock implements Lock {
       (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px),
       URGENT,
     );
-    if (this.state === RELEASED) throw new LockLostError(this.key, 'it was released while being extended');
+    if (this.released) throw new LockLostError(this.key, 'it was released while being extended');
     if (!ours) {
-      if (this.state === HELD) this.lose('it was no longer ours when extended (its lease had run out)');
-      throw this.signal.reason;
+      if (this.held) this.lose('it was no longer ours when extended (its lease had run out)');
+      throw this.lost;
     }
-    if (this.state !== HELD) throw this.signal.reason;
+    if (this.lost) throw this.lost;
     this.leaseMs = px;
     this.leaseEnd = sentAt + px;
     this.cancelGuard();
@@ -106,8 +97,7 @@ export class RedisLock implements Lock {
   }
 
   release(): Promise<void> {
-    if (this.releasing) return this.releasing;
-    this.state = RELEASED;
+    if (!this.markReleased()) return this.releasing!;
     this.cancelRenewal();
     this.cancelGuard();
     const { context, keys } = this;
@@ -144,7 +134,7 @@ export class RedisLock implements Lock {
     this.renewing = false;
     this.cancelRenewal();
     this.cancelGuard();
-    if (this.state === HELD) {
+    if (this.held) {
       this.lose('the provider shut down past its grace period and stopped renewing its lease, which now runs out on its own');
     }
   }
@@ -155,24 +145,24 @@ export class RedisLock implements Lock {
    * aborts `signal`; one that is still ours is renewed.
    */
   recheck(): void {
-    if (this.state !== HELD || !this.renewing || this.renewalInFlight) return;
+    if (!this.held || !this.renewing || this.renewalInFlight) return;
     this.cancelRenewal();
     this.renew();
   }
 
   /** The provider can no longer renew it (its connection ended for good): `signal` aborts now. */
   abandon(reason: string): void {
-    if (this.state === HELD) this.lose(reason);
+    if (this.held) this.lose(reason);
   }
 
   private scheduleRenewal(delayMs: number): void {
-    if (!this.renewing || this.state !== HELD) return;
+    if (!this.renewing || !this.held) return;
     this.renewal = this.context.deadlines.schedule(Math.max(0, delayMs), this.onRenewal);
   }
 
   private renew(): void {
     this.renewal = undefined;
-    if (this.state !== HELD || !this.renewing) return;
+    if (!this.held || !this.renewing) return;
     const sentAt = performance.now();
     const px = this.leaseMs;
     this.guard ??= this.context.deadlines.schedule(Math.max(0, this.leaseEnd - sentAt), this.onLeaseEnd);
@@ -187,7 +177,7 @@ export class RedisLock implements Lock {
 
   private renewed(ok: boolean, sentAt: number, px: number): void {
     this.renewalInFlight = false;
-    if (this.state !== HELD) return;
+    if (!this.held) return;
     if (!ok) {
       this.lose('its lease ran out and the key was no longer ours at renewal');
       return;
@@ -200,7 +190,7 @@ export class RedisLock implements Lock {
 
   private renewalFailed(error: unknown): void {
     this.renewalInFlight = false;
-    if (this.state !== HELD) return;
+    if (!this.held) return;
     this.lastRenewError = error;
     const left = this.leaseEnd - performance.now();
     if (left <= 0) {
@@ -212,10 +202,9 @@ export class RedisLock implements Lock {
   }
 
   private lose(reason: string, cause?: unknown): void {
-    this.state = LOST;
     this.cancelRenewal();
     this.cancelGuard();
-    (this.controller ??= new AbortController()).abort(new LockLostError(this.key, reason, cause));
+    this.markLost(new LockLostError(this.key, reason, cause));
   }
 
   private cancelRenewal(): void {

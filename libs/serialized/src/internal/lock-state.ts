@@ -1,0 +1,54 @@
+import type { LockLostError } from '../errors';
+
+/**
+ * The state every lock class shares: released or not, lost or not, and the
+ * `signal` that reports a loss. The AbortController is made on first use (it
+ * costs more than the rest of an uncontended in-memory acquisition, and most
+ * holders never look at it); a loss that happens before anyone asked is kept and
+ * aborts the signal as soon as it is made. A base class rather than a field, so a
+ * lock costs one object.
+ * @internal
+ */
+export abstract class LockState {
+  private controller: AbortController | undefined;
+  private lostWith: LockLostError | undefined;
+  private releasedFlag = false;
+
+  /** Aborts, with a `LockLostError` as its reason, when the lock is lost while held. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostWith) this.controller.abort(this.lostWith);
+    }
+    return this.controller.signal;
+  }
+
+  /** Why the lock was lost, if it was; reading it never makes the signal. */
+  get lost(): LockLostError | undefined {
+    return this.lostWith;
+  }
+
+  /** Whether `release()` was called. */
+  get released(): boolean {
+    return this.releasedFlag;
+  }
+
+  /** Neither released nor lost. */
+  protected get held(): boolean {
+    return !this.releasedFlag && this.lostWith === undefined;
+  }
+
+  /** Records a release; false when it was already recorded (release is idempotent). */
+  protected markReleased(): boolean {
+    if (this.releasedFlag) return false;
+    this.releasedFlag = true;
+    return true;
+  }
+
+  /** Records the loss and aborts `signal` with it (once; a later loss is ignored). */
+  markLost(error: LockLostError): void {
+    if (this.lostWith) return;
+    this.lostWith = error;
+    this.controller?.abort(error);
+  }
+}
