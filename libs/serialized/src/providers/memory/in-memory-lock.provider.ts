@@ -34,7 +34,8 @@ export class InMemoryLockProvider
 {
   private readonly deadlines = new DeadlineQueue();
   private readonly queue = new KeyedWaitQueue(this.deadlines);
-  private readonly held = new HeldLocks<InMemoryLock>();
+  // Counted, not kept: nothing here visits held locks one by one, and each is released once (LockState).
+  private readonly held = new HeldLocks<InMemoryLock>(false, false);
   private lastToken = 0n;
   private readonly waitTimeoutMs: number;
   private readonly maxPending: number;
@@ -93,7 +94,9 @@ export class InMemoryLockProvider
   /** The key at once when it is free; anything else goes through `acquire` (see {@link LockProvider.acquireNow}). */
   override acquireNow(key: string, options?: AcquireOptions): InMemoryLock | undefined {
     // Anything unusual (a bad key or option, an aborted signal, shutdown) is left to `acquire` and its errors.
-    if (this.held.closing || validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
+    // A held key is the common miss: it is answered before the (costlier) checks.
+    if (this.held.closing || this.queue.isHeld(key)) return undefined;
+    if (validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
     if (!this.queue.tryTake(key)) return undefined;
     return this.grant(key);
   }
