@@ -48,7 +48,7 @@ const HOLDERS = [
 ] as const;
 
 /**
- * The behaviour every provider must share (DESIGN.md, "Semantics"). Written once,
+ * The behaviour every provider must share (docs/semantics.md, "Guarantees"). Written once,
  * run against the in-memory, Redis and PostgreSQL providers, so they cannot drift.
  *
  * "Someone else holds the key" means another provider instance sharing the

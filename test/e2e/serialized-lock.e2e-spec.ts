@@ -14,6 +14,7 @@ import {
   SkipSerialized,
   type Lock,
 } from 'nestjs-serialized';
+import { TEST_REDIS_URL } from '../support/services';
 import { deferred, uniqueId, waitFor } from '../support/timing';
 
 /** Service code that reads the lock of the section it is called from. */
@@ -74,14 +75,33 @@ class ClassLevelController {
   }
 }
 
+/** `reentrant: false`: nothing inside joins the section, yet the handler and its services still see its lock. */
+@Controller('lock/solo')
+class NonReentrantController {
+  constructor(
+    private readonly fences: FenceReader,
+    private readonly locks: LockService,
+  ) {}
+
+  @Post(':id')
+  @Serialized('id', { scope: 'lock-solo', reentrant: false })
+  async handle(@Param('id') id: string, @SerializedLock() lock: Lock) {
+    // A nested run on the same key does not join: it queues behind this handler (and times out here).
+    const nested = await this.locks.run(`lock-solo:${id}`, () => 'joined', { waitTimeoutMs: 100 }).catch((error: Error) => error.name);
+    return { ...describeLock(lock, this.fences.current()), byKey: this.fences.current(`lock-solo:${id}`) === lock, nested };
+  }
+}
+
 type Adapter = 'express' | 'fastify';
 
 describe.each([
-  ['express', false],
-  ['fastify', false],
-  ['express', true],
-  ['fastify', true],
-] as [Adapter, boolean][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s)', (adapter, global) => {
+  ['express', false, 'memory'],
+  ['fastify', false, 'memory'],
+  ['express', true, 'memory'],
+  ['fastify', true, 'memory'],
+  ['express', true, 'redis'],
+  ['fastify', false, 'redis'],
+] as [Adapter, boolean, 'memory' | 'redis'][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s, %s)', (adapter, global, driver) => {
   let app: INestApplication;
   let url: string;
   let acquisitions: jest.SpyInstance[];
@@ -91,7 +111,7 @@ describe.each([
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [SerializedModule.forRoot({ driver: 'memory' })],
-      controllers: [MethodLevelController, ClassLevelController],
+      controllers: [MethodLevelController, ClassLevelController, NonReentrantController],
       providers: [FenceReader, ...(global ? [{ provide: APP_INTERCEPTOR, useClass: SerializedInterceptor }] : [])],
     }).compile();
     app =
@@ -158,6 +178,12 @@ describe.each([
     expect(acquired() - before).toBe(1);
     gate.resolve();
     expect((await holding).status).toBe(201);
+  });
+
+  it('with reentrant: false the handler still gets its lock (service code too), and a nested call on its key does not join it', async () => {
+    const id = uniqueId('solo');
+    const response = await request(url).post(`/lock/solo/${id}`).expect(201);
+    expect(response.body).toMatchObject({ key: `lock-solo:${id}`, sameInService: true, byKey: true, nested: 'LockTimeoutError' });
   });
 
   it('LockService.current() outside any section is undefined', () => {
