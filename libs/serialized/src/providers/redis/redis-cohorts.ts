@@ -55,8 +55,8 @@ interface Tenure {
  */
 export class RedisCohorts {
   private readonly tenures = new Map<string, Tenure>();
-  /** Served owner tokens (until their tenure ends): a late hand-off to one is passed on. */
-  private readonly served = new Map<string, string>();
+  /** Served owner tokens until the release that removes their places is answered: a late hand-off to one is passed on. */
+  private readonly served = new Map<string, { key: string; keys: RedisLockKeys }>();
   /** Local hand-offs so far (diagnostics). */
   handOffs = 0;
 
@@ -73,7 +73,10 @@ export class RedisCohorts {
    * `grantedAt`: a new tenure, with `block` the tokens reserved for its local hand-offs.
    */
   grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number, block?: GrantBlock): RedisLock {
-    this.endTenure(key);
+    // A tenure whose lock was lost and not yet released: its served waiters' places go now.
+    const previous = this.tenures.get(key);
+    if (previous) for (const served of previous.served) this.host.leave(key, previous.keys, served);
+    this.tenures.delete(key);
     if (block && block.last > fence) {
       const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
       this.tenures.set(key, { token, keys, last: BigInt(block.last), floor, served: [] });
@@ -104,7 +107,7 @@ export class RedisCohorts {
     if (this.mode === 'strict' && !(waiter.fence < tenure.floor)) return false;
     this.handOffs++;
     tenure.served.push(waiter.token);
-    this.served.set(waiter.token, lock.key);
+    this.served.set(waiter.token, { key: lock.key, keys: tenure.keys });
     this.held.delete(lock);
     // The tenure's owner token and its lease as it stands; the new holder renews it
     // on its own schedule (and its signal aborts if Redis no longer has it).
@@ -116,12 +119,17 @@ export class RedisCohorts {
     return true;
   }
 
-  /** The tenure ends (its lock goes back to Redis, or is lost): the served waiters' places to remove. */
+  /** The tenure ends (its lock goes back to Redis): the served waiters' places to remove. */
   end(lock: RedisLock): readonly string[] {
     const tenure = this.tenures.get(lock.key);
     if (!tenure || tenure.token !== lock.token) return [];
-    this.endTenure(lock.key);
+    this.tenures.delete(lock.key);
     return tenure.served;
+  }
+
+  /** The release that removed the served waiters' places was answered (or failed: they lapse with their heart-beats). */
+  forget(served: readonly string[]): void {
+    for (const token of served) this.served.delete(token);
   }
 
   /**
@@ -129,17 +137,9 @@ export class RedisCohorts {
    * nothing waiting for it (our own lease ran out meanwhile): pass the key on.
    */
   handedToServed(member: string): boolean {
-    const key = this.served.get(member);
-    if (key === undefined) return false;
-    const tenure = this.tenures.get(key);
-    if (tenure) this.host.leave(key, tenure.keys, member);
+    const served = this.served.get(member);
+    if (served === undefined) return false;
+    this.host.leave(served.key, served.keys, member);
     return true;
-  }
-
-  private endTenure(key: string): void {
-    const tenure = this.tenures.get(key);
-    if (!tenure) return;
-    this.tenures.delete(key);
-    for (const token of tenure.served) this.served.delete(token);
   }
 }

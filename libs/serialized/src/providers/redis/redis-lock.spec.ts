@@ -32,7 +32,7 @@ function fakeContext() {
     deadlines: new DeadlineQueue(),
     handedOver: () => undefined,
     released: (lock: RedisLock) => released.push(lock),
-    cohorts: { passOn: () => false, end: () => [] },
+    cohorts: { passOn: () => false, end: () => [], forget: () => undefined },
   } as unknown as RedisLockContext;
   const extends_ = () => calls.filter((c) => c.script === 'extend');
   return { context, calls, extends_, released };

@@ -26,6 +26,8 @@ export interface RedisLockContext {
     passOn(lock: RedisLock): boolean;
     /** The lock goes back to Redis: owner tokens of the waiters it served in-process (their places leave the queue). */
     end(lock: RedisLock): readonly string[];
+    /** The release carrying them was answered (or failed). */
+    forget(served: readonly string[]): void;
   };
 }
 
@@ -45,6 +47,8 @@ export class RedisLock extends LockState implements Lock {
   /** The lease end, armed while a renewal is unconfirmed. */
   private guard: Deadline | undefined;
   private leaseEnd: number;
+  /** Length of the lease as last granted or renewed (a hand-off grants less than `leaseMs` until renewed). */
+  private leaseWindow: number;
   private renewing = true;
   /** A renewal is on its way to Redis. */
   private renewalInFlight = false;
@@ -76,6 +80,7 @@ export class RedisLock extends LockState implements Lock {
     super();
     // Counted from when the successful attempt was sent (or the hand-off heard of).
     this.leaseEnd = grantedAt + grantedPx;
+    this.leaseWindow = grantedPx;
     this.scheduleRenewal(grantedAt + grantedPx / 3 - performance.now());
   }
 
@@ -98,6 +103,7 @@ export class RedisLock extends LockState implements Lock {
     if (this.lost) throw this.lost;
     this.leaseMs = px;
     this.leaseEnd = sentAt + px;
+    this.leaseWindow = px;
     this.cancelGuard();
     this.cancelRenewal();
     this.scheduleRenewal(px / 3);
@@ -112,7 +118,7 @@ export class RedisLock extends LockState implements Lock {
     // A local hand-off needs a lease this process is sure of: renewals healthy and
     // at least half of it ahead (the next holder renews it on its own schedule).
     const passable = this.held && this.renewing && !this.renewalInFlight && this.lastRenewError === undefined
-      && this.leaseEnd - performance.now() >= this.leaseMs / 2;
+      && this.leaseEnd - performance.now() >= this.leaseWindow / 2;
     if (!this.markReleased()) return this.releasing!;
     this.cancelRenewal();
     this.cancelGuard();
@@ -132,11 +138,13 @@ export class RedisLock extends LockState implements Lock {
       .then(
         (result) => {
           context.released(this);
+          context.cohorts.forget(served);
           if (result.handed) context.handedOver(result.handed, sentAt);
         },
         (error: unknown) => {
           // Not released: the lease ends it (and the queue moves on then).
           context.released(this);
+          context.cohorts.forget(served);
           throw error;
         },
       );
@@ -203,6 +211,7 @@ export class RedisLock extends LockState implements Lock {
     this.cancelGuard();
     this.lastRenewError = undefined;
     this.leaseEnd = sentAt + px;
+    this.leaseWindow = px;
     this.scheduleRenewal(px / 3);
   }
 
