@@ -77,12 +77,12 @@ describe('RedisLockProvider protocol 2 next to protocol 1 (rolling deploy)', () 
     const a = await first;
     expect(a.fencingToken).toBeGreaterThan(BigInt(held.fence));
     expect(got).toHaveLength(1);
-    const before = provider.localHandOffs;
+    // Whether the second waiter gets it in-process depends on what told this process of
+    // the first grant (a protocol-1 message reserves no block; its safety check reserves a
+    // fresh one): either way with a greater token.
     await a.release();
     const b = await second;
     expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
-    // A protocol-1 hand-off reserves no block: the second waiter came through Redis.
-    expect(provider.localHandOffs).toBe(before);
     await b.release();
     expect(await redis.exists(keysOf(key).lock, keysOf(key).queue)).toBe(0);
   });
