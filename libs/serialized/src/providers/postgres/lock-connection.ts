@@ -54,6 +54,8 @@ export interface OpenedSession {
   readonly connection: LockConnection;
   /** Whether the fencing sequence exists. */
   readonly sequencePresent: boolean;
+  /** The sequence's increment (0 when missing). */
+  readonly sequenceIncrement: number;
 }
 
 /**
@@ -73,6 +75,12 @@ export class LockConnection implements Watched {
   uses = 0;
   /** Whether one use has it to itself (a blocking lock wait). @internal */
   exclusive = false;
+  /**
+   * Fencing tokens one `nextval` reserves (the sequence's increment, read when the
+   * session opened): a holder with token t may hand the key on locally with t + 1,
+   * t + 2, … up to t + tokenBlock − 1; the next draw by anyone is at least t + tokenBlock.
+   */
+  tokenBlock = 1;
   // Deadlines of the statements in flight, oldest first (pg answers in order).
   private readonly deadlines: number[] = [];
   private tail: Promise<void> = Promise.resolve();
@@ -141,7 +149,7 @@ export class LockConnection implements Watched {
       const laterPid = Number(check.rows[0][0]);
       if (firstPid !== laterPid) throw new SessionChangedError(firstPid, laterPid);
       connection = new LockConnection(client, firstPid, watchdog, settings.sessionTimeoutMs);
-      return { connection, sequencePresent: check.rows[0][1] === true };
+      return { connection, sequencePresent: check.rows[0][1] === true, sequenceIncrement: Number(check.rows[0][2] ?? 0) };
     } catch (error) {
       destroySocket(client);
       if (timedOut && !(error instanceof SessionChangedError)) {

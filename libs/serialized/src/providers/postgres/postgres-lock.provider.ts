@@ -28,6 +28,7 @@ import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from '.
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession, unlockSession } from './held-session';
+import { DEFAULT_MAX_LOCAL_HANDOFFS, LocalHandoffs, type Cohort, type HandedLock, type HandoffMode, type LocalHandoffHost } from './local-handoff';
 import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -57,7 +58,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  */
 export class PostgresLockProvider
   extends LockProvider
-  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource, LockProviderParts
+  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource, LockProviderParts, LocalHandoffHost
 {
   /** Diagnostics: the lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
@@ -79,6 +80,10 @@ export class PostgresLockProvider
   readonly attempts = new Map<string, LockAttempt>();
   /** @internal */
   readonly monitor: SessionLivenessMonitor;
+  /** @internal Local hand-offs in a row before the key goes back to the server. */
+  readonly maxLocalHandoffs: number;
+  private readonly handoffMode: HandoffMode;
+  private readonly handoffs = new LocalHandoffs(this);
   private readonly watchdog: QueryWatchdog;
   private readonly settings: LockSessionSettings;
   private readonly waitTimeoutMs: number;
@@ -102,6 +107,8 @@ export class PostgresLockProvider
     this.applicationName = lockApplicationName(options, this.keyPrefix);
     this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
     this.idempotencyTable = options.idempotencyTable;
+    this.handoffMode = options.handoff ?? 'cohort';
+    this.maxLocalHandoffs = options.maxLocalHandoffs ?? DEFAULT_MAX_LOCAL_HANDOFFS;
     this.settings = {
       pg,
       config: lockClientConfig(options),
@@ -182,15 +189,16 @@ export class PostgresLockProvider
     // Uncontended in this process: straight to the server, no extra promise in between.
     if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     return waiting.then(() => {
+      const handed = this.handoffs.take(key);
       // Handed over in the same tick the caller gave up (or shutdown began): pass it on.
-      if (signal?.aborted) {
-        this.queue.release(key);
-        throw signal.reason;
+      if (signal?.aborted || this.held.closing) {
+        if (handed) this.handoffs.passOn(handed);
+        else this.queue.release(key);
+        throw signal?.aborted ? signal.reason : LockBackendError.shuttingDown(key);
       }
-      if (this.held.closing) {
-        this.queue.release(key);
-        throw LockBackendError.shuttingDown(key);
-      }
+      const local = handed && this.handoffs.grant(handed);
+      if (local) return local;
+      if (handed) this.pool.release(handed.connection); // its session ended on the way: ask the server
       return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
     });
   }
@@ -235,8 +243,10 @@ export class PostgresLockProvider
   }
 
   /** @internal */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection): PostgresLock {
-    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this);
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort?: Cohort | boolean, handoffs = 0): PostgresLock {
+    // From the server (`cohort` tells whether others waited): a new run, with the block this grant reserved.
+    const run = typeof cohort === 'object' ? cohort : this.cohortOf(fencingToken, connection, cohort === true);
+    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, run, handoffs);
     connection.holders.add(lock);
     this.held.add(lock);
     this.monitor.arm();
@@ -266,6 +276,7 @@ export class PostgresLockProvider
 
   /** @internal */
   async releaseLock(lock: PostgresLock): Promise<void> {
+    if (this.handoffs.offer(lock, lock.handoffs)) return;
     let lost: LockLostError | undefined;
     try {
       lost = await unlockSession(lock, this.pool, this.statements);
@@ -278,6 +289,20 @@ export class PostgresLockProvider
       lock.markLost(lost);
       throw lost;
     }
+  }
+
+  /** @internal */
+  unlockHanded(handed: HandedLock): void {
+    const { key, lockKey, connection } = handed;
+    const lock = { key, lockKey, connection } as PostgresLock;
+    unlockSession(lock, this.pool, this.statements)
+      .then((lost) => lost && this.logger.warn(redactUrls(lost.message)))
+      .finally(() => this.queue.release(key));
+  }
+
+  private cohortOf(token: bigint, connection: LockConnection, othersWaiting: boolean): Cohort | undefined {
+    if (connection.tokenBlock < 2 || this.maxLocalHandoffs < 1) return undefined;
+    return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, othersWaiting, mode: this.handoffMode };
   }
 
   /** @internal */

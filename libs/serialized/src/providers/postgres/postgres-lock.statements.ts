@@ -1,5 +1,11 @@
 import type { QueryArrayConfig } from 'pg';
 
+/**
+ * The increment the fencing sequence gets: one `nextval` reserves this many
+ * tokens, so a holder can hand its key on inside its process with the next ones.
+ */
+export const TOKEN_BLOCK = 1024;
+
 /** Default name of the sequence fencing tokens come from. */
 export const DEFAULT_FENCING_SEQUENCE = 'nestjs_serialized_fencing_token';
 
@@ -9,7 +15,10 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 export interface LockStatements {
   /** Quoted, possibly schema-qualified sequence name, for DDL. */
   readonly sequence: string;
-  /** `$1` lock key, `$2` lock_timeout (e.g. `'2500ms'`) → [token text, backend pid]. */
+  /**
+   * `$1` lock key, `$2` lock_timeout (e.g. `'2500ms'`) → [token text, backend pid,
+   * whether other sessions still wait for the key once it was granted].
+   */
   lock(lockKey: string, lockTimeout: string): QueryArrayConfig;
   /** `$1` lock key → [token text or null when busy, backend pid]. */
   tryLock(lockKey: string): QueryArrayConfig;
@@ -57,9 +66,16 @@ export function lockStatements(fencingSequence: string): LockStatements {
   // lock_timeout goes back to 0 as soon as the advisory lock is granted, so a
   // lock_timeout error can only mean "not granted": had it struck the sequence's
   // relation lock inside nextval, the session would keep the advisory lock.
+  // The last column, evaluated per row (it reads granted.k) and so after the grant,
+  // tells whether other sessions queue for the key behind this one: a holder that
+  // had to wait knows whether another process waits too (see LocalHandoffs).
+  const othersWaiting =
+    `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1` +
+    ` AND l.classid::bigint = ((granted.k >> 32) & 4294967295) AND l.objid::bigint = (granted.k & 4294967295)` +
+    ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`;
   const lockText =
-    `SELECT ${nextToken}, pg_backend_pid() FROM (` +
-    `SELECT set_config('lock_timeout', '0', true) FROM (` +
+    `SELECT ${nextToken}, pg_backend_pid(), ${othersWaiting} FROM (` +
+    `SELECT set_config('lock_timeout', '0', true), $1::bigint AS k FROM (` +
     `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true) OFFSET 0) AS wait OFFSET 0` +
     `) AS locked OFFSET 0) AS granted`;
   const tryText = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${nextToken} END, pg_backend_pid()`;
