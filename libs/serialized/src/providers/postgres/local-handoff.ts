@@ -1,13 +1,18 @@
 import type { HeldLocks } from '../../internal/held-locks';
 import type { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { LockLostError } from '../../errors';
+import { KEPT, unlockSession } from './held-session';
 import type { LockConnection } from './lock-connection';
+import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
+import type { LockStatements } from './postgres-lock.statements';
 
 /**
  * How a holder may pass its key to the next caller of its process (lock cohorting):
  * `cohort` serves up to `maxLocalHandoffs` callers of this process in a row even
- * when another process is known to wait; `strict` hands off locally only while no
- * other process was seen waiting when the key came from the server.
+ * while another process waits; `strict` hands off locally only while no other
+ * session waits for the key in the server (checked at each release), still bounded
+ * by `maxLocalHandoffs`.
  */
 export type HandoffMode = 'strict' | 'cohort';
 
@@ -18,9 +23,13 @@ export const DEFAULT_MAX_LOCAL_HANDOFFS = 32;
 export interface Cohort {
   /** The last fencing token of the block the grant's `nextval` reserved. */
   readonly blockEnd: bigint;
-  /** Whether other sessions waited for the key when the server granted it. */
-  readonly othersWaiting: boolean;
   readonly mode: HandoffMode;
+}
+
+/** The run a server grant starts, or none when the session's sequence reserves no block (increment 1) or hand-offs are off. */
+export function cohortOf(token: bigint, connection: LockConnection, maxLocalHandoffs: number, mode: HandoffMode): Cohort | undefined {
+  if (connection.tokenBlock < 2 || maxLocalHandoffs < 1) return undefined;
+  return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, mode };
 }
 
 /** A server lock on its way from a releasing holder to the next local caller. */
@@ -39,10 +48,10 @@ export interface HandedLock {
 export interface LocalHandoffHost {
   readonly queue: KeyedWaitQueue;
   readonly held: HeldLocks<PostgresLock>;
+  readonly pool: LockConnectionPool;
+  readonly statements: LockStatements;
   readonly maxLocalHandoffs: number;
   grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort: Cohort, handoffs: number): PostgresLock;
-  /** Unlocks on the server, then frees the key in this process. */
-  unlockHanded(handed: HandedLock): void;
 }
 
 /**
@@ -52,27 +61,37 @@ export interface LocalHandoffHost {
  * of the block the grant reserved — no unlock and lock round trips. After
  * `maxLocalHandoffs` in a row (or when the block runs out) the key goes back to
  * the server, whose queue then serves the other processes' sessions first.
+ * `strict` asks the server at each release whether another session waits (one
+ * statement that unlocks if so), and hands off locally only when none does.
  */
 export class LocalHandoffs {
   private readonly pending = new Map<string, HandedLock>();
 
-  constructor(private readonly host: LocalHandoffHost) {}
+  constructor(
+    private readonly host: LocalHandoffHost,
+    private readonly warn: (message: string) => void,
+  ) {}
 
-  /**
-   * Called by release: passes `lock`'s server lock to the next caller of its key in
-   * this process and returns true, or returns false (unlock on the server as usual).
-   */
-  offer(lock: PostgresLock, handoffs: number): boolean {
-    const { cohort, connection } = lock;
-    if (!cohort || handoffs >= this.host.maxLocalHandoffs || lock.fencingToken >= cohort.blockEnd) return false;
-    if (cohort.mode === 'strict' && cohort.othersWaiting) return false;
-    if (lock.lost || connection.dead || this.host.held.closing || this.host.queue.waiting(lock.key) === 0) return false;
-    connection.holders.delete(lock);
-    this.pending.set(lock.key, { key: lock.key, lockKey: lock.lockKey, connection, token: lock.fencingToken, cohort, handoffs: handoffs + 1 });
-    // The head of the local queue now owns the key; it picks the lock up with `take`.
-    this.host.queue.release(lock.key);
+  /** Releases a holder's lock: to the next caller of this process when it may, else on the server. */
+  async release(lock: PostgresLock): Promise<void> {
+    const { pool, statements } = this.host;
+    let outcome: LockLostError | undefined | typeof KEPT;
+    if (this.eligible(lock)) {
+      if (lock.cohort!.mode === 'cohort') return this.handOff(lock);
+      outcome = await unlockSession(lock, pool, statements, true);
+      if (outcome === KEPT && this.eligible(lock)) return this.handOff(lock);
+      // Kept, but its local caller left meanwhile: unlock after all.
+      if (outcome === KEPT) outcome = await unlockSession(lock, pool, statements);
+    } else {
+      outcome = await unlockSession(lock, pool, statements);
+    }
     this.host.held.delete(lock);
-    return true;
+    this.host.queue.release(lock.key);
+    if (outcome instanceof LockLostError) {
+      this.warn(outcome.message);
+      lock.markLost(outcome);
+      throw outcome;
+    }
   }
 
   /** The caller whose turn came: the server lock handed to it, if one was. */
@@ -85,10 +104,13 @@ export class LocalHandoffs {
   /**
    * Makes the caller a holder of the handed lock, or returns undefined when its
    * session ended on the way (the server freed the lock: the caller asks the
-   * server again).
+   * server again, after giving back the session's use).
    */
   grant(handed: HandedLock): PostgresLock | undefined {
-    if (handed.connection.dead) return undefined;
+    if (handed.connection.dead) {
+      this.host.pool.release(handed.connection);
+      return undefined;
+    }
     return this.host.grant(handed.key, handed.token + 1n, handed.lockKey, handed.connection, handed.cohort, handed.handoffs);
   }
 
@@ -99,6 +121,24 @@ export class LocalHandoffs {
       this.host.queue.release(handed.key);
       return;
     }
-    this.host.unlockHanded(handed);
+    unlockSession(handed, this.host.pool, this.host.statements)
+      .then((lost) => lost instanceof LockLostError && this.warn(lost.message))
+      .finally(() => this.host.queue.release(handed.key));
+  }
+
+  private eligible(lock: PostgresLock): boolean {
+    const { cohort, connection } = lock;
+    if (!cohort || lock.handoffs >= this.host.maxLocalHandoffs || lock.fencingToken >= cohort.blockEnd) return false;
+    return !lock.lost && !connection.dead && !this.host.held.closing && this.host.queue.waiting(lock.key) > 0;
+  }
+
+  private handOff(lock: PostgresLock): void {
+    const { connection } = lock;
+    connection.holders.delete(lock);
+    const handed = { key: lock.key, lockKey: lock.lockKey, connection, token: lock.fencingToken, cohort: lock.cohort!, handoffs: lock.handoffs + 1 };
+    this.pending.set(lock.key, handed);
+    // The head of the local queue now owns the key; it picks the lock up with `take`.
+    this.host.queue.release(lock.key);
+    this.host.held.delete(lock);
   }
 }

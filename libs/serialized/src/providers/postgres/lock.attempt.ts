@@ -12,8 +12,7 @@ export interface LockAttemptHost {
   readonly statements: LockStatements;
   readonly connectTimeoutMs: number;
   backendError(key: string, cause: unknown): LockBackendError;
-  /** `othersWaiting`: other sessions still queued for the key when it was granted. */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, othersWaiting: boolean): PostgresLock;
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection): PostgresLock;
   /** The attempt is over; `held` tells whether it ended holding the key. */
   attemptDone(attempt: LockAttempt, held: boolean): void;
   /** Sessions are not pinned (a transaction pooler): refuse from now on. */
@@ -188,7 +187,7 @@ export class LockAttempt implements ConnectionRequest {
   }
 
   private answered(connection: LockConnection, row: unknown[]): void {
-    const [token, pid, othersWaiting] = row;
+    const [token, pid] = row;
     const granted = token !== null && token !== undefined;
     if (Number(pid) !== connection.pid) {
       const error = new SessionChangedError(connection.pid, Number(pid));
@@ -209,7 +208,7 @@ export class LockAttempt implements ConnectionRequest {
       return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
     }
     if (this.ownSession) this.host.pool.share(connection);
-    this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection, othersWaiting === true));
+    this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection));
   }
 
   private failed(connection: LockConnection, error: unknown): void {

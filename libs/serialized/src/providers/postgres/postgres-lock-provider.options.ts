@@ -51,8 +51,8 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
   /**
    * Local hand-off (default `'cohort'`): a holder whose key a caller of this process
    * waits for passes the server lock to it in-process, up to `maxLocalHandoffs` in a
-   * row. `'strict'` does so only while no other process was seen waiting for the key
-   * when the server granted it. See docs/providers/postgres.md.
+   * row. `'strict'` does so only while no other session waits for the key in the
+   * server (one statement per release checks it). See docs/providers/postgres.md.
    */
   handoff?: 'strict' | 'cohort';
   /** Local hand-offs in a row before the key goes back to the server (default 32; 0: never hand off locally). */

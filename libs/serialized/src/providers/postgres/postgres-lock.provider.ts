@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import { validateAcquire } from '../../config/acquire-options.validator';
 import { redactUrls } from '../../internal/redact';
-import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
@@ -27,8 +27,8 @@ import { QueryWatchdog } from './query.watchdog';
 import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
-import { checkSession, unlockSession } from './held-session';
-import { DEFAULT_MAX_LOCAL_HANDOFFS, LocalHandoffs, type Cohort, type HandedLock, type HandoffMode, type LocalHandoffHost } from './local-handoff';
+import { checkSession } from './held-session';
+import { cohortOf, DEFAULT_MAX_LOCAL_HANDOFFS, LocalHandoffs, type Cohort, type HandoffMode, type LocalHandoffHost } from './local-handoff';
 import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -83,7 +83,7 @@ export class PostgresLockProvider
   /** @internal Local hand-offs in a row before the key goes back to the server. */
   readonly maxLocalHandoffs: number;
   private readonly handoffMode: HandoffMode;
-  private readonly handoffs = new LocalHandoffs(this);
+  private readonly handoffs = new LocalHandoffs(this, (message) => this.logger.warn(redactUrls(message)));
   private readonly watchdog: QueryWatchdog;
   private readonly settings: LockSessionSettings;
   private readonly waitTimeoutMs: number;
@@ -196,10 +196,7 @@ export class PostgresLockProvider
         else this.queue.release(key);
         throw signal?.aborted ? signal.reason : LockBackendError.shuttingDown(key);
       }
-      const local = handed && this.handoffs.grant(handed);
-      if (local) return local;
-      if (handed) this.pool.release(handed.connection); // its session ended on the way: ask the server
-      return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
+      return (handed && this.handoffs.grant(handed)) || (this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>);
     });
   }
 
@@ -243,10 +240,9 @@ export class PostgresLockProvider
   }
 
   /** @internal */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort?: Cohort | boolean, handoffs = 0): PostgresLock {
-    // From the server (`cohort` tells whether others waited): a new run, with the block this grant reserved.
-    const run = typeof cohort === 'object' ? cohort : this.cohortOf(fencingToken, connection, cohort === true);
-    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, run, handoffs);
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort?: Cohort, handoffs = 0): PostgresLock {
+    cohort ??= cohortOf(fencingToken, connection, this.maxLocalHandoffs, this.handoffMode);
+    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, cohort, handoffs);
     connection.holders.add(lock);
     this.held.add(lock);
     this.monitor.arm();
@@ -275,34 +271,8 @@ export class PostgresLockProvider
   }
 
   /** @internal */
-  async releaseLock(lock: PostgresLock): Promise<void> {
-    if (this.handoffs.offer(lock, lock.handoffs)) return;
-    let lost: LockLostError | undefined;
-    try {
-      lost = await unlockSession(lock, this.pool, this.statements);
-    } finally {
-      this.held.delete(lock);
-      this.queue.release(lock.key);
-    }
-    if (lost) {
-      this.logger.warn(redactUrls(lost.message));
-      lock.markLost(lost);
-      throw lost;
-    }
-  }
-
-  /** @internal */
-  unlockHanded(handed: HandedLock): void {
-    const { key, lockKey, connection } = handed;
-    const lock = { key, lockKey, connection } as PostgresLock;
-    unlockSession(lock, this.pool, this.statements)
-      .then((lost) => lost && this.logger.warn(redactUrls(lost.message)))
-      .finally(() => this.queue.release(key));
-  }
-
-  private cohortOf(token: bigint, connection: LockConnection, othersWaiting: boolean): Cohort | undefined {
-    if (connection.tokenBlock < 2 || this.maxLocalHandoffs < 1) return undefined;
-    return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, othersWaiting, mode: this.handoffMode };
+  releaseLock(lock: PostgresLock): Promise<void> {
+    return this.handoffs.release(lock);
   }
 
   /** @internal */

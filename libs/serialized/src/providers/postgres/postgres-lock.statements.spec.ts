@@ -16,13 +16,10 @@ describe('postgres lock statements', () => {
     expect(lock.values).toEqual(['42', '1500ms']);
     expect(lock.name).toBeDefined();
     // lock_timeout is local to the statement's transaction (is_local = true), never a session SET.
-    // Evaluated inside out: the budget, the lock, lock_timeout back to 0, then the token
-    // and whether other sessions still wait (a per-row subplan: after the grant).
+    // Evaluated inside out: the budget, the lock, lock_timeout back to 0, then the token.
     expect(lock.text).toBe(
-      `SELECT nextval('"nestjs_serialized_fencing_token"'::regclass)::text, pg_backend_pid(), EXISTS (SELECT 1 FROM pg_locks l ` +
-        `WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1 AND l.classid::bigint = ((granted.k >> 32) & 4294967295) ` +
-        `AND l.objid::bigint = (granted.k & 4294967295) AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())) FROM (` +
-        `SELECT set_config('lock_timeout', '0', true), $1::bigint AS k FROM (` +
+      `SELECT nextval('"nestjs_serialized_fencing_token"'::regclass)::text, pg_backend_pid() FROM (` +
+        `SELECT set_config('lock_timeout', '0', true) FROM (` +
         `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true) OFFSET 0) AS wait OFFSET 0` +
         `) AS locked OFFSET 0) AS granted`,
     );

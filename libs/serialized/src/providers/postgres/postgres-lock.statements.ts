@@ -15,15 +15,17 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 export interface LockStatements {
   /** Quoted, possibly schema-qualified sequence name, for DDL. */
   readonly sequence: string;
-  /**
-   * `$1` lock key, `$2` lock_timeout (e.g. `'2500ms'`) → [token text, backend pid,
-   * whether other sessions still wait for the key once it was granted].
-   */
+  /** `$1` lock key, `$2` lock_timeout (e.g. `'2500ms'`) → [token text, backend pid]. */
   lock(lockKey: string, lockTimeout: string): QueryArrayConfig;
   /** `$1` lock key → [token text or null when busy, backend pid]. */
   tryLock(lockKey: string): QueryArrayConfig;
   /** `$1` lock key → [whether this session held it]. */
   unlock(lockKey: string): QueryArrayConfig;
+  /**
+   * `$1` lock key → [true/false as unlock, or null: kept, because no other session
+   * waits for the key in the server]. Strict local hand-off: one round trip either way.
+   */
+  unlockIfWaited(lockKey: string): QueryArrayConfig;
   /** `$1` lock keys → rows [ordinality, token text or null, backend pid], in key order. */
   tryLockMany(lockKeys: string[]): QueryArrayConfig;
   /** `$1` lock keys → rows [ordinality, whether this session held it], in key order. */
@@ -66,20 +68,19 @@ export function lockStatements(fencingSequence: string): LockStatements {
   // lock_timeout goes back to 0 as soon as the advisory lock is granted, so a
   // lock_timeout error can only mean "not granted": had it struck the sequence's
   // relation lock inside nextval, the session would keep the advisory lock.
-  // The last column, evaluated per row (it reads granted.k) and so after the grant,
-  // tells whether other sessions queue for the key behind this one: a holder that
-  // had to wait knows whether another process waits too (see LocalHandoffs).
-  const othersWaiting =
-    `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1` +
-    ` AND l.classid::bigint = ((granted.k >> 32) & 4294967295) AND l.objid::bigint = (granted.k & 4294967295)` +
-    ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`;
   const lockText =
-    `SELECT ${nextToken}, pg_backend_pid(), ${othersWaiting} FROM (` +
-    `SELECT set_config('lock_timeout', '0', true), $1::bigint AS k FROM (` +
+    `SELECT ${nextToken}, pg_backend_pid() FROM (` +
+    `SELECT set_config('lock_timeout', '0', true) FROM (` +
     `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true) OFFSET 0) AS wait OFFSET 0` +
     `) AS locked OFFSET 0) AS granted`;
   const tryText = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${nextToken} END, pg_backend_pid()`;
   const unlockText = 'SELECT pg_advisory_unlock($1::bigint)';
+  // pg_locks shows a bigint advisory key as classid (high 32 bits), objid (low 32 bits), objsubid 1.
+  const unlockIfWaitedText =
+    `SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1` +
+    ` AND l.classid::bigint = (($1::bigint >> 32) & 4294967295) AND l.objid::bigint = ($1::bigint & 4294967295)` +
+    ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))` +
+    ` THEN pg_advisory_unlock($1::bigint) END`;
   // unnest WITH ORDINALITY: one row per key, in order, each evaluated as the single statement would.
   const tryManyText = `SELECT t.i, CASE WHEN pg_try_advisory_lock(t.k) THEN ${nextToken} END, pg_backend_pid() FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)`;
   const unlockManyText = 'SELECT t.i, pg_advisory_unlock(t.k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)';
@@ -89,6 +90,7 @@ export function lockStatements(fencingSequence: string): LockStatements {
     lock: (lockKey, lockTimeout) => ({ name: name('lock'), text: lockText, values: [lockKey, lockTimeout], rowMode: 'array' }),
     tryLock: (lockKey) => ({ name: name('try'), text: tryText, values: [lockKey], rowMode: 'array' }),
     unlock: (lockKey) => ({ name: 'nestjs-serialized:unlock', text: unlockText, values: [lockKey], rowMode: 'array' }),
+    unlockIfWaited: (lockKey) => ({ name: 'nestjs-serialized:unlock-if-waited', text: unlockIfWaitedText, values: [lockKey], rowMode: 'array' }),
     tryLockMany: (lockKeys) => ({ name: name('try-many'), text: tryManyText, values: [lockKeys], rowMode: 'array' }),
     unlockMany: (lockKeys) => ({ name: 'nestjs-serialized:unlock-many', text: unlockManyText, values: [lockKeys], rowMode: 'array' }),
   };
