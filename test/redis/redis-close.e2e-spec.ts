@@ -48,3 +48,21 @@ describe('RedisLockProvider outside Nest: a script may end with `await provider.
     }
   }, 90_000);
 });
+
+describe('RedisLockProvider.close() when Redis was never reachable', () => {
+  it('closes at once and leaves no timer behind that keeps the process alive', async () => {
+    const { RedisLockProvider } = await import('nestjs-serialized');
+    const { freeLocalPort } = await import('../support/local-server');
+    const { sleep } = await import('../support/timing');
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const provider = new RedisLockProvider({ url: `redis://127.0.0.1:${await freeLocalPort()}`, keyPrefix: uniqueId('dead'), connectTimeoutMs: 300 });
+    await expect(provider.acquire('k')).rejects.toMatchObject({ name: 'LockBackendError' });
+    // Between two reconnection attempts there is no socket: nothing to wait for (it waited 2 s for an 'end' that never came).
+    const closed = await Promise.race([provider.close().then(() => 'closed'), sleep(1500).then(() => 'still closing after 1.5 s')]);
+    expect(closed).toBe('closed');
+    // ioredis's own 2 s "destroy the socket" timer kept the process alive after close (jest: "did not exit").
+    await sleep(300);
+    expect(timers()).toBeLessThanOrEqual(before);
+  });
+});

@@ -196,6 +196,8 @@ export class LockService {
    * innermost — the section entered last. `undefined` outside any section. For
    * service code called from a decorated handler or from `run`: read
    * `fencingToken` for a fenced write, watch `signal`, call `extend()`.
+   * A `run` with `reentrant: false` takes no part in the async context, so its lock
+   * is not seen here (its `fn` receives it); a decorated handler's always is.
    */
   current(key?: string): Lock | undefined {
     const store = this.context.getStore();

@@ -7,12 +7,13 @@ import { AsyncResource } from 'node:async_hooks';
  */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
-/** A scheduled call; pass it to `cancel`. */
+/** A scheduled call; pass it to `cancel`. An object may be its own deadline (see `add`). */
 export interface Deadline {
-  readonly at: number;
+  /** When it is due (`performance.now()` time); set by the queue. */
+  at: number;
   /** Position in the heap, -1 once fired or cancelled. */
   index: number;
-  readonly fire: () => void;
+  fire(): void;
 }
 
 /** Options of a {@link DeadlineQueue}. */
@@ -57,11 +58,21 @@ export class DeadlineQueue {
   }
 
   schedule(delayMs: number, fire: () => void): Deadline {
-    const entry: Deadline = { at: performance.now() + delayMs, index: this.heap.length, fire };
+    const entry: Deadline = { at: 0, index: -1, fire };
+    this.add(entry, delayMs);
+    return entry;
+  }
+
+  /**
+   * Schedules `entry` itself: its `fire()` runs when due. A waiter that is its own
+   * deadline costs neither a closure nor a heap entry of its own.
+   */
+  add(entry: Deadline, delayMs: number): void {
+    entry.at = performance.now() + delayMs;
+    entry.index = this.heap.length;
     this.heap.push(entry);
     this.up(entry.index);
     if (entry.at < this.timerAt) this.arm();
-    return entry;
   }
 
   /**

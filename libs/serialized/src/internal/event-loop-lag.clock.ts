@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 const TICK_MS = 20;
 /** Lag per tick below this is scheduling noise, not a stall. */
 const TOLERANCE_MS = 20;
-/** Stops ticking when nobody has read it for this long. */
+/** Stops ticking when nobody has read it for this long (by default). */
 const IDLE_STOP_MS = 2000;
 
 /**
@@ -20,8 +20,10 @@ const IDLE_STOP_MS = 2000;
  * While in use a cheap unref'd ticker (in the clock's own async scope) measures
  * how late each tick fires; a stall still in progress when `now()` is read (say,
  * from a timer that fired before the ticker after a long synchronous burst)
- * counts too. Reading it starts the ticker; nobody reading it for a while stops
- * it, so an idle provider keeps no timer beyond that.
+ * counts too. Reading it starts the ticker; nobody reading it for `idleStopMs`
+ * stops it, so an idle provider keeps no timer beyond that. A user whose bounds
+ * are pending reads it at least once per bound (when its deadline fires), so
+ * `idleStopMs` must exceed the longest bound measured on it.
  */
 export class EventLoopLagClock {
   private timer: NodeJS.Timeout | undefined;
@@ -32,7 +34,10 @@ export class EventLoopLagClock {
   private readonly scope: AsyncResource;
   private readonly onTick = (): void => this.tick();
 
-  constructor(name = 'nestjs-serialized.event-loop-lag') {
+  constructor(
+    name = 'nestjs-serialized.event-loop-lag',
+    private readonly idleStopMs = IDLE_STOP_MS,
+  ) {
     this.scope = new AsyncResource(name);
   }
 
@@ -74,6 +79,6 @@ export class EventLoopLagClock {
     const at = performance.now();
     this.lost += this.overdue(at);
     this.lastTickAt = at;
-    if (at - this.lastReadAt > IDLE_STOP_MS) this.stop();
+    if (at - this.lastReadAt > this.idleStopMs) this.stop();
   }
 }

@@ -34,6 +34,42 @@ describe('KeyedWaitQueue', () => {
     expect(queue.size).toBe(0);
   });
 
+  it('wait(): errors made from the key and the bound, a deadline per waiter, an abort listener only with a signal, none left after hand-off', async () => {
+    const errors = {
+      timeoutError: (key: string, ms: number) => new Error(`timeout ${key} ${ms}`),
+      busyError: (key: string, max: number) => new Error(`busy ${key} ${max}`),
+    };
+    expect(queue.wait('k', 10_000, 1, undefined, errors)).toBeUndefined();
+    const controller = new AbortController();
+    const added = jest.spyOn(controller.signal, 'addEventListener');
+    const removed = jest.spyOn(controller.signal, 'removeEventListener');
+    const first = queue.wait('k', 10_000, 1, controller.signal, errors)!;
+    await expect(queue.wait('k', 10_000, 1, undefined, errors)).rejects.toThrow('busy k 1');
+    await expect(queue.wait('k', 0, 1, undefined, errors)).rejects.toThrow('timeout k 0');
+    expect([added.mock.calls.length, deadlines.size]).toEqual([1, 1]);
+    queue.release('k');
+    await first;
+    expect([removed.mock.calls.length, deadlines.size, deadlines.armed]).toEqual([1, 0, false]);
+    controller.abort(new Error('late'));
+    expect(queue.isHeld('k')).toBe(true);
+    queue.release('k');
+    expect(queue.size).toBe(0);
+  });
+
+  it('times out a waiter through its own deadline, aborts it through its own listener', async () => {
+    const errors = { timeoutError: (key: string, ms: number) => new Error(`timeout ${key} ${ms}`), busyError: () => new Error('busy') };
+    queue.wait('k', 10_000, 10, undefined, errors);
+    const timedOut = queue.wait('k', 20, 10, undefined, errors)!;
+    const controller = new AbortController();
+    const aborted = queue.wait('k', 10_000, 10, controller.signal, errors)!;
+    controller.abort(new Error('caller left'));
+    await expect(aborted).rejects.toThrow('caller left');
+    await expect(timedOut).rejects.toThrow('timeout k 20');
+    expect([queue.waiting('k'), deadlines.size]).toEqual([0, 0]);
+    queue.release('k');
+    expect(queue.size).toBe(0);
+  });
+
   it('never lets a newcomer barge in while the key passes to the head waiter', () => {
     queue.take('k', options());
     void queue.take('k', options());

@@ -1,29 +1,21 @@
 import { DeadlineQueue, type Deadline } from './deadline-queue';
+import type { PendingBudget } from './pending-budget';
+
+/** The errors a waiter may end with; one object per provider, called only when needed. */
+export interface WaitErrors {
+  /** The error for a waiter whose time ran out. */
+  timeoutError(key: string, timeoutMs: number): Error;
+  /** The error when `maxPending` waiters already queue. */
+  busyError(key: string, maxPending: number): Error;
+}
 
 /** How one caller waits for a key. */
-export interface WaitOptions {
+export interface WaitOptions extends WaitErrors {
   /** 0 means: do not wait at all. */
   timeoutMs: number;
   signal?: AbortSignal;
   /** Most waiters for this key (the holder does not count). */
   maxPending: number;
-  /** The error for a waiter whose time ran out. */
-  timeoutError: () => Error;
-  /** The error when `maxPending` waiters already queue. */
-  busyError: () => Error;
-}
-
-interface Waiter {
-  prev: Waiter | undefined;
-  next: Waiter | undefined;
-  entry: KeyEntry;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-  deadline: Deadline | undefined;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-  maxPending: number;
-  busyError: () => Error;
 }
 
 interface KeyEntry {
@@ -32,6 +24,45 @@ interface KeyEntry {
   last: Waiter | undefined;
   waiting: number;
 }
+
+/**
+ * One caller in a key's line. It is its own deadline (no closure, no heap entry of
+ * its own), and listens to an abort signal only when it was given one: waiting
+ * costs this object and the caller's promise.
+ */
+class Waiter implements Deadline {
+  prev: Waiter | undefined = undefined;
+  next: Waiter | undefined = undefined;
+  at = 0;
+  index = -1;
+  resolve!: () => void;
+  reject!: (error: unknown) => void;
+  constructor(
+    private readonly queue: KeyedWaitQueue,
+    readonly entry: KeyEntry,
+    readonly timeoutMs: number,
+    readonly maxPending: number,
+    readonly signal: AbortSignal | undefined,
+    readonly errors: WaitErrors,
+  ) {}
+
+  /** Its time ran out. */
+  fire(): void {
+    this.queue.leave(this, this.errors.timeoutError(this.entry.key, this.timeoutMs));
+  }
+
+  /** The signal aborted (the waiter is its own listener: no closure). */
+  handleEvent(): void {
+    this.queue.leave(this, this.signal!.reason);
+  }
+}
+
+/** The waiter whose promise is being made: lets one shared executor fill in its resolvers. */
+let settling: Waiter | undefined;
+const captureResolvers = (resolve: () => void, reject: (error: unknown) => void): void => {
+  settling!.resolve = resolve;
+  settling!.reject = reject;
+};
 
 /**
  * Strict FIFO ownership of keys inside one process: the in-memory provider is
@@ -46,7 +77,11 @@ interface KeyEntry {
 export class KeyedWaitQueue {
   private readonly entries = new Map<string, KeyEntry>();
 
-  constructor(private readonly deadlines: DeadlineQueue = new DeadlineQueue()) {}
+  /** `budget`: the provider's `maxPendingTotal`, shared by the waiters of every key (none: unbounded). */
+  constructor(
+    private readonly deadlines: DeadlineQueue = new DeadlineQueue(),
+    private readonly budget?: PendingBudget,
+  ) {}
 
   /** Keys held or waited for (0 when idle: nothing is retained). */
   get size(): number {
@@ -74,39 +109,33 @@ export class KeyedWaitQueue {
    * timeout or busy error, or with the signal's reason; the caller then holds nothing.
    */
   take(key: string, options: WaitOptions): Promise<void> | undefined {
-    if (options.signal?.aborted) return Promise.reject(options.signal.reason);
+    return this.wait(key, options.timeoutMs, options.maxPending, options.signal, options);
+  }
+
+  /** {@link take} without an options object per call: what the in-memory provider's hot path uses. */
+  wait(key: string, timeoutMs: number, maxPending: number, signal: AbortSignal | undefined, errors: WaitErrors): Promise<void> | undefined {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const entry = this.entries.get(key);
     if (!entry) {
       this.entries.set(key, { key, first: undefined, last: undefined, waiting: 0 });
       return undefined;
     }
-    if (options.timeoutMs <= 0) return Promise.reject(options.timeoutError());
-    if (entry.waiting >= options.maxPending) return Promise.reject(options.busyError());
+    if (timeoutMs <= 0) return Promise.reject(errors.timeoutError(key, timeoutMs));
+    if (entry.waiting >= maxPending) return Promise.reject(errors.busyError(key, maxPending));
+    if (this.budget && !this.budget.take()) return Promise.reject(this.budget.busyError(key));
 
-    return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = {
-        prev: entry.last,
-        next: undefined,
-        entry,
-        resolve,
-        reject,
-        deadline: undefined,
-        signal: options.signal,
-        onAbort: undefined,
-        maxPending: options.maxPending,
-        busyError: options.busyError,
-      };
-      if (entry.last) entry.last.next = waiter;
-      else entry.first = waiter;
-      entry.last = waiter;
-      entry.waiting++;
-      waiter.deadline = this.deadlines.schedule(options.timeoutMs, () => this.leave(waiter, options.timeoutError()));
-      if (options.signal) {
-        const signal = options.signal;
-        waiter.onAbort = () => this.leave(waiter, signal.reason);
-        signal.addEventListener('abort', waiter.onAbort, { once: true });
-      }
-    });
+    const waiter = new Waiter(this, entry, timeoutMs, maxPending, signal, errors);
+    settling = waiter;
+    const promise = new Promise<void>(captureResolvers);
+    settling = undefined;
+    waiter.prev = entry.last;
+    if (entry.last) entry.last.next = waiter;
+    else entry.first = waiter;
+    entry.last = waiter;
+    entry.waiting++;
+    this.deadlines.add(waiter, timeoutMs);
+    signal?.addEventListener('abort', waiter, { once: true });
+    return promise;
   }
 
   /**
@@ -142,7 +171,7 @@ export class KeyedWaitQueue {
         place++;
       } else {
         this.unlink(waiter);
-        waiter.reject(waiter.busyError());
+        waiter.reject(waiter.errors.busyError(entry.key, waiter.maxPending));
       }
       waiter = next;
     }
@@ -159,7 +188,8 @@ export class KeyedWaitQueue {
     }
   }
 
-  private leave(waiter: Waiter, error: unknown): void {
+  /** @internal A waiter gives up (timeout, abort). */
+  leave(waiter: Waiter, error: unknown): void {
     if (waiter.entry.first !== waiter && !waiter.prev) return; // already handed over or gone
     this.unlink(waiter);
     waiter.reject(error);
@@ -173,8 +203,8 @@ export class KeyedWaitQueue {
     else entry.last = waiter.prev;
     waiter.prev = waiter.next = undefined;
     entry.waiting--;
-    if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
-    if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
-    waiter.deadline = waiter.onAbort = undefined;
+    this.budget?.give();
+    this.deadlines.cancel(waiter);
+    waiter.signal?.removeEventListener('abort', waiter);
   }
 }

@@ -11,8 +11,10 @@ export const KEPT = Symbol('kept');
  * result of the unlock is checked: `false` (the session did not hold the lock:
  * someone called `pg_advisory_unlock_all()` on it, or a pooler swapped sessions)
  * closes the session and comes back as the `LockLostError` to report. A session
- * already gone, or an unlock that fails, ends the session, which frees the lock
- * on the server whatever happened to the unlock.
+ * already gone (its holder was told when it went), or an unlock that fails, ends
+ * the session, which frees the lock on the server whatever happened to the
+ * unlock; a failed unlock is reported as a `LockLostError` too (the session may
+ * have ended while the holder worked).
  */
 export async function unlockSession(
   lock: Pick<PostgresLock, 'key' | 'lockKey' | 'connection'>,
@@ -30,7 +32,10 @@ export async function unlockSession(
     if (onlyIfWaited && unlocked === null) return KEPT;
   } catch (error) {
     pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
-    return undefined;
+    // The session ended before the unlock was confirmed: the lock went with it, and
+    // possibly while the holder still worked (the socket's end had not reached us).
+    // The holder is told rather than told nothing.
+    return new LockLostError(lock.key, `its PostgreSQL session ended before the release was confirmed (${(error as Error)?.message ?? error})`, error);
   }
   if (unlocked === true) {
     pool.release(connection);

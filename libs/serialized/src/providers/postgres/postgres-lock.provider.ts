@@ -6,10 +6,12 @@ import { redactUrls } from '../../internal/redact';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
+import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import { commonProviderOptions } from '../../lock-provider-options.interface';
+import { postgresProviderOptions } from '../../config/provider-options.mapper';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
@@ -24,7 +26,7 @@ import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
 import { pingLockPool } from './postgres-health';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
-import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
+import { lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession } from './held-session';
@@ -73,9 +75,14 @@ export class PostgresLockProvider
   /** @internal */
   readonly deadlines = new DeadlineQueue();
   /** @internal */
-  readonly queue = new KeyedWaitQueue(this.deadlines);
+  readonly queue: KeyedWaitQueue;
   /** @internal */
   readonly held = new HeldLocks<PostgresLock>();
+  private readonly leaseNote = new IgnoredLeaseNote(
+    this.logger,
+    'PostgresLockProvider',
+    "a session lock lasts as long as its session; the provider's own leaseMs sets how often held sessions are checked",
+  );
   /** @internal */
   readonly attempts = new Map<string, LockAttempt>();
   /** @internal */
@@ -97,6 +104,7 @@ export class PostgresLockProvider
   /** @throws Error when `pg` is not installed, or an option is invalid */
   constructor(options: PostgresLockProviderOptions = {}) {
     super();
+    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
     const pg = loadPgDriver();
     this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
     const timings = sessionTimings(options);
@@ -105,7 +113,7 @@ export class PostgresLockProvider
     this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);
-    this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
+    this.statements = lockStatements(options.fencingSequence ?? SERIALIZED_DEFAULTS.pgFencingSequence);
     this.idempotencyTable = options.idempotencyTable;
     this.handoffMode = options.handoff ?? 'cohort';
     this.maxLocalHandoffs = options.maxLocalHandoffs ?? DEFAULT_MAX_LOCAL_HANDOFFS;
@@ -123,7 +131,7 @@ export class PostgresLockProvider
       {
         size: lockPoolSizeOf(options),
         open: () => openLockSession(this.settings, this.watchdog, (error) => this.refuse(error)),
-        idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
+        idleTimeoutMs: options.idleTimeoutMs ?? SERIALIZED_DEFAULTS.pgIdleTimeoutMs,
         retryAfterFailureMs: Math.min(1000, this.connectTimeoutMs),
         closeTimeoutMs: this.connectTimeoutMs,
       },
@@ -135,8 +143,7 @@ export class PostgresLockProvider
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
   static fromModuleOptions(options: ResolvedSerializedOptions): PostgresLockProvider {
-    const { connectionString, pool, lockPoolSize, createSchema } = options.postgres;
-    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize, createSchema });
+    return new PostgresLockProvider(postgresProviderOptions(options));
   }
 
   /** `@Idempotent`'s records: a table of this database, reached through a small pool of their own. */
@@ -168,6 +175,7 @@ export class PostgresLockProvider
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'PostgresLockProvider#acquire');
     if (invalid) return Promise.reject(invalid);
+    this.leaseNote.check(options.leaseMs, key);
     try {
       this.assertUsable(key);
     } catch (error) {
@@ -209,6 +217,7 @@ export class PostgresLockProvider
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'PostgresLockProvider#tryAcquire');
     if (invalid) throw invalid;
+    this.leaseNote.check(options.leaseMs, key);
     this.assertUsable(key);
     if (options.signal?.aborted) throw options.signal.reason;
     if (!this.queue.tryTake(key)) return null;

@@ -1,7 +1,7 @@
 import type { RedisClient } from './redis-client';
 
 /** How one command is sent. */
-export interface RunOptions {
+export interface RedisCallOptions {
   /**
    * Sent ahead of the other commands waiting in this process (never ahead of what
    * is already on the wire): releases, renewals, heart-beats and leaves, which keep
@@ -17,7 +17,7 @@ export interface RunOptions {
 }
 
 /** Options of the commands that keep locks and places alive or free keys. */
-export const URGENT: RunOptions = { urgent: true };
+export const URGENT: RedisCallOptions = { urgent: true };
 
 /** A command whose caller waits: queued in this process, or on the wire. */
 export interface Call {
@@ -26,8 +26,8 @@ export interface Call {
   readonly since: number;
   /** Sends it; dropped once sent. */
   send: ((client: RedisClient) => Promise<unknown>) | undefined;
-  /** Asked just before it is sent (see {@link RunOptions.skip}). */
-  readonly options: RunOptions | undefined;
+  /** Asked just before it is sent (see {@link RedisCallOptions.skip}). */
+  readonly options: RedisCallOptions | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: Error) => void;
   /** Its caller has its answer (the reply, or a failure). */

@@ -12,6 +12,12 @@ export type RedisClient = Redis | Cluster;
  */
 const RECONNECT_MAX_DELAY_MS = 1000;
 
+/** Statuses of a client with no socket open, waiting to reconnect (or never started). */
+const BETWEEN_ATTEMPTS = new Set(['reconnecting', 'close', 'wait', 'end']);
+
+/** How long a socket dropped by `disconnect()` may take to close before it is destroyed. */
+const DISCONNECT_TIMEOUT_MS = 100;
+
 /** How long a polite `QUIT` may take before the socket is simply dropped. */
 const QUIT_TIMEOUT_MS = 2000;
 
@@ -52,7 +58,7 @@ export class RedisClientOwner {
     let subscriber: RedisClient;
     if (this.source.url) subscriber = this.open();
     else if (this.isCluster) subscriber = (this.client as Cluster).duplicate();
-    else subscriber = (this.client as Redis).duplicate({ lazyConnect: true });
+    else subscriber = (this.client as Redis).duplicate({ lazyConnect: true, disconnectTimeout: DISCONNECT_TIMEOUT_MS });
     subscriber.on('error', this.onError);
     return subscriber;
   }
@@ -71,6 +77,10 @@ export class RedisClientOwner {
       maxRetriesPerRequest: 0,
       autoResendUnfulfilledCommands: false,
       retryStrategy: (attempt) => Math.min(attempt * 100, RECONNECT_MAX_DELAY_MS),
+      // ioredis waits this long for a socket to close before destroying it, with a timer
+      // that keeps the process alive — also for the dead socket of a connection between
+      // two reconnection attempts. `QUIT` is what closes our connections politely.
+      disconnectTimeout: DISCONNECT_TIMEOUT_MS,
     };
     const client = new Redis(this.source.url!, options);
     client.on('error', this.onError);
@@ -89,6 +99,9 @@ export async function closeClient(client: RedisClient): Promise<void> {
     client.quit().catch(() => client.disconnect());
   } else {
     client.disconnect();
+    // Between two attempts to reconnect there is no socket to close, so ioredis
+    // emits no 'end': `disconnect()` has cancelled the next attempt, and that is all.
+    if (BETWEEN_ATTEMPTS.has(client.status)) return;
   }
   let timer: NodeJS.Timeout | undefined;
   const stuck = new Promise<void>((resolve) => (timer = setTimeout(resolve, QUIT_TIMEOUT_MS)));

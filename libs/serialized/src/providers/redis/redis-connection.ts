@@ -1,15 +1,16 @@
 import type { Logger } from '@nestjs/common';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import type { Cluster, Redis } from 'ioredis';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { EventLoopLagClock } from '../../internal/event-loop-lag.clock';
-import type { RunOptions } from './redis-call';
+import type { RedisCallOptions } from './redis-call';
 import { RedisCallErrors } from './redis-call-errors';
 import { RedisClientOwner, type RedisClient } from './redis-client';
 import { RedisReadinessGate } from './redis-readiness.gate';
 import { ReplyStream, type ReplyStreamHost } from './redis-reply.stream';
 
 export type { RedisClient } from './redis-client';
-export { URGENT, type RunOptions } from './redis-call';
+export { URGENT, type RedisCallOptions } from './redis-call';
 
 /** Where the provider's commands go. */
 export interface RedisConnectionOptions {
@@ -31,13 +32,13 @@ export interface RedisConnectionOptions {
   slotOf?: (key: string) => number;
   /**
    * Most commands on the wire at once per connection (per Cluster node); more wait
-   * in this process, in order, urgent ones first (see {@link RunOptions}).
+   * in this process, in order, urgent ones first (see {@link RedisCallOptions}).
    */
   maxInFlight?: number;
 }
 
 /** Default of {@link RedisConnectionOptions.maxInFlight} (see docs/providers/redis.md, "Tuning"). */
-export const DEFAULT_MAX_IN_FLIGHT = 1000;
+export const DEFAULT_MAX_IN_FLIGHT = SERIALIZED_DEFAULTS.redisMaxInFlight;
 
 /**
  * The command connection, failing closed on an outage and never on a burst.
@@ -71,7 +72,7 @@ export class RedisConnection implements ReplyStreamHost {
   readonly isCluster: boolean;
   readonly timeoutMs: number;
   readonly maxInFlight: number;
-  readonly clock = new EventLoopLagClock('nestjs-serialized.redis-lag');
+  readonly clock: EventLoopLagClock;
   readonly errors = new RedisCallErrors();
   closed = false;
   private readonly owner: RedisClientOwner;
@@ -94,6 +95,8 @@ export class RedisConnection implements ReplyStreamHost {
     private readonly logger: Logger,
   ) {
     this.timeoutMs = options.connectTimeoutMs;
+    // Ticks while a bound may be pending: each pending bound reads it at least once per bound.
+    this.clock = new EventLoopLagClock('nestjs-serialized.redis-lag', this.timeoutMs + 2000);
     this.owner = new RedisClientOwner(options, this.timeoutMs, this.onError);
     this.client = this.owner.client;
     this.isCluster = this.owner.isCluster;
@@ -114,7 +117,7 @@ export class RedisConnection implements ReplyStreamHost {
    * command failed. Unless {@link mayHaveRun} says otherwise, the command may or
    * may not have run, so callers undo what it might have done.
    */
-  run<T>(key: string, send: (client: RedisClient) => Promise<T>, options?: RunOptions): Promise<T> {
+  run<T>(key: string, send: (client: RedisClient) => Promise<T>, options?: RedisCallOptions): Promise<T> {
     if (this.client.status === 'ready' && !this.closed) return this.streamOf(key).submit(key, send, options, this.clock.now());
     return this.afterReady(key, send, options);
   }
@@ -195,7 +198,7 @@ export class RedisConnection implements ReplyStreamHost {
   }
 
   /** Waits for the connection (see {@link RedisReadinessGate}), then sends. */
-  private afterReady<T>(key: string, send: (client: RedisClient) => Promise<T>, options: RunOptions | undefined): Promise<T> {
+  private afterReady<T>(key: string, send: (client: RedisClient) => Promise<T>, options: RedisCallOptions | undefined): Promise<T> {
     if (this.closed || this.client.status === 'end') return Promise.reject(this.errors.unsent(this.errors.closed(key)));
     const started = this.clock.now();
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { EventLoopLagClock } from '../../internal/event-loop-lag.clock';
-import type { Call, RunOptions } from './redis-call';
+import type { Call, RedisCallOptions } from './redis-call';
 import type { RedisCallErrors } from './redis-call-errors';
 import { CallQueue } from './redis-call-queue';
 import type { RedisClient } from './redis-client';
@@ -73,7 +73,7 @@ export class ReplyStream {
   }
 
   /** Sends the call now if the wire has room, otherwise queues it; its silence bound counts from `since` (lag-free clock). */
-  submit<T>(key: string, send: (client: RedisClient) => Promise<T>, options: RunOptions | undefined, since: number): Promise<T> {
+  submit<T>(key: string, send: (client: RedisClient) => Promise<T>, options: RedisCallOptions | undefined, since: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const call: Call = { key, since, send, options, resolve: resolve as (value: unknown) => void, reject, done: false };
       this.calls.add(call);

@@ -1,6 +1,6 @@
 import type { Lock } from '../../lock.interface';
 import type { Deadline } from '../../internal/deadline-queue';
-import type { RunOptions } from './redis-connection';
+import type { RedisCallOptions } from './redis-connection';
 import type { LinkedWaiter, RedisKeyWaiters } from './redis-key-waiters';
 
 /** One waiter's acquisition as asked for. */
@@ -32,7 +32,7 @@ export const CONFIRMING = 3;
  * One caller waiting for a key in this process. It is also the options of its
  * enqueue call: a call whose waiter gave up before it was sent is dropped unsent.
  */
-export class RedisWaiter implements RunOptions, LinkedWaiter<RedisWaiter> {
+export class RedisWaiter implements RedisCallOptions, LinkedWaiter<RedisWaiter> {
   phase: typeof SENDING | typeof QUEUED | typeof SETTLED | typeof CONFIRMING = SENDING;
   /** Its place in the Redis queue, which becomes its fencing token. */
   fence = 0;
@@ -55,7 +55,8 @@ export class RedisWaiter implements RunOptions, LinkedWaiter<RedisWaiter> {
     readonly leaseMs: number,
     readonly waitTimeoutMs: number,
     readonly signal: AbortSignal | undefined,
-    readonly startedAt: number,
+    /** When its wait budget started: the first turn of the event loop after the call (see `RedisWaiters.wait`). */
+    public startedAt: number,
   ) {
     this.promise = new Promise<Lock>((resolve, reject) => {
       this.resolve = resolve;

@@ -4,6 +4,7 @@ import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors'
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import type { HeldLocks } from '../../internal/held-locks';
+import type { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import type { OwnerTokens } from './owner-tokens';
 import type { RedisConnection } from './redis-connection';
@@ -16,6 +17,7 @@ import { RedisLock, type RedisLockContext } from './redis-lock';
 import { RedisSafetyChecks, type SafetyCheckHost } from './redis-safety-checks';
 import type { RedisScripts } from './redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED, type KeyWaiters, type WaitRequest } from './redis-waiter';
+import { RedisWaitBudgets, type WaitBudgetHost } from './redis-wait-budgets';
 import { RedisWakeUps } from './redis-wake-ups';
 import type { AcquireResult } from './scripts/acquire.script';
 import type { HandOff } from './scripts/hand-off';
@@ -32,6 +34,8 @@ export interface RedisWaitersParts {
   readonly stalls: EventLoopStallMonitor;
   readonly heartbeatMs: number;
   readonly logger: Logger;
+  /** `maxPendingTotal`: a waiter holds a place from its call until it settles. */
+  readonly budget: PendingBudget;
 }
 
 /**
@@ -42,7 +46,7 @@ export interface RedisWaitersParts {
  * ({@link RedisSafetyChecks}); every hand-off, whatever carried it, comes through
  * {@link handedOver}.
  */
-export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext {
+export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, WaitBudgetHost {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
@@ -56,10 +60,12 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private readonly byToken = new Map<string, RedisWaiter>();
   /** How often a waiter whose budget ran out while its script had no answer looks again (see `waitEnded`). */
   private readonly recheckMs: number;
+  private readonly budgets: RedisWaitBudgets;
 
   constructor(private readonly parts: RedisWaitersParts) {
     ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines } = parts);
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
+    this.budgets = new RedisWaitBudgets(parts.deadlines, this);
     this.handOffs = new RedisHandOffs(this, parts.grants, parts.stalls);
     this.leaves = new RedisLeaves(parts.connection, parts.scripts, this.handOffs, parts.logger);
     this.checks = new RedisSafetyChecks(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
@@ -88,9 +94,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, waitTimeoutMs, signal, performance.now());
     waiter.maxPending = request.maxPending;
     this.byToken.set(waiter.token, waiter);
-    // The wait budget runs from the call, not from the reply: under a burst the
-    // script may wait behind thousands of others on the connection.
-    waiter.deadline = this.deadlines.schedule(waitTimeoutMs, () => this.waitEnded(waiter));
+    this.budgets.start(waiter);
     if (signal) {
       waiter.onAbort = () => this.giveUp(waiter, signal.reason);
       signal.addEventListener('abort', waiter.onAbort, { once: true });
@@ -141,6 +145,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     if (waiter.phase === QUEUED) queue.unlink(waiter);
     waiter.phase = SETTLED;
     queue.pending--;
+    this.parts.budget.give();
     this.byToken.delete(waiter.token);
     if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
     if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
@@ -237,8 +242,8 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
       return;
     }
     waiter.fence = result.fence;
-    // Its budget ran out while the reply was on its way (see `waitEnded`).
-    if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
+    // Its budget (started: it has a deadline) ran out while the reply was on its way (see `waitEnded`).
+    if (waiter.deadline && performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
       return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
     }
     // It was let through in case it became the holder, and it did not: one waiter too many.
@@ -259,7 +264,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
    * answered since: Redis may be gone, which the backend bound says
    * (`LockBackendError`, never a 429 for an outage), so it looks again shortly.
    */
-  private waitEnded(waiter: RedisWaiter): void {
+  waitEnded(waiter: RedisWaiter): void {
     waiter.deadline = undefined;
     if (waiter.phase === SETTLED) return;
     const key = waiter.queue.key;
@@ -267,7 +272,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
       this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
       return;
     }
-    waiter.deadline = this.deadlines.schedule(this.recheckMs, () => this.waitEnded(waiter));
+    this.budgets.recheck(waiter, this.recheckMs);
   }
 
   private enqueueFailed(waiter: RedisWaiter, token: string, error: unknown): void {

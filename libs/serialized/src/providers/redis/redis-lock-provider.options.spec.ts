@@ -1,0 +1,46 @@
+import { SerializedConfigError } from '../../config/serialized-config.error';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { RedisLockProvider } from './redis-lock.provider';
+import { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, resolveRedisLockOptions } from './redis-lock-provider.options';
+
+describe('RedisLockProvider options', () => {
+  it('fills in every default from one place', () => {
+    expect(resolveRedisLockOptions({ url: 'redis://127.0.0.1:6379' })).toEqual({
+      keyPrefix: SERIALIZED_DEFAULTS.keyPrefix,
+      leaseMs: SERIALIZED_DEFAULTS.leaseMs,
+      waitTimeoutMs: SERIALIZED_DEFAULTS.waitTimeoutMs,
+      maxPending: SERIALIZED_DEFAULTS.maxPending,
+      connectTimeoutMs: SERIALIZED_DEFAULTS.connectTimeoutMs,
+      shutdownGraceMs: SERIALIZED_DEFAULTS.shutdownGraceMs,
+      heartbeatMs: REDIS_LOCK_DEFAULTS.heartbeatMs,
+      maxInFlight: REDIS_LOCK_DEFAULTS.maxInFlight,
+    });
+  });
+
+  it('accepts heartbeatMs and maxInFlight at the ends of their ranges', () => {
+    const { heartbeatMs, maxInFlight } = REDIS_LOCK_LIMITS;
+    expect(resolveRedisLockOptions({ heartbeatMs: heartbeatMs.min, maxInFlight: maxInFlight.max })).toMatchObject({
+      heartbeatMs: heartbeatMs.min,
+      maxInFlight: maxInFlight.max,
+    });
+    expect(resolveRedisLockOptions({ heartbeatMs: heartbeatMs.max, maxInFlight: maxInFlight.min })).toMatchObject({
+      heartbeatMs: heartbeatMs.max,
+      maxInFlight: maxInFlight.min,
+    });
+  });
+
+  it.each([
+    ['heartbeatMs', 99],
+    ['heartbeatMs', 600_001],
+    ['heartbeatMs', 1500.5],
+    ['heartbeatMs', Number.NaN],
+    ['heartbeatMs', '5000'],
+    ['maxInFlight', 0],
+    ['maxInFlight', 100_001],
+  ])('stops the constructor on %s = %p with a message naming the option and its range', (name, value) => {
+    const build = () => new RedisLockProvider({ url: 'redis://127.0.0.1:6379', [name]: value } as never);
+    expect(build).toThrow(SerializedConfigError);
+    const { min, max } = REDIS_LOCK_LIMITS[name as keyof typeof REDIS_LOCK_LIMITS];
+    expect(build).toThrow(new RegExp(`${name} must be a whole number .*from ${min} to ${max}`));
+  });
+});

@@ -1,0 +1,98 @@
+import { Redis } from 'ioredis';
+import { RedisLockProvider } from 'nestjs-serialized';
+import { WorkerProcess, type WorkerMessage } from '../support/processes';
+import { TEST_REDIS_URL } from '../support/services';
+import { uniqueId, waitFor } from '../support/timing';
+
+/**
+ * A waiter whose own process blocks its event loop for longer than the heart-beat
+ * tolerance keeps its place (issue 11, item 1). Three real processes: H holds, W
+ * and X wait (W first). W blocks its loop for four heart-beat timeouts: Redis sees
+ * no heart-beat from it all that time. Nobody needed to pass W over meanwhile (H
+ * still holds), so Redis still has W's place: once W's loop turns again it must
+ * neither fail nor take a new place behind X, and it runs before X.
+ */
+const WORKER = 'test/redis/workers/lock.worker.ts';
+const HEARTBEAT_MS = 1000;
+const STALL_MS = 4 * HEARTBEAT_MS;
+
+describe('RedisLockProvider: a waiter whose process stalls past the heart-beat tolerance keeps its place', () => {
+  const prefix = uniqueId('stalled-place');
+  let redis: Redis;
+  let local: RedisLockProvider;
+  let workers: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    redis = new Redis(TEST_REDIS_URL);
+    // Only to name the Redis keys; it never takes a lock.
+    local = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix });
+    workers = ['H', 'W', 'X'].map((name) =>
+      WorkerProcess.start(name, WORKER, { REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: '30000', HEARTBEAT_MS: String(HEARTBEAT_MS) }),
+    );
+    await Promise.all(workers.map((w) => w.waitForType('ready', 120_000)));
+  }, 150_000);
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await local.close();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    await redis.quit();
+  });
+
+  it('runs in arrival order after its stall: H, W, X, no failure, no overlap', async () => {
+    const [h, w, x] = workers;
+    const key = 'stall:place';
+    const keys = local.redisKeysOf(key);
+    const names = { key, insideKey: `${prefix}-data:inside`, overlapKey: `${prefix}-data:overlaps`, orderKey: `${prefix}-data:order` };
+    const session = (worker: WorkerProcess): string => (worker.messages.find((m) => m.type === 'ready')!.session as string) + ':';
+    const queue = (): Promise<string[]> => redis.zrange(keys.queue, 0, -1);
+    const section = (worker: WorkerProcess, id: string): Promise<WorkerMessage> =>
+      worker.waitFor((m) => (m.type === 'entered' || m.type === 'failed') && m.id === id, 60_000);
+    const release = async (worker: WorkerProcess, id: string): Promise<void> => {
+      worker.send({ type: 'release', id });
+      await worker.waitFor((m) => m.type === 'released' && m.id === id, 30_000);
+    };
+    const serverMs = async (): Promise<number> => {
+      const [s, us] = await redis.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+
+    h.send({ type: 'section', id: 'H', ...names });
+    expect(await section(h, 'H')).toMatchObject({ type: 'entered' });
+    w.send({ type: 'section', id: 'W', waitTimeoutMs: 120_000, ...names });
+    await waitFor(async () => (await queue()).length === 1, 20_000, 'W queued');
+    x.send({ type: 'section', id: 'X', waitTimeoutMs: 120_000, ...names });
+    await waitFor(async () => (await queue()).length === 2, 20_000, 'X queued');
+    const [wToken] = await queue();
+    expect(wToken.startsWith(session(w))).toBe(true);
+
+    w.send({ type: 'stall', ms: STALL_MS });
+    await w.waitForType('stalling');
+    // Redis sees W's heart-beat run out while W does not run.
+    await waitFor(async () => Number(await redis.zscore(keys.heartbeats, wToken)) < (await serverMs()), 30_000, "W's heart-beat to run out");
+    await w.waitForType('stalled', 60_000);
+    // Once W runs again it beats for the same place (same token, still first): it did not start over.
+    await waitFor(async () => Number(await redis.zscore(keys.heartbeats, wToken)) > (await serverMs()), 30_000, 'W to beat again');
+    expect(await queue()).toEqual([wToken, expect.stringMatching(new RegExp(`^${session(x)}`))]);
+
+    await release(h, 'H');
+    expect(await section(w, 'W')).toMatchObject({ type: 'entered' });
+    await release(w, 'W');
+    expect(await section(x, 'X')).toMatchObject({ type: 'entered' });
+    await release(x, 'X');
+
+    const order = (await redis.lrange(names.orderKey, 0, -1)).map((entry) => entry.split(' ')[0]);
+    const overlaps = Number((await redis.get(names.overlapKey)) ?? 0);
+    expect({ order, overlaps, failed: workers.flatMap((p) => p.messages.filter((m) => m.type === 'failed')) }).toEqual({
+      order: ['H', 'W', 'X'],
+      overlaps: 0,
+      failed: [],
+    });
+    await waitFor(async () => (await redis.exists(keys.lock, keys.queue, keys.heartbeats)) === 0, 20_000, 'no lock keys left');
+  }, 240_000);
+});

@@ -1,0 +1,30 @@
+/**
+ * `npm run reliability`: the full form of the reliability suite (< 10 minutes),
+ * which rewrites docs/reliability-report.md. The short form runs inside `npm test`
+ * (test/reliability/reliability.e2e-spec.ts) and never writes the report.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { buildForTests, TEST_BUILD_ENV } from '../setup/compiled-build';
+import { checkServices } from '../setup/services-check';
+import { FULL } from './reliability.scenarios';
+import { renderReport, runSuite } from './reliability.suite';
+
+async function main(): Promise<void> {
+  await checkServices();
+  process.env[TEST_BUILD_ENV] = buildForTests();
+  const result = await runSuite(FULL, 'full', (line) => console.log(line));
+  const out = path.resolve(__dirname, '..', '..', 'docs', 'reliability-report.md');
+  fs.writeFileSync(out, renderReport(result));
+  console.log(`wrote ${path.relative(process.cwd(), out)}`);
+  const bad = result.rows.filter((r) => r.overlaps || r.fencingViolations || r.lostUpdates || r.duplicates || r.orderViolations);
+  if (bad.length) {
+    console.error(`rows with overlaps, fencing violations, lost updates, duplicates or out-of-order service: ${bad.map((r) => `${r.scenario} (${r.provider})`).join('; ')}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
