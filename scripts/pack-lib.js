@@ -22,26 +22,29 @@ const npm = (args, options = {}) =>
   execFileSync('npm', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], ...options });
 
 say('== building the library (npm run build:lib)');
-npm(['run', '--silent', 'build:lib']);
+// The steps of `npm run build:lib`, without a nested npm.
+fs.rmSync(path.join(ROOT, 'dist', 'libs'), { recursive: true, force: true });
+execFileSync(process.execPath, [require.resolve('typescript/bin/tsc', { paths: [ROOT] }), '-p', 'libs/serialized/tsconfig.lib.json'], { cwd: ROOT, stdio: 'inherit' });
+execFileSync(process.execPath, [path.join(__dirname, 'copy-lib-assets.js')], { cwd: ROOT, stdio: 'inherit' });
 
 const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'index.js', 'index.d.ts', 'testing/index.js', 'testing/index.d.ts'];
 const ALLOWED = /(\.js|\.d\.ts|\.lua|^package\.json|^README\.md|^LICENSE|^CHANGELOG\.md)$/;
 const FORBIDDEN = /(\.spec\.|\.map$|(?<!\.d)\.ts$)/;
 
-// `npm pack --dry-run --json` lists exactly what `files` lets in.
-const [dry] = JSON.parse(npm(['pack', '--dry-run', '--json', '--offline', '--ignore-scripts', OUT]));
-const files = dry.files.map((f) => f.path);
+// One `npm pack`: its JSON report lists exactly what `files` let in; a tarball that
+// ships something it must not is deleted again.
+const [packed] = JSON.parse(npm(['pack', '--json', '--offline', '--ignore-scripts', '--pack-destination', ROOT, OUT]));
+const tarball = path.join(ROOT, packed.filename);
+const files = packed.files.map((f) => f.path);
 const problems = [
   ...REQUIRED.filter((f) => !files.includes(f)).map((f) => `missing ${f}`),
   ...files.filter((f) => FORBIDDEN.test(f) || !ALLOWED.test(f)).map((f) => `must not ship ${f}`),
 ];
 if (problems.length > 0) {
+  fs.rmSync(tarball, { force: true });
   process.stderr.write(`pack:lib: the package is not sealed:\n  ${problems.join('\n  ')}\n`);
   process.exit(1);
 }
-
-const [packed] = JSON.parse(npm(['pack', '--json', '--offline', '--ignore-scripts', '--pack-destination', ROOT, OUT]));
-const tarball = path.join(ROOT, packed.filename);
 if (!fs.existsSync(tarball)) {
   process.stderr.write(`pack:lib: npm pack reported ${packed.filename} but ${tarball} does not exist\n`);
   process.exit(1);

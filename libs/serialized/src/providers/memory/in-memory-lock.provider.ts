@@ -41,7 +41,8 @@ export class InMemoryLockProvider
 {
   private readonly deadlines = new DeadlineQueue();
   private readonly queue: KeyedWaitQueue;
-  private readonly held = new HeldLocks<InMemoryLock>();
+  // Counted, not kept: nothing here visits held locks one by one, and each is released once (LockState).
+  private readonly held = new HeldLocks<InMemoryLock>(false, false);
   private lastToken = 0n;
   private readonly leaseNote = new IgnoredLeaseNote(
     new Logger(SERIALIZED_LOGGER_CONTEXT),
@@ -108,7 +109,9 @@ export class InMemoryLockProvider
   /** The key at once when it is free; anything else goes through `acquire` (see {@link LockProvider.acquireNow}). */
   override acquireNow(key: string, options?: AcquireOptions): InMemoryLock | undefined {
     // Anything unusual (a bad key or option, an aborted signal, shutdown) is left to `acquire` and its errors.
-    if (this.held.closing || validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
+    // A held key is the common miss: it is answered before the (costlier) checks.
+    if (this.held.closing || this.queue.isHeld(key)) return undefined;
+    if (validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
     this.leaseNote.check(options?.leaseMs, key);
     if (!this.queue.tryTake(key)) return undefined;
     return this.grant(key);

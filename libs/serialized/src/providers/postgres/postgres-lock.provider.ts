@@ -40,8 +40,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
 
 /**
  * Locks shared by every process using one PostgreSQL database: session-level
- * advisory locks (`pg_advisory_lock`) on a small pool of connections the
- * library owns.
+ * advisory locks on a small pool of connections the library owns.
  *
  * Two levels: callers of one key first queue in this process (strict FIFO), and
  * only the head tries the key in PostgreSQL (`pg_try_advisory_lock`, on a session
@@ -49,8 +48,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  * take a session of its own and wait in PostgreSQL's lock queue, bounded there by
  * `lock_timeout`. So a held lock costs no connection of its own, at most one
  * connection per key and process waits, and a full pool makes callers queue, not
- * fail; a wait that runs out there says so (`LockTimeoutError#reason`
- * `no-connection`, not `key-held`).
+ * fail (a wait that runs out there has `LockTimeoutError#reason` `no-connection`).
  *
  * Held sessions are pinged; a session that ends (terminated backend, closed socket,
  * server restart, or a path silent for `sessionTimeoutMs`) aborts the `signal` of
@@ -210,9 +208,8 @@ export class PostgresLockProvider
 
   /**
    * Takes `key` only if nobody in this process holds or waits for it and PostgreSQL
-   * grants it at once (`pg_try_advisory_lock`). While every lock connection is busy
-   * it waits for one, up to `waitTimeoutMs` (then `LockTimeoutError`): a full pool
-   * is not a busy key.
+   * grants it at once. A full pool is not a busy key: it waits for room up to
+   * `waitTimeoutMs` (then `LockTimeoutError`, reason `no-connection`).
    */
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'PostgresLockProvider#tryAcquire');
