@@ -26,12 +26,6 @@ export interface Cohort {
   readonly mode: HandoffMode;
 }
 
-/** The run a server grant starts, or none when the session's sequence reserves no block (increment 1) or hand-offs are off. */
-export function cohortOf(token: bigint, connection: LockConnection, maxLocalHandoffs: number, mode: HandoffMode): Cohort | undefined {
-  if (connection.tokenBlock < 2 || maxLocalHandoffs < 1) return undefined;
-  return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, mode };
-}
-
 /** A server lock on its way from a releasing holder to the next local caller. */
 export interface HandedLock {
   readonly key: string;
@@ -50,7 +44,6 @@ export interface LocalHandoffHost {
   readonly held: HeldLocks<PostgresLock>;
   readonly pool: LockConnectionPool;
   readonly statements: LockStatements;
-  readonly maxLocalHandoffs: number;
   grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort: Cohort, handoffs: number): PostgresLock;
 }
 
@@ -67,10 +60,26 @@ export interface LocalHandoffHost {
 export class LocalHandoffs {
   private readonly pending = new Map<string, HandedLock>();
 
+  private readonly mode: HandoffMode;
+  private readonly max: number;
+
+  /** @throws Error when `handoff` or `maxLocalHandoffs` is invalid */
   constructor(
     private readonly host: LocalHandoffHost,
+    options: { handoff?: HandoffMode; maxLocalHandoffs?: number },
     private readonly warn: (message: string) => void,
-  ) {}
+  ) {
+    this.mode = options.handoff ?? 'cohort';
+    this.max = options.maxLocalHandoffs ?? DEFAULT_MAX_LOCAL_HANDOFFS;
+    if (this.mode !== 'cohort' && this.mode !== 'strict') throw new Error(`handoff ${JSON.stringify(this.mode)} is invalid: expected 'strict' or 'cohort'`);
+    if (!Number.isSafeInteger(this.max) || this.max < 0) throw new Error(`maxLocalHandoffs ${JSON.stringify(this.max)} is invalid: expected an integer ≥ 0`);
+  }
+
+  /** The run a server grant starts, or none when the session's sequence reserves no block (increment 1) or hand-offs are off. */
+  cohortOf(token: bigint, connection: LockConnection): Cohort | undefined {
+    if (connection.tokenBlock < 2 || this.max < 1) return undefined;
+    return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, mode: this.mode };
+  }
 
   /** Releases a holder's lock: to the next caller of this process when it may, else on the server. */
   async release(lock: PostgresLock): Promise<void> {
@@ -128,7 +137,7 @@ export class LocalHandoffs {
 
   private eligible(lock: PostgresLock): boolean {
     const { cohort, connection } = lock;
-    if (!cohort || lock.handoffs >= this.host.maxLocalHandoffs || lock.fencingToken >= cohort.blockEnd) return false;
+    if (!cohort || lock.handoffs >= this.max || lock.fencingToken >= cohort.blockEnd) return false;
     return !lock.lost && !connection.dead && !this.host.held.closing && this.host.queue.waiting(lock.key) > 0;
   }
 

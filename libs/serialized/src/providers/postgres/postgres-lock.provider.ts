@@ -30,7 +30,7 @@ import { lockStatements, type LockStatements } from './postgres-lock.statements'
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession } from './held-session';
-import { cohortOf, DEFAULT_MAX_LOCAL_HANDOFFS, LocalHandoffs, type Cohort, type HandoffMode, type LocalHandoffHost } from './local-handoff';
+import { LocalHandoffs, type Cohort, type LocalHandoffHost } from './local-handoff';
 import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -85,10 +85,7 @@ export class PostgresLockProvider
   readonly attempts = new Map<string, LockAttempt>();
   /** @internal */
   readonly monitor: SessionLivenessMonitor;
-  /** @internal Local hand-offs in a row before the key goes back to the server. */
-  readonly maxLocalHandoffs: number;
-  private readonly handoffMode: HandoffMode;
-  private readonly handoffs = new LocalHandoffs(this, (message) => this.logger.warn(redactUrls(message)));
+  private readonly handoffs: LocalHandoffs;
   private readonly watchdog: QueryWatchdog;
   private readonly settings: LockSessionSettings;
   private readonly waitTimeoutMs: number;
@@ -113,8 +110,7 @@ export class PostgresLockProvider
     this.applicationName = lockApplicationName(options, this.keyPrefix);
     this.statements = lockStatements(options.fencingSequence ?? SERIALIZED_DEFAULTS.pgFencingSequence);
     this.idempotencyTable = options.idempotencyTable;
-    this.handoffMode = options.handoff ?? 'cohort';
-    this.maxLocalHandoffs = options.maxLocalHandoffs ?? DEFAULT_MAX_LOCAL_HANDOFFS;
+    this.handoffs = new LocalHandoffs(this, options, (message) => this.logger.warn(redactUrls(message)));
     this.settings = {
       pg,
       config: lockClientConfig(options),
@@ -247,7 +243,7 @@ export class PostgresLockProvider
 
   /** @internal */
   grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort?: Cohort, handoffs = 0): PostgresLock {
-    cohort ??= cohortOf(fencingToken, connection, this.maxLocalHandoffs, this.handoffMode);
+    cohort ??= this.handoffs.cohortOf(fencingToken, connection);
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, cohort, handoffs);
     connection.holders.add(lock);
     this.held.add(lock);
