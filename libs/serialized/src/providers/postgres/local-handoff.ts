@@ -1,6 +1,7 @@
 import type { HeldLocks } from '../../internal/held-locks';
 import type { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import { LockLostError } from '../../errors';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { KEPT, unlockSession } from './held-session';
 import type { LockConnection } from './lock-connection';
 import type { LockConnectionPool } from './lock-connection.pool';
@@ -9,15 +10,13 @@ import type { LockStatements } from './postgres-lock.statements';
 
 /**
  * How a holder may pass its key to the next caller of its process (lock cohorting):
- * `cohort` serves up to `maxLocalHandoffs` callers of this process in a row even
+ * `cohort` serves up to `maxLocalHandOffs` callers of this process in a row even
  * while another process waits; `strict` hands off locally only while no other
  * session waits for the key in the server (checked at each release), still bounded
- * by `maxLocalHandoffs`.
+ * by `maxLocalHandOffs`.
  */
 export type HandoffMode = 'strict' | 'cohort';
 
-/** Local hand-offs in a row before the key goes back to the server (the documented default). */
-export const DEFAULT_MAX_LOCAL_HANDOFFS = 32;
 
 /** The run of local holders one server grant started: shared by every holder of that run. */
 export interface Cohort {
@@ -52,7 +51,7 @@ export interface LocalHandoffHost {
  * holder releases a key that a caller of this process waits for, the server lock
  * stays on its session and passes to that caller in-process, with the next token
  * of the block the grant reserved — no unlock and lock round trips. After
- * `maxLocalHandoffs` in a row (or when the block runs out) the key goes back to
+ * `maxLocalHandOffs` in a row (or when the block runs out) the key goes back to
  * the server, whose queue then serves the other processes' sessions first.
  * `strict` asks the server at each release whether another session waits (one
  * statement that unlocks if so), and hands off locally only when none does.
@@ -63,16 +62,16 @@ export class LocalHandoffs {
   private readonly mode: HandoffMode;
   private readonly max: number;
 
-  /** @throws Error when `handoff` or `maxLocalHandoffs` is invalid */
+  /** @throws Error when `handoff` or `maxLocalHandOffs` is invalid */
   constructor(
     private readonly host: LocalHandoffHost,
-    options: { handoff?: HandoffMode; maxLocalHandoffs?: number },
+    options: { handoff?: HandoffMode; maxLocalHandOffs?: number },
     private readonly warn: (message: string) => void,
   ) {
-    this.mode = options.handoff ?? 'cohort';
-    this.max = options.maxLocalHandoffs ?? DEFAULT_MAX_LOCAL_HANDOFFS;
+    this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
+    this.max = options.maxLocalHandOffs ?? SERIALIZED_DEFAULTS.pgMaxLocalHandOffs;
     if (this.mode !== 'cohort' && this.mode !== 'strict') throw new Error(`handoff ${JSON.stringify(this.mode)} is invalid: expected 'strict' or 'cohort'`);
-    if (!Number.isSafeInteger(this.max) || this.max < 0) throw new Error(`maxLocalHandoffs ${JSON.stringify(this.max)} is invalid: expected an integer ≥ 0`);
+    if (!Number.isSafeInteger(this.max) || this.max < 0) throw new Error(`maxLocalHandOffs ${JSON.stringify(this.max)} is invalid: expected an integer ≥ 0`);
   }
 
   /** The run a server grant starts, or none when the session's sequence reserves no block (increment 1) or hand-offs are off. */
