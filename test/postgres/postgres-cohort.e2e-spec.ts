@@ -1,7 +1,7 @@
-import { PostgresLockProvider } from 'nestjs-serialized';
+import { LockLostError, PostgresLockProvider } from 'nestjs-serialized';
 import { TEST_DATABASE_URL } from '../support/services';
 import { WorkerProcess } from '../support/processes';
-import { waitFor } from '../support/timing';
+import { uniqueId, waitFor } from '../support/timing';
 import { PgInspector, uniquePrefix } from './support/pg-inspect';
 
 const WORKER = 'test/postgres/workers/cohort.worker.ts';
@@ -105,6 +105,71 @@ describe('PostgreSQL local hand-off across OS processes', () => {
     expect(longestRun).toBeLessThanOrEqual(3 * (MAX_LOCAL_HANDOFFS + 1));
     expect(longestGapSections).toBeLessThan(total / 2);
   }, 200_000);
+
+  describe('in one process', () => {
+    const make = (): PostgresLockProvider => {
+      const keyPrefix = uniquePrefix('cohort-one');
+      const made = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2 });
+      providers.push(made);
+      return made;
+    };
+
+    it('hands the lock to the next caller without a statement, with the next token; the last release unlocks', async () => {
+      const provider = make();
+      const key = uniqueId('k');
+      const first = await provider.acquire(key);
+      const second = provider.acquire(key);
+      const third = provider.acquire(key);
+      await first.release();
+      const b = await second;
+      expect(b.fencingToken).toBe(first.fencingToken + 1n);
+      // Still one advisory lock, held by the same session all along.
+      expect(await pg.advisoryLocks(provider.applicationName, true)).toBe(1);
+      await b.release();
+      const c = await third;
+      expect(c.fencingToken).toBe(first.fencingToken + 2n);
+      await c.release();
+      expect(await pg.advisoryLocks(provider.applicationName)).toBe(0);
+      expect(provider.activeKeys).toBe(0);
+    });
+
+    it('a caller aborted in the tick the lock was handed to it passes it on, or unlocks when nobody else waits', async () => {
+      const provider = make();
+      const key = uniqueId('k');
+      const first = await provider.acquire(key);
+      const gone = new AbortController();
+      const aborted = provider.acquire(key, { signal: gone.signal });
+      const next = provider.acquire(key);
+      void first.release();
+      gone.abort(new Error('client left'));
+      await expect(aborted).rejects.toThrow('client left');
+      const lock = await next;
+      expect(lock.fencingToken).toBe(first.fencingToken + 1n);
+
+      const alone = new AbortController();
+      const last = provider.acquire(key, { signal: alone.signal });
+      void lock.release();
+      alone.abort(new Error('client left'));
+      await expect(last).rejects.toThrow('client left');
+      await waitFor(() => provider.activeKeys === 0, 5000, 'the key is idle');
+      expect(await pg.advisoryLocks(provider.applicationName)).toBe(0);
+    });
+
+    it("a holder that got the key by a local hand-off learns that the session was lost (signal aborts)", async () => {
+      const provider = make();
+      const key = uniqueId('k');
+      const first = await provider.acquire(key);
+      const second = provider.acquire(key);
+      await first.release();
+      const handed = await second;
+      expect(handed.fencingToken).toBe(first.fencingToken + 1n);
+      const [pid] = await pg.pids(provider.applicationName);
+      expect(await pg.terminate(pid, provider.applicationName)).toBe(true);
+      await waitFor(() => handed.signal.aborted, 10_000, 'the handed lock is lost');
+      expect(handed.signal.reason).toBeInstanceOf(LockLostError);
+      await handed.release();
+    });
+  });
 
   it('a process killed while handing off locally: another process gets the key once its session ends, with a larger token', async () => {
     const keyPrefix = uniquePrefix('cohort-kill');
