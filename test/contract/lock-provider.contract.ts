@@ -6,6 +6,7 @@ export interface ProviderOptionsForTest {
   leaseMs?: number;
   waitTimeoutMs?: number;
   maxPending?: number;
+  maxPendingTotal?: number;
   shutdownGraceMs?: number;
 }
 
@@ -199,6 +200,43 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         await noLeftovers(provider);
       });
 
+      it('bounds waiters across keys with maxPendingTotal, and gives places back', async () => {
+        const { provider, locks, other } = await makeWithOther(peer, { maxPendingTotal: 3, waitTimeoutMs: 60_000 });
+        const keys = [uniqueId('total-a'), uniqueId('total-b')];
+        const round = async () => {
+          const holders = await Promise.all(keys.map((key) => other.acquire(key)));
+          // Ten callers over two busy keys, each key far below its maxPending.
+          const outcomes = Array.from({ length: 10 }, (_, i) =>
+            locks.run(keys[i % 2], () => 'ran', { handler: 'Total#run' }).catch((error: unknown) => error),
+          );
+          // Those beyond the cap are refused at once, while the keys are still held.
+          const refused = (await Promise.all(outcomes.slice(5))) as LockBusyError[];
+          for (const error of refused) {
+            expect(error).toBeInstanceOf(LockBusyError);
+            expect(error).toMatchObject({ reason: 'max-pending-total', maxPendingTotal: 3 });
+            expect(keys).toContain(error.key);
+            expect(error.message).toContain(`Lock "${error.key}" is busy`);
+            expect(error.message).toContain('3 callers');
+            expect(error.message).toContain('maxPendingTotal');
+            expect(error.message).toContain('Total#run');
+          }
+          await Promise.all(holders.map((holder) => holder.release()));
+          const settled = await Promise.all(outcomes);
+          const ran = settled.filter((outcome) => outcome === 'ran').length;
+          // Three waiters; on PostgreSQL, with the holder in another instance, the
+          // first caller of each key waits in the server (bounded by the lock pool),
+          // not in this process, so it takes no place.
+          expect(ran).toBeGreaterThanOrEqual(3);
+          expect(ran).toBeLessThanOrEqual(3 + (peer ? keys.length : 0));
+          expect(settled.filter((outcome) => outcome instanceof LockBusyError)).toHaveLength(10 - ran);
+          return ran;
+        };
+        const first = await round();
+        // Every place came back: the same again.
+        expect(await round()).toBe(first);
+        await noLeftovers(provider);
+      });
+
       it('with maxPending 1, three callers at once: one waits, two are busy', async () => {
         const { provider, locks, other } = await makeWithOther(peer, { maxPending: 1 });
         const key = uniqueId('pending1');
@@ -365,6 +403,20 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       expect(ran).toBe(1001);
       await noLeftovers(provider);
     }, 90_000);
+
+    it('with maxPendingTotal reached, a caller of a free key still takes it (it is no waiter)', async () => {
+      const { provider, locks } = await make({ maxPendingTotal: 2, waitTimeoutMs: 60_000 });
+      const busyKey = uniqueId('total-held');
+      const holder = await provider.acquire(busyKey);
+      const waiting = [1, 2].map((i) => locks.run(busyKey, () => i));
+      const refused = locks.run(busyKey, () => 3, { handler: 'Total#held' });
+      await expect(refused).rejects.toMatchObject({ name: 'LockBusyError', reason: 'max-pending-total' });
+      await expect(refused).rejects.toThrow(`Lock "${busyKey}" is busy: 2 callers already wait for locks of this provider in this process (maxPendingTotal) (in Total#held)`);
+      await expect(locks.run(uniqueId('total-free'), () => 'free')).resolves.toBe('free');
+      await holder.release();
+      await expect(Promise.all(waiting)).resolves.toEqual([1, 2]);
+      await noLeftovers(provider);
+    });
 
     it('is reentrant: a holder asking for its own key again runs at once', async () => {
       const { provider, locks } = await make();

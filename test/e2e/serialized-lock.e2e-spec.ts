@@ -14,6 +14,7 @@ import {
   SkipSerialized,
   type Lock,
 } from 'nestjs-serialized';
+import { TEST_REDIS_URL } from '../support/services';
 import { deferred, uniqueId, waitFor } from '../support/timing';
 
 /** Service code that reads the lock of the section it is called from. */
@@ -94,11 +95,13 @@ class NonReentrantController {
 type Adapter = 'express' | 'fastify';
 
 describe.each([
-  ['express', false],
-  ['fastify', false],
-  ['express', true],
-  ['fastify', true],
-] as [Adapter, boolean][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s)', (adapter, global) => {
+  ['express', false, 'memory'],
+  ['fastify', false, 'memory'],
+  ['express', true, 'memory'],
+  ['fastify', true, 'memory'],
+  ['express', true, 'redis'],
+  ['fastify', false, 'redis'],
+] as [Adapter, boolean, 'memory' | 'redis'][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s, %s)', (adapter, global, driver) => {
   let app: INestApplication;
   let url: string;
   let acquisitions: jest.SpyInstance[];

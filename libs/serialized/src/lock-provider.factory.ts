@@ -1,3 +1,4 @@
+import { unowned } from './internal/unowned-provider';
 import type { LockProvider } from './lock.provider';
 import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
 import type { ResolvedSerializedOptions } from './serialized-options.interface';
@@ -5,9 +6,11 @@ import type { ResolvedSerializedOptions } from './serialized-options.interface';
 /**
  * Builds the provider `driver` names. The Redis and PostgreSQL providers are
  * loaded only when chosen, so an app on the in-memory default needs neither
- * `ioredis` nor `pg`.
+ * `ioredis` nor `pg`. A `provider` given in code is used instead.
  */
 export function createLockProvider(options: ResolvedSerializedOptions): LockProvider {
+  // Built in code: used as it is, and never shut down by the app (see `unowned`).
+  if (options.provider) return unowned(options.provider);
   switch (options.driver) {
     case 'memory':
       return new InMemoryLockProvider(options);

@@ -143,13 +143,14 @@ export class LockService {
     const entry = reentrant ? this.context.getStore()?.locks.get(key) : undefined;
     if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
 
-    const { mode, handler, reentrant: _, ...acquireOptions } = options;
+    // The options go to the provider as they are: it reads only its own fields (no copy per call).
+    const { mode, handler } = options;
     const since = this.metrics?.waiting(key);
     try {
       const lock =
         mode === 'reject'
-          ? await this.tryOrBusy(key, acquireOptions)
-          : await this.provider.acquire(key, acquireOptions as ProviderAcquireOptions);
+          ? await this.tryOrBusy(key, options)
+          : await this.provider.acquire(key, options as ProviderAcquireOptions);
       if (since !== undefined) this.metrics?.acquired(key, since);
       return new HeldLock(lock, handler, this.logger, reentrant, this.metrics);
     } catch (error) {

@@ -2,18 +2,27 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Pool } from 'pg';
 import type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
 import type { LockProviderCommonOptions } from './lock-provider-options.interface';
+import type { LockProvider } from './lock.provider';
 
 /** Which backend holds the locks. */
 export type SerializedDriver = 'memory' | 'redis' | 'postgres';
 
 /**
- * Options of `SerializedModule.forRoot()`. Every field is optional; see `SERIALIZED_DEFAULTS`.
+ * Options of `SerializedModule.forRoot()`. Every field is optional; each one, its
+ * variable, bounds and default are in the options table (README, "Configuration").
  * Besides the backend, they carry what every provider takes (`keyPrefix`, `leaseMs`,
- * `waitTimeoutMs`, `maxPending`, `connectTimeoutMs`, `shutdownGraceMs`).
+ * `waitTimeoutMs`, `maxPending`, `maxPendingTotal`, `connectTimeoutMs`, `shutdownGraceMs`).
  */
 export interface SerializedModuleOptions extends LockProviderCommonOptions {
   /** Backend (default: `SERIALIZED_DRIVER`, else `'memory'`). */
   driver?: SerializedDriver;
+  /**
+   * A provider built in code (`new RedisLockProvider({ … })`), used as it is: the
+   * other options and the environment do not change it, and the module never shuts
+   * it down or closes its connections: whoever made it calls `close()` (so one
+   * provider may serve several apps in a process). Like throttler's `storage`.
+   */
+  provider?: LockProvider;
   /**
    * Default of `@Serialized`'s and `LockService.run`'s `reentrant` (default: `SERIALIZED_REENTRANT`,
    * else `true`). `false`: no call joins an enclosing holder of its key; each queues like anyone else.
@@ -24,6 +33,10 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     url?: string;
     /** A client the app already has (standalone, Sentinel or Cluster). The library never closes it. */
     client?: Redis | Cluster;
+    /** How long a waiter keeps its place in the Redis queue without a heart-beat (default 5000 ms, `SERIALIZED_REDIS_HEARTBEAT_MS`). */
+    heartbeatMs?: number;
+    /** Commands on the wire at once per connection (default 1000, `SERIALIZED_REDIS_MAX_IN_FLIGHT`). */
+    maxInFlight?: number;
   };
   /**
    * How library errors that escape a request handler are answered (docs/errors.md):
@@ -42,6 +55,14 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     pool?: Pool;
     /** Connections of the library's lock pool per process (default 10, `SERIALIZED_PG_LOCK_POOL_SIZE`). */
     lockPoolSize?: number;
+    /** A lock session silent this long counts as lost (default 10 000 ms, `SERIALIZED_PG_SESSION_TIMEOUT_MS`). */
+    sessionTimeoutMs?: number;
+    /** Idle lock connections are closed after this long (default 10 000 ms, `SERIALIZED_PG_IDLE_TIMEOUT_MS`). */
+    idleTimeoutMs?: number;
+    /** `application_name` of the lock sessions (default `nestjs-serialized:<keyPrefix>`). */
+    applicationName?: string;
+    /** Sequence fencing tokens are drawn from (default `nestjs_serialized_fencing_token`). */
+    fencingSequence?: string;
     /**
      * Create the fencing sequence and `@Idempotent`'s table when missing (default
      * true). Off for a role that may not run DDL: docs/providers/postgres.md has the SQL.
@@ -53,8 +74,20 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 /** The options with every default applied and every value validated. */
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
+  provider?: LockProvider;
+  redis: { url?: string; client?: Redis | Cluster; heartbeatMs: number; maxInFlight: number };
+  postgres: {
+    connectionString?: string;
+    pool?: Pool;
+    lockPoolSize: number;
+    sessionTimeoutMs: number;
+    idleTimeoutMs: number;
+    applicationName?: string;
+    fencingSequence: string;
+    createSchema: boolean;
+  };
+  /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
+  idempotencyTtlMs: number;
   reentrant: boolean;
-  redis: { url?: string; client?: Redis | Cluster };
-  postgres: { connectionString?: string; pool?: Pool; lockPoolSize: number; createSchema?: boolean };
   errorMapping: false | ErrorMappingOptions;
 }

@@ -9,13 +9,24 @@ export const SERIALIZED_DEFAULTS = {
   leaseMs: 30_000,
   waitTimeoutMs: 10_000,
   maxPending: 1000,
+  maxPendingTotal: 100_000,
   connectTimeoutMs: 3000,
   shutdownGraceMs: 10_000,
   /** Whether a call whose async context already holds its key joins that holder. */
   reentrant: true,
   pgLockPoolSize: 10,
+  /** Idle PostgreSQL lock connections are closed after this long. */
+  pgIdleTimeoutMs: 10_000,
+  /** Sequence PostgreSQL fencing tokens are drawn from. */
+  pgFencingSequence: 'nestjs_serialized_fencing_token',
+  /** How long a Redis waiter keeps its place without a heart-beat. */
+  redisHeartbeatMs: 5000,
+  /** Redis commands on the wire at once per connection (per Cluster node). */
+  redisMaxInFlight: 1000,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,
+  /** How long `@Idempotent` replays a stored response: 24 h (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
+  idempotencyTtlMs: 86_400_000,
   /** Longest key value accepted from a request, in characters. */
   maxKeyLength: 512,
   /** `Retry-After` (seconds) sent with a 429 or a 503. */

@@ -57,7 +57,7 @@ const fresh = (): Stats => ({ sections: 0, overlaps: 0, duplicates: 0, accepted:
 let stats = fresh();
 const localInside = new Map<string, number>();
 // The section's key:token per request, so a lock reported lost at release is recorded too.
-const tokenOf = new Map<string, string>();
+const tokenOf = new Map<string, { id: string; lock: Lock }>();
 const localRuns = new Set<string>();
 const localValues = new Map<string, number>();
 const localFence = new Map<string, bigint>();
@@ -73,7 +73,7 @@ async function section(key: string, lock: Lock, requestId: string, holdMs: numbe
     // and judged afterwards: overlapping a holder that was told it lost the lock
     // (and whose write the fence refuses) is not two holders of one lock.
     const token = lock.fencingToken.toString();
-    tokenOf.set(requestId, `${key}:${token}`);
+    tokenOf.set(requestId, { id: `${key}:${token}`, lock });
     const inside = `${DETECTOR}:in:${key}`;
     let left = false;
     const leave = async () => {
@@ -153,11 +153,18 @@ async function run(command: RunCommand): Promise<void> {
             if (command.checkOrder) (order.get(key) ?? order.set(key, []).get(key)!).push(i);
             await section(key, lock, requestId, command.holdMs, command.shared);
           }, { waitTimeoutMs: command.waitTimeoutMs })
-          .catch(async (error: unknown) => {
-            count(error);
-            const lostToken = tokenOf.get(requestId);
-            if ((error as Error)?.name === 'LockLostError' && lostToken) await detector.sadd(`${DETECTOR}:lost`, lostToken);
-          })
+          .then(
+            // Told after the section ended (signal aborted by the time release returned).
+            async () => {
+              const held = tokenOf.get(requestId);
+              if (held?.lock.signal.aborted) await detector.sadd(`${DETECTOR}:lost`, held.id);
+            },
+            async (error: unknown) => {
+              count(error);
+              const held = tokenOf.get(requestId);
+              if ((error as Error)?.name === 'LockLostError' && held) await detector.sadd(`${DETECTOR}:lost`, held.id);
+            },
+          )
           .finally(() => tokenOf.delete(requestId)),
       );
     }

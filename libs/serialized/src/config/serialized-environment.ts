@@ -3,39 +3,63 @@ import { redactUrls } from '../internal/redact';
 import {
   acceptsOf,
   optionProblem,
+  SERIALIZED_OPTION_SPECS,
   SERIALIZED_OPTIONS_SCHEMA as S,
   type OptionSpec,
   type SerializedEnvName,
 } from './serialized-options.schema';
 
 export type { SerializedEnvName } from './serialized-options.schema';
+
 export const SERIALIZED_DRIVERS = S.driver.values;
 export const KEY_PREFIX_PATTERN = S.keyPrefix.pattern;
 export const REDIS_URL_PATTERN = S.redisUrl.pattern;
 export const POSTGRES_URL_PATTERN = S.databaseUrl.pattern;
 
-const SPECS: readonly OptionSpec[] = Object.values(S);
-const BY_ENV = new Map<string, OptionSpec>(SPECS.map((spec) => [spec.env, spec]));
+type EnvSpec = OptionSpec & { readonly env: SerializedEnvName };
+const SPECS: readonly EnvSpec[] = SERIALIZED_OPTION_SPECS.map(([, spec]) => spec).filter((spec): spec is EnvSpec => spec.env !== undefined);
+const BY_ENV = new Map<string, EnvSpec>(SPECS.map((spec) => [spec.env, spec]));
 
 /** What each variable accepts, as the start-up error says it (from the options table). */
 export const SERIALIZED_ENV_ACCEPTS = Object.fromEntries(SPECS.map((spec) => [spec.env, acceptsOf(spec)])) as Record<SerializedEnvName, string>;
 
 /**
- * The environment variables the module reads, validated with class-validator;
- * every bound comes from the options table.
+ * The environment variables the module reads, validated with class-validator.
+ * Its rules are not written out here: each row of the options table with a
+ * variable gets its decorators below, so a new row is validated with no edit here.
  */
 export class SerializedEnvironment {
-  @IsOptional() @IsIn(S.driver.values) SERIALIZED_DRIVER?: (typeof S.driver.values)[number];
-  @IsOptional() @Matches(S.redisUrl.pattern) REDIS_URL?: string;
-  @IsOptional() @Matches(S.databaseUrl.pattern) DATABASE_URL?: string;
-  @IsOptional() @Matches(S.keyPrefix.pattern) SERIALIZED_KEY_PREFIX?: string;
-  @IsOptional() @IsInt() @Min(S.leaseMs.min) @Max(S.leaseMs.max) SERIALIZED_LEASE_MS?: number;
-  @IsOptional() @IsInt() @Min(S.waitTimeoutMs.min) @Max(S.waitTimeoutMs.max) SERIALIZED_WAIT_TIMEOUT_MS?: number;
-  @IsOptional() @IsInt() @Min(S.maxPending.min) @Max(S.maxPending.max) SERIALIZED_MAX_PENDING?: number;
-  @IsOptional() @IsInt() @Min(S.connectTimeoutMs.min) @Max(S.connectTimeoutMs.max) SERIALIZED_CONNECT_TIMEOUT_MS?: number;
-  @IsOptional() @IsInt() @Min(S.shutdownGraceMs.min) @Max(S.shutdownGraceMs.max) SERIALIZED_SHUTDOWN_GRACE_MS?: number;
-  @IsOptional() @IsInt() @Min(S.lockPoolSize.min) @Max(S.lockPoolSize.max) SERIALIZED_PG_LOCK_POOL_SIZE?: number;
-  @IsOptional() @IsBoolean() SERIALIZED_REENTRANT?: boolean;
+  [name: string]: unknown;
+}
+
+for (const spec of SPECS) {
+  const decorate = (...decorators: PropertyDecorator[]) => {
+    for (const decorator of [IsOptional(), ...decorators]) decorator(SerializedEnvironment.prototype, spec.env);
+  };
+  switch (spec.type) {
+    case 'integer':
+      decorate(IsInt(), Min(spec.min), Max(spec.max));
+      break;
+    case 'choice':
+      decorate(IsIn([...spec.values]));
+      break;
+    case 'boolean':
+      decorate(IsIn([true, false]));
+      break;
+    case 'text':
+      decorate(Matches(spec.pattern));
+      break;
+    case 'code':
+      break;
+  }
+}
+
+/** A variable's text as the validator sees it: digits become numbers, `true`/`false` booleans. */
+function parse(spec: EnvSpec, raw: string): unknown {
+  // Strict digits only: Number('30s') is NaN but Number('0x10') and Number('1e3') are not.
+  if (spec.type === 'integer') return /^\d{1,15}$/.test(raw) ? Number(raw) : raw;
+  if (spec.type === 'boolean') return raw === 'true' ? true : raw === 'false' ? false : raw;
+  return raw;
 }
 
 /**
@@ -44,20 +68,17 @@ export class SerializedEnvironment {
  * naming it, its value (credentials in URLs redacted) and what it accepts.
  */
 export function readSerializedEnvironment(env: NodeJS.ProcessEnv): {
-  values: SerializedEnvironment;
+  values: Partial<Record<SerializedEnvName, unknown>>;
   problems: string[];
 } {
-  const values = new SerializedEnvironment() as unknown as Record<string, unknown>;
+  const values = new SerializedEnvironment();
   for (const spec of SPECS) {
     const raw = env[spec.env]?.trim();
-    if (raw === undefined || raw === '') continue;
-    // Strict digits only: Number('30s') is NaN but Number('0x10') and Number('1e3') are not.
-    if (spec.type === 'boolean') values[spec.env] = raw === 'true' ? true : raw === 'false' ? false : raw;
-    else values[spec.env] = spec.type === 'integer' && /^\d{1,15}$/.test(raw) ? Number(raw) : raw;
+    if (raw !== undefined && raw !== '') values[spec.env] = parse(spec, raw);
   }
   const problems = validateSync(values, { forbidUnknownValues: false }).map((error) => {
     const spec = BY_ENV.get(error.property)!;
     return redactUrls(optionProblem(spec.env, String(error.value), acceptsOf(spec)));
   });
-  return { values: values as unknown as SerializedEnvironment, problems };
+  return { values: values as Partial<Record<SerializedEnvName, unknown>>, problems };
 }

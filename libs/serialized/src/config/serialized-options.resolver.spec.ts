@@ -1,4 +1,6 @@
+import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
 import { SerializedConfigError } from './serialized-config.error';
+import { acceptsOf, SERIALIZED_OPTION_SPECS } from './serialized-options.schema';
 import { resolveSerializedOptions } from './serialized-options.resolver';
 
 describe('resolveSerializedOptions', () => {
@@ -54,4 +56,78 @@ describe('resolveSerializedOptions', () => {
     expect(() => resolveSerializedOptions({}, { REDIS_URL: 'not a url', DATABASE_URL: 'mysql://x' })).not.toThrow();
     expect(() => resolveSerializedOptions({}, { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'not a url' })).toThrow('REDIS_URL="not a url" is invalid');
   });
+
+  it('reaches provider tuning through redis: { … } and postgres: { … }, or their variables', () => {
+    const env = {
+      SERIALIZED_REDIS_HEARTBEAT_MS: '2000',
+      SERIALIZED_PG_SESSION_TIMEOUT_MS: '4000',
+      SERIALIZED_PG_CREATE_SCHEMA: 'false',
+      SERIALIZED_MAX_PENDING_TOTAL: '500',
+    };
+    const resolved = resolveSerializedOptions(
+      { redis: { maxInFlight: 64 }, postgres: { lockPoolSize: 3, idleTimeoutMs: 0, applicationName: 'orders', fencingSequence: 'locks.fence' } },
+      env,
+    );
+    expect(resolved.maxPendingTotal).toBe(500);
+    expect(resolved.redis).toMatchObject({ heartbeatMs: 2000, maxInFlight: 64 });
+    expect(resolved.postgres).toMatchObject({
+      lockPoolSize: 3,
+      sessionTimeoutMs: 4000,
+      idleTimeoutMs: 0,
+      applicationName: 'orders',
+      fencingSequence: 'locks.fence',
+      createSchema: false,
+    });
+    expect(resolveSerializedOptions({}, {})).toMatchObject({
+      maxPendingTotal: 100_000,
+      redis: { heartbeatMs: 5000, maxInFlight: 1000 },
+      postgres: { sessionTimeoutMs: 10_000, idleTimeoutMs: 10_000, fencingSequence: 'nestjs_serialized_fencing_token', createSchema: true },
+    });
+  });
+
+  it('refuses bad tuning in code and in the environment, all in one error', () => {
+    const error = (() => {
+      try {
+        resolveSerializedOptions(
+          { redis: { heartbeatMs: 10 }, postgres: { fencingSequence: 'drop table x', createSchema: 'no' as never }, maxPendingTotal: -1 },
+          { SERIALIZED_REDIS_MAX_IN_FLIGHT: '0', SERIALIZED_PG_CREATE_SCHEMA: 'yes', SERIALIZED_MAX_PENDING_TOTAL: 'lots' },
+        );
+      } catch (e) {
+        return e as SerializedConfigError;
+      }
+    })();
+    expect(error).toBeInstanceOf(SerializedConfigError);
+    expect(error!.problems).toEqual(
+      expect.arrayContaining([
+        'SERIALIZED_MAX_PENDING_TOTAL="lots" is invalid: accepts an integer from 0 to 10000000 (default 100000)',
+        'SERIALIZED_REDIS_MAX_IN_FLIGHT="0" is invalid: accepts an integer from 1 to 100000 (default 1000)',
+        'SERIALIZED_PG_CREATE_SCHEMA="yes" is invalid: accepts true or false (default true)',
+        'options.maxPendingTotal=-1 is invalid: accepts an integer from 0 to 10000000 (default 100000)',
+        'options.redis.heartbeatMs=10 is invalid: accepts an integer number of milliseconds from 100 to 600000 (default 5000)',
+        expect.stringContaining('options.postgres.fencingSequence="drop table x" is invalid'),
+        'options.postgres.createSchema="no" is invalid: accepts true or false (default true)',
+      ]),
+    );
+    expect(error!.problems).toHaveLength(7);
+  });
+
+  it('takes a provider instance as it is: no URL needed, other options ignored by it', () => {
+    const provider = new InMemoryLockProvider();
+    expect(resolveSerializedOptions({ provider, driver: 'redis' }, {}).provider).toBe(provider);
+    expect(() => resolveSerializedOptions({ provider: {} as never }, {})).toThrow('options.provider={} is invalid: accepts a LockProvider instance');
+  });
+
+  describe('every variable of the options table is validated (class-validator rules applied from the table)', () => {
+    const bad: Record<string, string> = { integer: '12x', choice: 'nope', boolean: 'yes', text: 'bad value é' };
+    const rows = SERIALIZED_OPTION_SPECS.filter(([, spec]) => spec.env !== undefined).map(([name, spec]) => [name, spec] as const);
+    it.each(rows)('%s', (_name, spec) => {
+      const env: Record<string, string> = { [spec.env!]: bad[spec.type] };
+      // The URLs count only with their driver.
+      if (spec.env === 'REDIS_URL') env.SERIALIZED_DRIVER = 'redis';
+      if (spec.env === 'DATABASE_URL') env.SERIALIZED_DRIVER = 'postgres';
+      // (What a URL accepts is cut at its example's user name: redaction never lets a credential through.)
+      expect(() => resolveSerializedOptions({}, env)).toThrow(`${spec.env}=${JSON.stringify(bad[spec.type])} is invalid: accepts ${acceptsOf(spec).split('postgres@')[0]}`);
+    });
+  });
 });
+

@@ -1,22 +1,27 @@
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from '../serialized-options.interface';
 import { SerializedConfigError } from './serialized-config.error';
-import { readSerializedEnvironment, type SerializedEnvironment } from './serialized-environment';
+import { readSerializedEnvironment } from './serialized-environment';
 import {
-  acceptsInteger,
   acceptsOf,
+  acceptsValue,
   optionProblem,
+  SERIALIZED_OPTION_SPECS,
   SERIALIZED_OPTIONS_SCHEMA as S,
-  type IntegerOptionSpec,
+  type SerializedOptionName,
 } from './serialized-options.schema';
 
-/** The numeric options every provider takes, in the order problems are listed. */
-const COMMON_NUMBERS = ['leaseMs', 'waitTimeoutMs', 'maxPending', 'connectTimeoutMs', 'shutdownGraceMs'] as const;
+function valueAt(options: object, path: string): unknown {
+  let value: unknown = options;
+  for (const part of path.split('.')) value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
+  return value;
+}
 
 /**
  * Options given in code win; what they leave out comes from the environment, then
  * from the defaults. Every problem, in the options and in the environment, is
- * reported in one `SerializedConfigError` (credentials in URLs redacted); every
- * bound and text comes from the options table (`serialized-options.schema.ts`).
+ * reported in one `SerializedConfigError` (credentials in URLs redacted). Which
+ * options exist, their variables, bounds, defaults and texts all come from the
+ * options table (`serialized-options.schema.ts`): this walks it row by row.
  */
 export function resolveSerializedOptions(
   options: SerializedModuleOptions = {},
@@ -24,70 +29,61 @@ export function resolveSerializedOptions(
 ): ResolvedSerializedOptions {
   const { values: fromEnv, problems } = readSerializedEnvironment(env);
   const invalidEnv = new Set(problems.map((p) => p.slice(0, p.indexOf('='))));
-  const fromEnvOf = (spec: { env: string }) => fromEnv[spec.env as keyof SerializedEnvironment];
-
-  const driver = options.driver ?? fromEnv.SERIALIZED_DRIVER ?? S.driver.default;
-  if (options.driver !== undefined && !(S.driver.values as readonly string[]).includes(options.driver)) {
-    problems.push(optionProblem('options.driver', options.driver, acceptsOf(S.driver)));
+  const v = {} as Record<SerializedOptionName, unknown>;
+  for (const [name, spec] of SERIALIZED_OPTION_SPECS) {
+    const given = spec.option === undefined ? undefined : valueAt(options, spec.option);
+    if (given !== undefined) {
+      if (!acceptsValue(spec, given)) problems.push(optionProblem(`options.${spec.option}`, given, acceptsOf(spec)));
+      v[name] = given;
+    } else {
+      v[name] = (spec.env === undefined ? undefined : fromEnv[spec.env as keyof typeof fromEnv]) ?? ('default' in spec ? spec.default : undefined);
+    }
   }
-
-  const keyPrefix = options.keyPrefix ?? fromEnv.SERIALIZED_KEY_PREFIX ?? S.keyPrefix.default;
-  if (options.keyPrefix !== undefined && !(typeof options.keyPrefix === 'string' && S.keyPrefix.pattern.test(options.keyPrefix))) {
-    problems.push(optionProblem('options.keyPrefix', options.keyPrefix, acceptsOf(S.keyPrefix)));
-  }
-
-  const integer = (spec: IntegerOptionSpec, given: unknown): number => {
-    if (given === undefined) return (fromEnvOf(spec) as number | undefined) ?? spec.default;
-    if (!acceptsInteger(spec, given, 'module')) problems.push(optionProblem(`options.${spec.option}`, given, acceptsOf(spec)));
-    return given as number;
+  const driver = v.driver as ResolvedSerializedOptions['driver'];
+  const provider = v.provider as ResolvedSerializedOptions['provider'];
+  // Where the backend comes from: one of these, or the variable, is needed.
+  const needs = (url: 'redisUrl' | 'databaseUrl', instance: 'redisClient' | 'pgPool', uses: string): void => {
+    if (provider || driver !== S[url].drivers[0] || v[instance] !== undefined || v[url] !== undefined || invalidEnv.has(S[url].env)) return;
+    problems.push(`${S[url].env} is required with the ${driver} driver (or pass ${uses}): accepts ${acceptsOf(S[url])}`);
   };
-  const numbers = {} as Record<(typeof COMMON_NUMBERS)[number], number>;
-  for (const name of COMMON_NUMBERS) numbers[name] = integer(S[name], options[name]);
-  const lockPoolSize = integer(S.lockPoolSize, options.postgres?.lockPoolSize);
-  const reentrant = options.reentrant ?? fromEnv.SERIALIZED_REENTRANT ?? S.reentrant.default;
-  if (typeof reentrant !== 'boolean') problems.push(optionProblem('options.reentrant', reentrant, acceptsOf(S.reentrant)));
-
-  const redis = { client: options.redis?.client, url: options.redis?.url };
-  if (driver === 'redis' && !redis.client) {
-    if (redis.url !== undefined) {
-      if (typeof redis.url !== 'string' || !S.redisUrl.pattern.test(redis.url)) {
-        problems.push(optionProblem('options.redis.url', redis.url, acceptsOf(S.redisUrl)));
-      }
-    } else if (fromEnv.REDIS_URL) {
-      redis.url = fromEnv.REDIS_URL;
-    } else if (!invalidEnv.has(S.redisUrl.env)) {
-      problems.push(`${S.redisUrl.env} is required with the redis driver (or pass redis.url or redis.client): accepts ${acceptsOf(S.redisUrl)}`);
-    }
-  }
-
-  const postgres = { pool: options.postgres?.pool, connectionString: options.postgres?.connectionString, lockPoolSize, createSchema: options.postgres?.createSchema };
-  if (driver === 'postgres' && !postgres.pool) {
-    if (postgres.connectionString !== undefined) {
-      if (typeof postgres.connectionString !== 'string' || !S.databaseUrl.pattern.test(postgres.connectionString)) {
-        problems.push(optionProblem('options.postgres.connectionString', postgres.connectionString, acceptsOf(S.databaseUrl)));
-      }
-    } else if (fromEnv.DATABASE_URL) {
-      postgres.connectionString = fromEnv.DATABASE_URL;
-    } else if (!invalidEnv.has(S.databaseUrl.env)) {
-      problems.push(
-        `${S.databaseUrl.env} is required with the postgres driver (or pass postgres.connectionString or postgres.pool): accepts ${acceptsOf(S.databaseUrl)}`,
-      );
-    }
-  }
-
-  const errorMapping = options.errorMapping === undefined || options.errorMapping === true ? {} : options.errorMapping;
-  if (!(errorMapping === false || (typeof errorMapping === 'object' && errorMapping !== null && ['undefined', 'function'].includes(typeof errorMapping.body)))) {
-    problems.push(optionProblem('options.errorMapping', options.errorMapping, 'true (default), false, or { body?: (error, status, defaultBody) => body }'));
-  }
+  needs('redisUrl', 'redisClient', 'redis.url or redis.client');
+  needs('databaseUrl', 'pgPool', 'postgres.connectionString or postgres.pool');
 
   // REDIS_URL / DATABASE_URL may serve other parts of the app in other shapes;
   // they only count as invalid when this module would use them.
+  const uses = (url: 'redisUrl' | 'databaseUrl', instance: 'redisClient' | 'pgPool') =>
+    !provider && driver === S[url].drivers[0] && v[instance] === undefined && valueAt(options, S[url].option) === undefined;
   const relevant = problems.filter(
-    (p) =>
-      !(p.startsWith(`${S.redisUrl.env}=`) && (driver !== 'redis' || redis.client || options.redis?.url)) &&
-      !(p.startsWith(`${S.databaseUrl.env}=`) && (driver !== 'postgres' || postgres.pool || options.postgres?.connectionString)),
+    (p) => !(p.startsWith(`${S.redisUrl.env}=`) && !uses('redisUrl', 'redisClient')) && !(p.startsWith(`${S.databaseUrl.env}=`) && !uses('databaseUrl', 'pgPool')),
   );
   if (relevant.length) throw new SerializedConfigError(relevant);
-
-  return { driver, keyPrefix, redis, postgres, errorMapping, reentrant, ...numbers };
+  const redisUrl = uses('redisUrl', 'redisClient') || options.redis?.url !== undefined ? (v.redisUrl as string | undefined) : undefined;
+  const databaseUrl = uses('databaseUrl', 'pgPool') || options.postgres?.connectionString !== undefined ? (v.databaseUrl as string | undefined) : undefined;
+  const n = (name: SerializedOptionName) => v[name] as number;
+  const errorMapping = v.errorMapping === undefined || v.errorMapping === true ? {} : (v.errorMapping as ResolvedSerializedOptions['errorMapping']);
+  return {
+    driver,
+    provider,
+    keyPrefix: v.keyPrefix as string,
+    leaseMs: n('leaseMs'),
+    waitTimeoutMs: n('waitTimeoutMs'),
+    maxPending: n('maxPending'),
+    maxPendingTotal: n('maxPendingTotal'),
+    connectTimeoutMs: n('connectTimeoutMs'),
+    shutdownGraceMs: n('shutdownGraceMs'),
+    reentrant: v.reentrant as boolean,
+    redis: { url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight') },
+    postgres: {
+      connectionString: databaseUrl,
+      pool: options.postgres?.pool,
+      lockPoolSize: n('lockPoolSize'),
+      sessionTimeoutMs: n('pgSessionTimeoutMs'),
+      idleTimeoutMs: n('pgIdleTimeoutMs'),
+      applicationName: v.pgApplicationName as string | undefined,
+      fencingSequence: v.pgFencingSequence as string,
+      createSchema: v.pgCreateSchema as boolean,
+    },
+    idempotencyTtlMs: n('idempotencyTtlMs'),
+    errorMapping,
+  };
 }

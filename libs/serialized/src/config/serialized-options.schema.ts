@@ -1,69 +1,23 @@
-import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
+import { LockProvider } from '../lock.provider';
+import { SERIALIZED_DEFAULTS as D } from '../serialized.defaults';
+import type { OptionSpec } from './option-spec';
+
+export * from './option-spec';
+
+const HOUR_MS = 3600_000;
+const SQL_NAME = '[A-Za-z_][A-Za-z0-9_$]{0,62}';
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
 
 /**
  * The one table of the library's options: for each, where it sits in the module
- * options, the environment variable, its type, bounds and default, and what it
- * accepts. Environment parsing, module option validation, `@Serialized` option
- * validation and the per-call check of `LockService.run` and the providers all
- * read their bounds and texts from here; nothing else spells a limit out.
- *
- * Bounds may differ by where a value comes from, and this table says how:
- * `min`/`max` bound the module option and its variable (a deployment setting, so
- * a typo like an extra zero is caught); `perCall` bounds a value given for one
- * call (`@Serialized`, `run`, `acquire`), which may be as large as any safe
- * integer (timers are clamped internally) and, for `maxPending`, `Infinity`.
+ * options, the environment variable, its type, bounds and default (from
+ * `SERIALIZED_DEFAULTS`), the drivers it applies to, and what it accepts.
+ * Environment parsing, module option validation, `@Serialized` option validation,
+ * the per-call check of `LockService.run` and the providers, the README's options
+ * table and .env.example (`scripts/options-docs.ts`) all come from here; nothing
+ * else spells a limit out. Each provider's constructor takes the same option under
+ * the last segment of its path (`redis.heartbeatMs` → `heartbeatMs`).
  */
-export interface IntegerOptionSpec {
-  readonly type: 'integer';
-  /** Path in `SerializedModuleOptions`. */
-  readonly option: string;
-  readonly env: string;
-  readonly unit: 'ms' | 'count';
-  readonly default: number;
-  readonly min: number;
-  readonly max: number;
-  /** Present when the option may also be given per call. */
-  readonly perCall?: { readonly min: number; readonly infinity?: boolean };
-  readonly meaning: string;
-}
-
-/** An option that takes one of a few words. */
-export interface ChoiceOptionSpec {
-  readonly type: 'choice';
-  readonly option: string;
-  readonly env: string;
-  readonly values: readonly string[];
-  readonly default: string;
-  readonly meaning: string;
-}
-
-/** A text option checked against a pattern. `secret`: it may carry credentials (printed redacted). */
-export interface TextOptionSpec {
-  readonly type: 'text';
-  readonly option: string;
-  readonly env: string;
-  readonly pattern: RegExp;
-  /** What it accepts, before the default. */
-  readonly format: string;
-  readonly default?: string;
-  readonly secret?: boolean;
-  readonly meaning: string;
-}
-
-/** An on/off option; its variable takes `true` or `false`. */
-export interface BooleanOptionSpec {
-  readonly type: 'boolean';
-  readonly option: string;
-  readonly env: string;
-  readonly default: boolean;
-  readonly meaning: string;
-}
-
-export type OptionSpec = IntegerOptionSpec | ChoiceOptionSpec | TextOptionSpec | BooleanOptionSpec;
-
-const HOUR_MS = 3600_000;
-const D = SERIALIZED_DEFAULTS;
-
 export const SERIALIZED_OPTIONS_SCHEMA = {
   driver: {
     type: 'choice',
@@ -71,25 +25,52 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     env: 'SERIALIZED_DRIVER',
     values: ['memory', 'redis', 'postgres'],
     default: D.driver,
-    meaning: 'lock backend',
+    meaning: 'lock backend (ignored when `provider` is given)',
+  },
+  provider: {
+    type: 'code',
+    option: 'provider',
+    format: 'a LockProvider instance, e.g. new RedisLockProvider({ … })',
+    check: (value) => value instanceof LockProvider,
+    meaning: 'a provider built in code; the module uses it as it is and never closes it',
   },
   redisUrl: {
     type: 'text',
     option: 'redis.url',
     env: 'REDIS_URL',
+    drivers: ['redis'],
     pattern: /^rediss?:\/\/\S+$/,
     format: 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379',
+    example: 'redis://127.0.0.1:6379',
     secret: true,
     meaning: 'Redis of the redis driver (unless redis.client is passed)',
+  },
+  redisClient: {
+    type: 'code',
+    option: 'redis.client',
+    drivers: ['redis'],
+    format: 'an ioredis Redis or Cluster client',
+    check: (value) => isObject(value) && typeof value.duplicate === 'function',
+    meaning: "a client the app already has (standalone, Sentinel or Cluster); the library never closes it",
   },
   databaseUrl: {
     type: 'text',
     option: 'postgres.connectionString',
     env: 'DATABASE_URL',
+    drivers: ['postgres'],
     pattern: /^postgres(ql)?:\/\/\S+$/,
     format: 'a postgres:// or postgresql:// URL, e.g. postgres://postgres@127.0.0.1:5432/postgres',
+    example: 'postgres://postgres@127.0.0.1:5432/postgres',
     secret: true,
     meaning: 'PostgreSQL of the postgres driver (unless postgres.pool is passed)',
+  },
+  pgPool: {
+    type: 'code',
+    option: 'postgres.pool',
+    drivers: ['postgres'],
+    format: 'a pg Pool',
+    check: (value) => isObject(value) && typeof value.connect === 'function' && typeof value.query === 'function',
+    meaning: "a pool the app already has: its settings open the library's own lock pool; never ended by the library",
   },
   keyPrefix: {
     type: 'text',
@@ -110,7 +91,7 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     min: 100,
     max: 24 * HOUR_MS,
     perCall: { min: 100 },
-    meaning: 'lease, renewed every ~lease/3 while held',
+    meaning: 'lease, renewed every ~lease/3 while held (Redis); liveness cadence (PostgreSQL); none in memory: docs/lease.md',
   },
   waitTimeoutMs: {
     type: 'integer',
@@ -133,6 +114,16 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     max: 10_000_000,
     perCall: { min: 0, infinity: true },
     meaning: 'waiters per key and process',
+  },
+  maxPendingTotal: {
+    type: 'integer',
+    option: 'maxPendingTotal',
+    env: 'SERIALIZED_MAX_PENDING_TOTAL',
+    unit: 'count',
+    default: D.maxPendingTotal,
+    min: 0,
+    max: 10_000_000,
+    meaning: 'waiters across all keys, per process (provider instance): docs/memory.md',
   },
   connectTimeoutMs: {
     type: 'integer',
@@ -161,67 +152,116 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     default: D.reentrant,
     meaning: 'a call whose async context holds its key joins that holder (false: it queues)',
   },
+  redisHeartbeatMs: {
+    type: 'integer',
+    option: 'redis.heartbeatMs',
+    env: 'SERIALIZED_REDIS_HEARTBEAT_MS',
+    drivers: ['redis'],
+    unit: 'ms',
+    default: D.redisHeartbeatMs,
+    min: 100,
+    max: 600_000,
+    meaning: 'a waiter keeps its place in the Redis queue this long without a heart-beat (same in every process)',
+  },
+  redisMaxInFlight: {
+    type: 'integer',
+    option: 'redis.maxInFlight',
+    env: 'SERIALIZED_REDIS_MAX_IN_FLIGHT',
+    drivers: ['redis'],
+    unit: 'count',
+    default: D.redisMaxInFlight,
+    min: 1,
+    max: 100_000,
+    meaning: 'commands on the wire at once per connection (per Cluster node); more wait in order',
+  },
   lockPoolSize: {
     type: 'integer',
     option: 'postgres.lockPoolSize',
     env: 'SERIALIZED_PG_LOCK_POOL_SIZE',
+    drivers: ['postgres'],
     unit: 'count',
     default: D.pgLockPoolSize,
     min: 1,
     max: 1000,
     meaning: "connections of the library's own PostgreSQL lock pool",
   },
+  pgSessionTimeoutMs: {
+    type: 'integer',
+    option: 'postgres.sessionTimeoutMs',
+    env: 'SERIALIZED_PG_SESSION_TIMEOUT_MS',
+    drivers: ['postgres'],
+    unit: 'ms',
+    default: D.pgSessionTimeoutMs,
+    min: 100,
+    max: HOUR_MS,
+    meaning: 'a lock session silent this long (our own stalls not counted) counts as lost',
+  },
+  pgIdleTimeoutMs: {
+    type: 'integer',
+    option: 'postgres.idleTimeoutMs',
+    env: 'SERIALIZED_PG_IDLE_TIMEOUT_MS',
+    drivers: ['postgres'],
+    unit: 'ms',
+    default: D.pgIdleTimeoutMs,
+    min: 0,
+    max: HOUR_MS,
+    meaning: 'idle lock connections are closed after this long',
+  },
+  pgApplicationName: {
+    type: 'text',
+    option: 'postgres.applicationName',
+    env: 'SERIALIZED_PG_APPLICATION_NAME',
+    drivers: ['postgres'],
+    pattern: /^[\x20-\x7e]{1,63}$/,
+    format: '1 to 63 printable ASCII characters',
+    defaultText: 'nestjs-serialized:<keyPrefix>',
+    meaning: '`application_name` of the lock sessions (find them in `pg_stat_activity`)',
+  },
+  pgFencingSequence: {
+    type: 'text',
+    option: 'postgres.fencingSequence',
+    env: 'SERIALIZED_PG_FENCING_SEQUENCE',
+    drivers: ['postgres'],
+    pattern: new RegExp(`^${SQL_NAME}(\\.${SQL_NAME})?$`),
+    format: 'name or schema.name, of letters, digits, _ and $',
+    default: D.pgFencingSequence,
+    meaning: 'sequence fencing tokens are drawn from',
+  },
+  pgCreateSchema: {
+    type: 'boolean',
+    option: 'postgres.createSchema',
+    env: 'SERIALIZED_PG_CREATE_SCHEMA',
+    drivers: ['postgres'],
+    default: true,
+    meaning: "create the fencing sequence and @Idempotent's table when missing (false: docs/providers/postgres.md has the SQL)",
+  },
+  errorMapping: {
+    type: 'code',
+    option: 'errorMapping',
+    format: 'true (default), false, or { body?: (error, status, defaultBody) => body }',
+    defaultText: 'true',
+    check: (value) => typeof value === 'boolean' || (isObject(value) && ['undefined', 'function'].includes(typeof value.body)),
+    meaning: 'how lock errors escaping a handler are answered (400 / 429 / 503 on every transport); false leaves them to your filters: docs/errors.md',
+  },
+  idempotencyTtlMs: {
+    type: 'integer',
+    env: 'SERIALIZED_IDEMPOTENCY_TTL_MS',
+    unit: 'ms',
+    default: D.idempotencyTtlMs,
+    min: 100,
+    max: 365 * 24 * HOUR_MS,
+    meaning: 'how long `@Idempotent` replays a stored response (24 h), unless it sets `ttlMs`',
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type SerializedOptionName = keyof typeof SERIALIZED_OPTIONS_SCHEMA;
+
+type EnvOf<T> = T extends { env: infer E extends string } ? E : never;
 /** The environment variables the library reads. */
-export type SerializedEnvName = (typeof SERIALIZED_OPTIONS_SCHEMA)[SerializedOptionName]['env'];
+export type SerializedEnvName = EnvOf<(typeof SERIALIZED_OPTIONS_SCHEMA)[SerializedOptionName]>;
+
 /** Options that may also be given per call (`@Serialized`, `LockService.run`, a provider's `acquire`). */
 export type PerCallOptionName = 'leaseMs' | 'waitTimeoutMs' | 'maxPending';
 
-/** Where a value comes from: the module (options or environment) or one call. */
-export type OptionScope = 'module' | 'call';
-
-/** What an option accepts, as error messages say it. */
-export function acceptsOf(spec: OptionSpec, scope: OptionScope = 'module'): string {
-  switch (spec.type) {
-    case 'choice':
-      return `one of ${spec.values.join(', ')} (default ${spec.default})`;
-    case 'text':
-      return spec.default === undefined ? spec.format : `${spec.format} (default ${spec.default})`;
-    case 'boolean':
-      return `true or false (default ${spec.default})`;
-    case 'integer': {
-      const what = spec.unit === 'ms' ? 'an integer number of milliseconds' : 'an integer';
-      if (scope === 'call' && spec.perCall) {
-        return `${what} >= ${spec.perCall.min}${spec.perCall.infinity ? ', or Infinity' : ''}`;
-      }
-      return `${what} from ${spec.min} to ${spec.max} (default ${spec.default})`;
-    }
-  }
-}
-
-/** Whether `value` is acceptable for the integer option `spec` given in `scope`. */
-export function acceptsInteger(spec: IntegerOptionSpec, value: unknown, scope: OptionScope): boolean {
-  if (typeof value !== 'number') return false;
-  if (scope === 'call' && spec.perCall) {
-    return (Number.isSafeInteger(value) && value >= spec.perCall.min) || (spec.perCall.infinity === true && value === Infinity);
-  }
-  return Number.isInteger(value) && value >= spec.min && value <= spec.max;
-}
-
-/** A value as a problem line shows it: numbers as written (`NaN`, `1.5`), anything else as JSON. */
-export function showValue(value: unknown): string {
-  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
-
-/** One problem line: `<label>=<value> is invalid: accepts <what>`. */
-export function optionProblem(label: string, value: unknown, accepts: string): string {
-  return `${label}=${showValue(value)} is invalid: accepts ${accepts}`;
-}
+/** The rows of the table, in order. */
+export const SERIALIZED_OPTION_SPECS: readonly (readonly [SerializedOptionName, OptionSpec])[] = Object.entries(SERIALIZED_OPTIONS_SCHEMA) as never;

@@ -1,11 +1,11 @@
 import { SerializedConfigError } from '../config/serialized-config.error';
-import { IDEMPOTENCY_DEFAULTS, IDEMPOTENCY_LIMITS } from './idempotency.defaults';
+import { acceptsInteger, acceptsOf, optionProblem, SERIALIZED_OPTIONS_SCHEMA } from '../config/serialized-options.schema';
 
-const L = IDEMPOTENCY_LIMITS.ttlMs;
+const TTL = SERIALIZED_OPTIONS_SCHEMA.idempotencyTtlMs;
 
-/** What the idempotency variables accept, as the start-up error says it. */
+/** What the idempotency variables accept, as the start-up error says it (from the options table). */
 export const IDEMPOTENCY_ENV_ACCEPTS = {
-  SERIALIZED_IDEMPOTENCY_TTL_MS: `an integer number of milliseconds from ${L.min} to ${L.max} (default ${IDEMPOTENCY_DEFAULTS.ttlMs})`,
+  [TTL.env]: acceptsOf(TTL),
 } as const;
 
 /**
@@ -15,14 +15,10 @@ export const IDEMPOTENCY_ENV_ACCEPTS = {
  * @throws SerializedConfigError naming the variable and what it accepts
  */
 export function readIdempotencyTtlMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.SERIALIZED_IDEMPOTENCY_TTL_MS?.trim();
-  if (raw === undefined || raw === '') return IDEMPOTENCY_DEFAULTS.ttlMs;
+  const raw = env[TTL.env]?.trim();
+  if (raw === undefined || raw === '') return TTL.default;
   // Strict digits only: Number('1e3') and Number('0x10') are numbers too.
   const value = /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
-  if (!(value >= L.min && value <= L.max)) {
-    throw new SerializedConfigError([
-      `SERIALIZED_IDEMPOTENCY_TTL_MS=${JSON.stringify(raw)} is invalid: accepts ${IDEMPOTENCY_ENV_ACCEPTS.SERIALIZED_IDEMPOTENCY_TTL_MS}`,
-    ]);
-  }
+  if (!acceptsInteger(TTL, value, 'module')) throw new SerializedConfigError([optionProblem(TTL.env, raw, acceptsOf(TTL))]);
   return value;
 }

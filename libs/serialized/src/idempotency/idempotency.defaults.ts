@@ -1,9 +1,12 @@
+import { SERIALIZED_OPTIONS_SCHEMA } from '../config/serialized-options.schema';
+import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
+
 /** Every default of `@Idempotent`, in one place (README, docs/idempotency.md and .env.example quote these). */
 export const IDEMPOTENCY_DEFAULTS = {
   /** The request header read when `key` is not given (the IETF draft's `Idempotency-Key`). */
   header: 'idempotency-key',
   /** How long a stored response is replayed: 24 h (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
-  ttlMs: 86_400_000,
+  ttlMs: SERIALIZED_DEFAULTS.idempotencyTtlMs,
   /** Responses larger than this (body bytes) are not stored; their duplicates run the handler. */
   maxResponseBytes: 1_048_576,
   /** Response headers stored with every response (besides those an `@Idempotent` lists). */
@@ -24,6 +27,6 @@ export const IDEMPOTENCY_DEFAULTS = {
 
 /** Bounds the options of `@Idempotent` and `SERIALIZED_IDEMPOTENCY_TTL_MS` are checked against. */
 export const IDEMPOTENCY_LIMITS = {
-  ttlMs: { min: 100, max: 365 * 86_400_000 },
+  ttlMs: { min: SERIALIZED_OPTIONS_SCHEMA.idempotencyTtlMs.min, max: SERIALIZED_OPTIONS_SCHEMA.idempotencyTtlMs.max },
   maxResponseBytes: { min: 0, max: 64 * 1_048_576 },
 } as const;

@@ -26,4 +26,19 @@ describe('HeldLocks', () => {
     expect(other.closing).toBe(true);
     expect(other.holds('a')).toBe(false); // not counted unless asked for
   });
+
+  it('counts without keeping the locks when asked (track: false), and drains when the count reaches 0', async () => {
+    const held = new HeldLocks<{ key: string }>(false, false);
+    const a = { key: 'a' };
+    const b = { key: 'b' };
+    held.add(a);
+    held.add(b);
+    expect([held.size, [...held.values()]]).toEqual([2, []]);
+    const drained = held.drain(10_000);
+    held.delete(a);
+    expect(held.size).toBe(1);
+    held.delete(b);
+    await expect(drained).resolves.toBe(true);
+    expect(held.size).toBe(0);
+  });
 });

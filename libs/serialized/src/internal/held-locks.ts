@@ -7,19 +7,26 @@ import { LockBackendError } from '../errors';
  * handler may still run.
  */
 export class HeldLocks<T extends { readonly key: string }> {
-  private readonly held = new Set<T>();
+  /** The locks themselves, unless only their number is needed (`track: false`). */
+  private readonly held: Set<T> | undefined;
+  private count = 0;
   /** Locks held per key, when asked for (see `holds`). */
   private readonly perKey: Map<string, number> | undefined;
   private closingSince: number | undefined;
   private drained: (() => void) | undefined;
 
-  /** @param countKeys keep a count per key, so that `holds(key)` can answer */
-  constructor(countKeys = false) {
+  /**
+   * @param countKeys keep a count per key, so that `holds(key)` can answer
+   * @param track keep the locks (for `values()`); a provider that never visits
+   *   them (in-memory) counts them only, and must then delete each lock once
+   */
+  constructor(countKeys = false, track = true) {
     if (countKeys) this.perKey = new Map();
+    if (track) this.held = new Set();
   }
 
   get size(): number {
-    return this.held.size;
+    return this.count;
   }
 
   get closing(): boolean {
@@ -37,22 +44,28 @@ export class HeldLocks<T extends { readonly key: string }> {
   }
 
   add(lock: T): void {
-    this.held.add(lock);
+    if (this.held) {
+      if (this.held.has(lock)) return;
+      this.held.add(lock);
+    }
+    this.count++;
     if (this.perKey) this.perKey.set(lock.key, (this.perKey.get(lock.key) ?? 0) + 1);
   }
 
   delete(lock: T): void {
-    if (!this.held.delete(lock)) return;
+    if (this.held && !this.held.delete(lock)) return;
+    this.count--;
     if (this.perKey) {
       const count = this.perKey.get(lock.key)!;
       if (count > 1) this.perKey.set(lock.key, count - 1);
       else this.perKey.delete(lock.key);
     }
-    if (this.held.size === 0) this.drained?.();
+    if (this.count === 0) this.drained?.();
   }
 
+  /** The held locks (none when constructed with `track: false`). */
   values(): IterableIterator<T> {
-    return this.held.values();
+    return (this.held ?? new Set<T>()).values();
   }
 
   /** Stops accepting acquisitions. */
@@ -63,7 +76,7 @@ export class HeldLocks<T extends { readonly key: string }> {
   /** Resolves `true` when every held lock was released, `false` after `graceMs`. */
   drain(graceMs: number): Promise<boolean> {
     this.close();
-    if (this.held.size === 0) return Promise.resolve(true);
+    if (this.count === 0) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
         this.drained = undefined;

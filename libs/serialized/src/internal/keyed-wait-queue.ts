@@ -1,4 +1,5 @@
 import { DeadlineQueue, type Deadline } from './deadline-queue';
+import type { PendingBudget } from './pending-budget';
 
 /** The errors a waiter may end with; one object per provider, called only when needed. */
 export interface WaitErrors {
@@ -76,7 +77,11 @@ const captureResolvers = (resolve: () => void, reject: (error: unknown) => void)
 export class KeyedWaitQueue {
   private readonly entries = new Map<string, KeyEntry>();
 
-  constructor(private readonly deadlines: DeadlineQueue = new DeadlineQueue()) {}
+  /** `budget`: the provider's `maxPendingTotal`, shared by the waiters of every key (none: unbounded). */
+  constructor(
+    private readonly deadlines: DeadlineQueue = new DeadlineQueue(),
+    private readonly budget?: PendingBudget,
+  ) {}
 
   /** Keys held or waited for (0 when idle: nothing is retained). */
   get size(): number {
@@ -117,6 +122,7 @@ export class KeyedWaitQueue {
     }
     if (timeoutMs <= 0) return Promise.reject(errors.timeoutError(key, timeoutMs));
     if (entry.waiting >= maxPending) return Promise.reject(errors.busyError(key, maxPending));
+    if (this.budget && !this.budget.take()) return Promise.reject(this.budget.busyError(key));
 
     const waiter = new Waiter(this, entry, timeoutMs, maxPending, signal, errors);
     settling = waiter;
@@ -197,6 +203,7 @@ export class KeyedWaitQueue {
     else entry.last = waiter.prev;
     waiter.prev = waiter.next = undefined;
     entry.waiting--;
+    this.budget?.give();
     this.deadlines.cancel(waiter);
     waiter.signal?.removeEventListener('abort', waiter);
   }

@@ -1,9 +1,17 @@
 import Redis from 'ioredis';
 import { Pool } from 'pg';
 import { resolveSerializedOptions } from '../config/serialized-options.resolver';
+import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
 import { describeBackend } from './startup-line';
 
 describe('describeBackend (the start-up line)', () => {
+  it('names a provider given in code, not the driver option it makes irrelevant', () => {
+    const provider = new InMemoryLockProvider();
+    expect(describeBackend(resolveSerializedOptions({ provider, driver: 'redis' }, {}))).toBe(
+      'provider InMemoryLockProvider given in code (the app does not close it)',
+    );
+  });
+
   it("describes an app's own Redis client from its options, without its password", () => {
     const client = new Redis({ host: 'cache.internal', port: 6380, db: 2, password: 'client-secret', lazyConnect: true });
     try {

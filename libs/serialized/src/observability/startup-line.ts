@@ -21,6 +21,8 @@ export class SerializedStartupLine implements OnApplicationBootstrap {
 
 /** The start-up line's text (without the logger's context). */
 export function describeBackend(options: ResolvedSerializedOptions): string {
+  // Built in code: its own settings, not the module's, say where it points.
+  if (options.provider) return `provider ${options.provider.constructor.name} given in code (the app does not close it)`;
   switch (options.driver) {
     case 'memory':
       return 'driver=memory (locks in this process only)';

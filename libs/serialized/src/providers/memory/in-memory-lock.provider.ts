@@ -1,20 +1,26 @@
-import type { BeforeApplicationShutdown, OnApplicationShutdown } from '@nestjs/common';
+import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from '../../acquire-options.interface';
 import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
+import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { KeyedWaitQueue, type WaitErrors } from '../../internal/keyed-wait-queue';
+import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
+import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { InMemoryLock } from './in-memory-lock';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { MemoryIdempotencyStore } from '../../idempotency/stores/memory-idempotency.store';
 
 /** Options of {@link InMemoryLockProvider}; module options fill them in (no key prefix, lease or connection here). */
-export type InMemoryLockProviderOptions = Pick<LockProviderCommonOptions, 'waitTimeoutMs' | 'maxPending' | 'shutdownGraceMs'>;
+export type InMemoryLockProviderOptions = Pick<
+  LockProviderCommonOptions,
+  'waitTimeoutMs' | 'maxPending' | 'maxPendingTotal' | 'shutdownGraceMs' | 'leaseMs'
+>;
 
 /** How an in-memory waiter fails; shared, so waiting allocates no error closures. */
 const WAIT_ERRORS: WaitErrors = {
@@ -26,16 +32,23 @@ const WAIT_ERRORS: WaitErrors = {
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
  * Map entry and no timer; waiting costs a list node and a heap entry; an idle key
  * costs nothing. Leases are meaningless here (a holder cannot crash without the
- * whole process), so held locks never expire.
+ * whole process), so held locks never expire: `leaseMs` is accepted and ignored,
+ * with one debug note per instance (docs/lease.md).
  */
 export class InMemoryLockProvider
   extends LockProvider
   implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
 {
   private readonly deadlines = new DeadlineQueue();
-  private readonly queue = new KeyedWaitQueue(this.deadlines);
-  private readonly held = new HeldLocks<InMemoryLock>();
+  private readonly queue: KeyedWaitQueue;
+  // Counted, not kept: nothing here visits held locks one by one, and each is released once (LockState).
+  private readonly held = new HeldLocks<InMemoryLock>(false, false);
   private lastToken = 0n;
+  private readonly leaseNote = new IgnoredLeaseNote(
+    new Logger(SERIALIZED_LOGGER_CONTEXT),
+    'InMemoryLockProvider',
+    'an in-memory lock has no lease; it is held until released (its holder cannot crash without the whole process)',
+  );
   private readonly waitTimeoutMs: number;
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
@@ -49,6 +62,7 @@ export class InMemoryLockProvider
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
+    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
   }
 
   /** `@Idempotent`'s records, in this process like the locks. */
@@ -69,6 +83,7 @@ export class InMemoryLockProvider
   async acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#acquire');
     if (invalid) throw invalid;
+    this.leaseNote.check(options.leaseMs, key);
     this.held.assertOpen(key);
     const waiting = this.queue.wait(key, options.waitTimeoutMs ?? this.waitTimeoutMs, options.maxPending ?? this.maxPending, options.signal, WAIT_ERRORS);
     if (waiting) {
@@ -85,6 +100,7 @@ export class InMemoryLockProvider
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#tryAcquire');
     if (invalid) throw invalid;
+    this.leaseNote.check(options.leaseMs, key);
     this.held.assertOpen(key);
     if (options.signal?.aborted) throw options.signal.reason;
     return this.queue.tryTake(key) ? this.grant(key) : null;
@@ -93,7 +109,10 @@ export class InMemoryLockProvider
   /** The key at once when it is free; anything else goes through `acquire` (see {@link LockProvider.acquireNow}). */
   override acquireNow(key: string, options?: AcquireOptions): InMemoryLock | undefined {
     // Anything unusual (a bad key or option, an aborted signal, shutdown) is left to `acquire` and its errors.
-    if (this.held.closing || validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
+    // A held key is the common miss: it is answered before the (costlier) checks.
+    if (this.held.closing || this.queue.isHeld(key)) return undefined;
+    if (validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
+    this.leaseNote.check(options?.leaseMs, key);
     if (!this.queue.tryTake(key)) return undefined;
     return this.grant(key);
   }

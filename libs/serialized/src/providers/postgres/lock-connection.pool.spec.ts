@@ -27,7 +27,8 @@ class FakeConnection {
   unref(): void {}
 }
 
-const request = (timeoutMs = 10_000): ConnectionRequest => ({
+const request = (timeoutMs = 10_000, shared = false): ConnectionRequest => ({
+  shared,
   timeoutMs,
   timeoutError: () => new Error('timeout'),
   backendError: (cause) => new Error(`backend: ${(cause as Error).message}`),
@@ -42,10 +43,11 @@ describe('LockConnectionPool', () => {
   let deadlines: DeadlineQueue;
   let opened: FakeConnection[];
   let failNext: Error | undefined;
-  const make = (size: number) =>
+  const make = (size: number, usesPerSession?: number) =>
     new LockConnectionPool(
       {
         size,
+        usesPerSession,
         open: async () => {
           if (failNext) throw failNext;
           const connection = new FakeConnection(opened.length);
@@ -154,5 +156,31 @@ describe('LockConnectionPool', () => {
     pool.release(a);
     await pool.close();
     expect((a as unknown as FakeConnection).ended).toBe(true);
+  });
+
+  it('shares a session between shared uses up to its bound, and queues beyond it', async () => {
+    const pool = make(1, 2);
+    const a = await pending(pool.take(request(10_000, true))).promise;
+    expect(pool.take(request(10_000, true))).toBe(a); // held locks and tries share the session
+    const third = pending(pool.take(request(10_000, true)));
+    expect(pool.waiting).toBe(1);
+    pool.release(a);
+    expect(await third.promise).toBe(a);
+    expect(opened).toHaveLength(1);
+  });
+
+  it('gives a blocking wait a session of its own, and says which request ran out of time', async () => {
+    const pool = make(1);
+    const a = await pending(pool.take(request(10_000, true))).promise;
+    // A session in shared use is not free for a wait that would block every statement behind it.
+    const own = pending(pool.take(request(10_000, false)));
+    expect(pool.waiting).toBe(1);
+    pool.release(a);
+    const got = await own.promise;
+    expect(got).toBe(a);
+    // While it waits there, a shared use finds no room and times out with its own error.
+    await expect(pending(pool.take(request(50, true))).promise).rejects.toThrow('timeout');
+    pool.share(got); // granted: shareable again
+    expect(pool.take(request(10_000, true))).toBe(got);
   });
 });

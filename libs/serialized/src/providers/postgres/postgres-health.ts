@@ -10,13 +10,16 @@ class PoolBusy extends Error {}
  * Health of the lock pool's database: `SELECT pg_backend_pid()` on a lock
  * connection (an idle one, or one opened for it), bounded by `timeoutMs`.
  *
- * When every connection of the pool holds a lock, no connection is taken from a
- * holder: the check reports up, because each held session is already pinged by
- * the liveness monitor, which ends it (and so frees a connection for the next
- * check) when PostgreSQL stops answering. A full pool is load, not an outage.
+ * It shares a session with held locks like any try does. When no session has room
+ * (each waits in the server or carries its most uses), the check reports up:
+ * held sessions are already pinged by the liveness monitor, which ends one (and
+ * so frees room for the next check) when PostgreSQL stops answering. A full pool
+ * is load, not an outage.
  */
 export async function pingLockPool(pool: LockConnectionPool, timeoutMs: number): Promise<void> {
   const taken = pool.take({
+    // A non-blocking statement: it may share a session with held locks.
+    shared: true,
     timeoutMs,
     timeoutError: () => new PoolBusy(),
     backendError: (cause) => new LockBackendError(`PostgreSQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause }),

@@ -6,10 +6,12 @@ import { redactUrls } from '../../internal/redact';
 import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
+import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import { commonProviderOptions } from '../../lock-provider-options.interface';
+import { postgresProviderOptions } from '../../config/provider-options.mapper';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
@@ -24,7 +26,7 @@ import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
 import { pingLockPool } from './postgres-health';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
-import { DEFAULT_FENCING_SEQUENCE, lockStatements, type LockStatements } from './postgres-lock.statements';
+import { lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession, unlockSession } from './held-session';
@@ -37,8 +39,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
 
 /**
  * Locks shared by every process using one PostgreSQL database: session-level
- * advisory locks (`pg_advisory_lock`) on a small pool of connections the
- * library owns.
+ * advisory locks on a small pool of connections the library owns.
  *
  * Two levels: callers of one key first queue in this process (strict FIFO), and
  * only the head tries the key in PostgreSQL (`pg_try_advisory_lock`, on a session
@@ -46,8 +47,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  * take a session of its own and wait in PostgreSQL's lock queue, bounded there by
  * `lock_timeout`. So a held lock costs no connection of its own, at most one
  * connection per key and process waits, and a full pool makes callers queue, not
- * fail; a wait that runs out there says so (`LockTimeoutError#reason`
- * `no-connection`, not `key-held`).
+ * fail (a wait that runs out there has `LockTimeoutError#reason` `no-connection`).
  *
  * Held sessions are pinged; a session that ends (terminated backend, closed socket,
  * server restart, or a path silent for `sessionTimeoutMs`) aborts the `signal` of
@@ -72,9 +72,14 @@ export class PostgresLockProvider
   /** @internal */
   readonly deadlines = new DeadlineQueue();
   /** @internal */
-  readonly queue = new KeyedWaitQueue(this.deadlines);
+  readonly queue: KeyedWaitQueue;
   /** @internal */
   readonly held = new HeldLocks<PostgresLock>();
+  private readonly leaseNote = new IgnoredLeaseNote(
+    this.logger,
+    'PostgresLockProvider',
+    "a session lock lasts as long as its session; the provider's own leaseMs sets how often held sessions are checked",
+  );
   /** @internal */
   readonly attempts = new Map<string, LockAttempt>();
   /** @internal */
@@ -92,6 +97,7 @@ export class PostgresLockProvider
   /** @throws Error when `pg` is not installed, or an option is invalid */
   constructor(options: PostgresLockProviderOptions = {}) {
     super();
+    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
     const pg = loadPgDriver();
     this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
     const timings = sessionTimings(options);
@@ -100,7 +106,7 @@ export class PostgresLockProvider
     this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.applicationName = lockApplicationName(options, this.keyPrefix);
-    this.statements = lockStatements(options.fencingSequence ?? DEFAULT_FENCING_SEQUENCE);
+    this.statements = lockStatements(options.fencingSequence ?? SERIALIZED_DEFAULTS.pgFencingSequence);
     this.idempotencyTable = options.idempotencyTable;
     this.settings = {
       pg,
@@ -116,7 +122,7 @@ export class PostgresLockProvider
       {
         size: lockPoolSizeOf(options),
         open: () => openLockSession(this.settings, this.watchdog, (error) => this.refuse(error)),
-        idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
+        idleTimeoutMs: options.idleTimeoutMs ?? SERIALIZED_DEFAULTS.pgIdleTimeoutMs,
         retryAfterFailureMs: Math.min(1000, this.connectTimeoutMs),
         closeTimeoutMs: this.connectTimeoutMs,
       },
@@ -128,8 +134,7 @@ export class PostgresLockProvider
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
   static fromModuleOptions(options: ResolvedSerializedOptions): PostgresLockProvider {
-    const { connectionString, pool, lockPoolSize, createSchema } = options.postgres;
-    return new PostgresLockProvider({ ...commonProviderOptions(options), connectionString, pool, lockPoolSize, createSchema });
+    return new PostgresLockProvider(postgresProviderOptions(options));
   }
 
   /** `@Idempotent`'s records: a table of this database, reached through a small pool of their own. */
@@ -161,6 +166,7 @@ export class PostgresLockProvider
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'PostgresLockProvider#acquire');
     if (invalid) return Promise.reject(invalid);
+    this.leaseNote.check(options.leaseMs, key);
     try {
       this.assertUsable(key);
     } catch (error) {
@@ -197,13 +203,13 @@ export class PostgresLockProvider
 
   /**
    * Takes `key` only if nobody in this process holds or waits for it and PostgreSQL
-   * grants it at once (`pg_try_advisory_lock`). While every lock connection is busy
-   * it waits for one, up to `waitTimeoutMs` (then `LockTimeoutError`): a full pool
-   * is not a busy key.
+   * grants it at once. A full pool is not a busy key: it waits for room up to
+   * `waitTimeoutMs` (then `LockTimeoutError`, reason `no-connection`).
    */
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'PostgresLockProvider#tryAcquire');
     if (invalid) throw invalid;
+    this.leaseNote.check(options.leaseMs, key);
     this.assertUsable(key);
     if (options.signal?.aborted) throw options.signal.reason;
     if (!this.queue.tryTake(key)) return null;

@@ -30,4 +30,17 @@ describe('postgres lock statements', () => {
     expect(tryLock('7').text).toMatch(/CASE WHEN pg_try_advisory_lock\(\$1::bigint\) THEN nextval/);
     expect(unlock('7')).toMatchObject({ text: 'SELECT pg_advisory_unlock($1::bigint)', values: ['7'] });
   });
+
+  it('names its prepared statements within PostgreSQL\'s 63 bytes, distinct per sequence, whatever the sequence name', () => {
+    const long = `${'s'.repeat(63)}.${'n'.repeat(63)}`;
+    const names = (sequence: string) => {
+      const st = lockStatements(sequence);
+      return [st.lock('1', '1ms').name, st.tryLock('1').name, st.unlock('1').name, st.tryLockMany(['1']).name, st.unlockMany(['1']).name] as string[];
+    };
+    for (const name of [...names(long), ...names('seq')]) expect(Buffer.byteLength(name)).toBeLessThanOrEqual(63);
+    // Truncated by the server, two sequences' statements would share a name on one connection.
+    expect(names(long)[0]).not.toBe(names(`${'s'.repeat(63)}.${'n'.repeat(62)}m`)[0]);
+    expect(new Set(names(long)).size).toBe(5);
+  });
 });
+

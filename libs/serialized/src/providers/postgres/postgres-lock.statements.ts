@@ -1,7 +1,5 @@
+import { createHash } from 'node:crypto';
 import type { QueryArrayConfig } from 'pg';
-
-/** Default name of the sequence fencing tokens come from. */
-export const DEFAULT_FENCING_SEQUENCE = 'nestjs_serialized_fencing_token';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 
@@ -67,7 +65,10 @@ export function lockStatements(fencingSequence: string): LockStatements {
   // unnest WITH ORDINALITY: one row per key, in order, each evaluated as the single statement would.
   const tryManyText = `SELECT t.i, CASE WHEN pg_try_advisory_lock(t.k) THEN ${nextToken} END, pg_backend_pid() FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)`;
   const unlockManyText = 'SELECT t.i, pg_advisory_unlock(t.k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)';
-  const name = (what: string) => `nestjs-serialized:${what}:${fencingSequence}`;
+  // PostgreSQL truncates statement names to 63 bytes (and pg warns on every use):
+  // the sequence goes in as a short digest, which keeps names distinct per sequence.
+  const digest = createHash('sha256').update(fencingSequence).digest('hex').slice(0, 16);
+  const name = (what: string) => `nestjs-serialized:${what}:${digest}`;
   return {
     sequence,
     lock: (lockKey, lockTimeout) => ({ name: name('lock'), text: lockText, values: [lockKey, lockTimeout], rowMode: 'array' }),

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import type { Cluster, Redis } from 'ioredis';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { EventLoopLagClock } from '../../internal/event-loop-lag.clock';
@@ -37,7 +38,7 @@ export interface RedisConnectionOptions {
 }
 
 /** Default of {@link RedisConnectionOptions.maxInFlight} (see docs/providers/redis.md, "Tuning"). */
-export const DEFAULT_MAX_IN_FLIGHT = 1000;
+export const DEFAULT_MAX_IN_FLIGHT = SERIALIZED_DEFAULTS.redisMaxInFlight;
 
 /**
  * The command connection, failing closed on an outage and never on a burst.

@@ -1,9 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
 import { SerializedConfigError } from '../../config/serialized-config.error';
+import { SERIALIZED_OPTIONS_SCHEMA as S } from '../../config/serialized-options.schema';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 
-/** Options of `RedisLockProvider` (flat); module options fill in all but the tuning knobs. */
+/** Options of `RedisLockProvider` (flat); the module's fill them in (`redis.heartbeatMs` → `heartbeatMs`). */
 export interface RedisLockProviderOptions extends LockProviderCommonOptions {
   /** `redis://` / `rediss://` URL: the library opens (lazily) and closes its own two connections. */
   url?: string;
@@ -21,7 +22,7 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
   connectTimeoutMs?: number;
   /**
    * How long a waiter keeps its place in the Redis queue without a heart-beat
-   * (default 5000 ms, 100 to 600 000). Each process beats for its waiters of a key
+   * (default 5000 ms, 100 to 600 000; module `redis.heartbeatMs`, `SERIALIZED_REDIS_HEARTBEAT_MS`). Each process beats for its waiters of a key
    * every third of it, in the same call as the safety check; a waiter whose process
    * died is passed over after this long, and a hand-off grants at most this long
    * until the new holder renews, so a waiter that died just before its turn blocks
@@ -32,7 +33,7 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
   heartbeatMs?: number;
   /**
    * Most commands on the wire at once on the command connection (per node with a
-   * Cluster; default 1000, 1 to 100 000). More wait in this process, in order, with
+   * Cluster; default 1000, 1 to 100 000; module `redis.maxInFlight`, `SERIALIZED_REDIS_MAX_IN_FLIGHT`). More wait in this process, in order, with
    * releases, renewals, heart-beats and leaves ahead of new acquisitions; a waiter
    * that gives up while its acquisition still waits here is dropped without a round
    * trip.
@@ -40,16 +41,16 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
   maxInFlight?: number;
 }
 
-/** Defaults of the Redis-only tuning knobs (the one place they are written). */
+/** Defaults of the Redis-only tuning knobs (from `SERIALIZED_DEFAULTS`, the one place they are written). */
 export const REDIS_LOCK_DEFAULTS = {
-  heartbeatMs: 5000,
-  maxInFlight: 1000,
+  heartbeatMs: S.redisHeartbeatMs.default,
+  maxInFlight: S.redisMaxInFlight.default,
 } as const;
 
-/** Accepted ranges of the Redis-only tuning knobs. */
+/** Accepted ranges of the Redis-only tuning knobs (from the options table). */
 export const REDIS_LOCK_LIMITS = {
-  heartbeatMs: { min: 100, max: 600_000 },
-  maxInFlight: { min: 1, max: 100_000 },
+  heartbeatMs: { min: S.redisHeartbeatMs.min, max: S.redisHeartbeatMs.max },
+  maxInFlight: { min: S.redisMaxInFlight.min, max: S.redisMaxInFlight.max },
 } as const;
 
 /** Every option with its default, validated. */
@@ -58,6 +59,7 @@ export interface ResolvedRedisLockOptions {
   readonly leaseMs: number;
   readonly waitTimeoutMs: number;
   readonly maxPending: number;
+  readonly maxPendingTotal: number;
   readonly connectTimeoutMs: number;
   readonly shutdownGraceMs: number;
   readonly heartbeatMs: number;
@@ -78,6 +80,7 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
     leaseMs: options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs,
     waitTimeoutMs: options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs,
     maxPending: options.maxPending ?? SERIALIZED_DEFAULTS.maxPending,
+    maxPendingTotal: options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal,
     connectTimeoutMs: options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs,
     shutdownGraceMs: options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs,
     heartbeatMs,

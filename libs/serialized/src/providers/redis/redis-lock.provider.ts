@@ -5,12 +5,13 @@ import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors'
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import { HeldLocks } from '../../internal/held-locks';
+import { PendingBudget } from '../../internal/pending-budget';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { RedisIdempotencyStore } from '../../idempotency/stores/redis-idempotency.store';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
-import { commonProviderOptions } from '../../lock-provider-options.interface';
+import { redisProviderOptions } from '../../config/provider-options.mapper';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { OwnerTokens } from './owner-tokens';
@@ -68,6 +69,8 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly keyspace: RedisKeyspace;
   private readonly waiters: RedisWaiters;
   private readonly try: RedisTryAcquire;
+  /** `maxPendingTotal`: callers on their way or queued, across keys (a caller counts until it holds or leaves). */
+  private readonly budget: PendingBudget;
   private shuttingDown: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
@@ -91,6 +94,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const stalls = new EventLoopStallMonitor(Math.min(100, Math.max(10, heartbeatMs / 15)), 'nestjs-serialized.redis-stalls');
     this.waiters = new RedisWaiters({
       connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, grants, stalls, heartbeatMs, logger: this.logger,
+      budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)),
     });
     this.try = new RedisTryAcquire(this.waiters, keyspace, tokens, grants);
     this.connection.onReconnect(() => {
@@ -107,7 +111,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
 
   /** Builds the provider from `SerializedModule` options (`redis.url` or `redis.client`). */
   static fromModuleOptions(options: ResolvedSerializedOptions): RedisLockProvider {
-    return new RedisLockProvider({ ...commonProviderOptions(options), url: options.redis.url, client: options.redis.client });
+    return new RedisLockProvider(redisProviderOptions(options));
   }
 
   /** The client commands go through (yours, or the one the library opened). */
@@ -181,6 +185,12 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     // than maxPending of them queued makes that newest one busy (`enqueued`).
     if (pending >= (holding ? maxPending : maxPending + 1)) {
       return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
+    }
+    if (!this.budget.take()) {
+      // Every place is taken (maxPendingTotal): only a free key will do, as its caller would be no waiter.
+      const busy = this.budget.busyError(key);
+      if (pending > 0 || holding) return Promise.reject(busy);
+      return this.try.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
     }
     return this.waiters.wait({ key, leaseMs, waitTimeoutMs, maxPending, signal });
   }

@@ -102,11 +102,12 @@ describe('RedisLock', () => {
 
   it('keeps retrying a failing renewal while the lease lasts, then reports the loss with the cause', async () => {
     const { context, extends_ } = fakeContext();
-    const lock = make(context, 90);
+    // A lease long enough for several retries even when a busy host delays timers.
+    const lock = make(context, 1200);
     const cause = new Error('connection reset');
     const failAll = setInterval(() => extends_().forEach((c) => c.fail(cause)), 5);
     try {
-      await sleep(150);
+      for (let waited = 0; !lock.signal.aborted && waited < 10_000; waited += 20) await sleep(20);
     } finally {
       clearInterval(failAll);
     }

@@ -4,6 +4,7 @@ import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors'
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import type { HeldLocks } from '../../internal/held-locks';
+import type { PendingBudget } from '../../internal/pending-budget';
 import type { Lock } from '../../lock.interface';
 import type { OwnerTokens } from './owner-tokens';
 import type { RedisConnection } from './redis-connection';
@@ -33,6 +34,8 @@ export interface RedisWaitersParts {
   readonly stalls: EventLoopStallMonitor;
   readonly heartbeatMs: number;
   readonly logger: Logger;
+  /** `maxPendingTotal`: a waiter holds a place from its call until it settles. */
+  readonly budget: PendingBudget;
 }
 
 /**
@@ -142,6 +145,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     if (waiter.phase === QUEUED) queue.unlink(waiter);
     waiter.phase = SETTLED;
     queue.pending--;
+    this.parts.budget.give();
     this.byToken.delete(waiter.token);
     if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
     if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
