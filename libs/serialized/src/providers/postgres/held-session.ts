@@ -1,4 +1,7 @@
 import { LockLostError } from '../../errors';
+import type { HeldLocks } from '../../internal/held-locks';
+import type { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { redactUrls } from '../../internal/redact';
 import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
 import type { LockStatements } from './postgres-lock.statements';
@@ -46,5 +49,28 @@ export async function checkSession(lock: PostgresLock): Promise<void> {
   } catch (error) {
     lock.connection.kill(error instanceof Error ? error : new Error(String(error)));
     throw lock.lost ?? new LockLostError(lock.key, 'its PostgreSQL session could not be checked', error);
+  }
+}
+
+/**
+ * `lock.release()`: unlocks, forgets the lock and frees the key in this process
+ * whatever happened; a lock found lost on the way is marked so and rejected.
+ */
+export async function releaseHeldLock(
+  lock: PostgresLock,
+  parts: { pool: LockConnectionPool; statements: LockStatements; held: HeldLocks<PostgresLock>; queue: KeyedWaitQueue },
+  warn: (message: string) => void,
+): Promise<void> {
+  let lost: LockLostError | undefined;
+  try {
+    lost = await unlockSession(lock, parts.pool, parts.statements);
+  } finally {
+    parts.held.delete(lock);
+    parts.queue.release(lock.key);
+  }
+  if (lost) {
+    warn(redactUrls(lost.message));
+    lock.markLost(lost);
+    throw lost;
   }
 }

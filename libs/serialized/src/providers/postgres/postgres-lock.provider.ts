@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import { validateAcquire } from '../../config/acquire-options.validator';
 import { redactUrls } from '../../internal/redact';
-import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
@@ -29,7 +29,7 @@ import { QueryWatchdog } from './query.watchdog';
 import { lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
-import { checkSession, unlockSession } from './held-session';
+import { checkSession, releaseHeldLock } from './held-session';
 import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -271,19 +271,8 @@ export class PostgresLockProvider
   }
 
   /** @internal */
-  async releaseLock(lock: PostgresLock): Promise<void> {
-    let lost: LockLostError | undefined;
-    try {
-      lost = await unlockSession(lock, this.pool, this.statements);
-    } finally {
-      this.held.delete(lock);
-      this.queue.release(lock.key);
-    }
-    if (lost) {
-      this.logger.warn(redactUrls(lost.message));
-      lock.markLost(lost);
-      throw lost;
-    }
+  releaseLock(lock: PostgresLock): Promise<void> {
+    return releaseHeldLock(lock, this, (message) => this.logger.warn(message));
   }
 
   /** @internal */
