@@ -7,23 +7,9 @@ import type { LockConnection } from './lock-connection';
 import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
 import type { LockStatements } from './postgres-lock.statements';
+import type { Cohort, HandoffMode } from './handoff-cohort';
 
-/**
- * How a holder may pass its key to the next caller of its process (lock cohorting):
- * `cohort` serves up to `maxLocalHandOffs` callers of this process in a row even
- * while another process waits; `strict` hands off locally only while no other
- * session waits for the key in the server (checked at each release), still bounded
- * by `maxLocalHandOffs`.
- */
-export type HandoffMode = 'strict' | 'cohort';
-
-
-/** The run of local holders one server grant started: shared by every holder of that run. */
-export interface Cohort {
-  /** The last fencing token of the block the grant's `nextval` reserved. */
-  readonly blockEnd: bigint;
-  readonly mode: HandoffMode;
-}
+export type { Cohort, HandoffMode } from './handoff-cohort';
 
 /** A server lock on its way from a releasing holder to the next local caller. */
 export interface HandedLock {
@@ -84,17 +70,19 @@ export class LocalHandoffs {
   async release(lock: PostgresLock): Promise<void> {
     const { pool, statements } = this.host;
     let outcome: LockLostError | undefined | typeof KEPT;
-    if (this.eligible(lock)) {
-      if (lock.cohort!.mode === 'cohort') return this.handOff(lock);
-      outcome = await unlockSession(lock, pool, statements, true);
+    if (this.eligible(lock) && lock.cohort!.mode === 'cohort') return this.handOff(lock);
+    try {
+      // Strict: unlocks only if another session waits in the server, else keeps it for the local caller.
+      outcome = await unlockSession(lock, pool, statements, this.eligible(lock));
       if (outcome === KEPT && this.eligible(lock)) return this.handOff(lock);
       // Kept, but its local caller left meanwhile: unlock after all.
       if (outcome === KEPT) outcome = await unlockSession(lock, pool, statements);
-    } else {
-      outcome = await unlockSession(lock, pool, statements);
+    } catch (error) {
+      // Whatever happened, the lock is forgotten and the key freed in this process.
+      this.forget(lock);
+      throw error;
     }
-    this.host.held.delete(lock);
-    this.host.queue.release(lock.key);
+    this.forget(lock);
     if (outcome instanceof LockLostError) {
       this.warn(outcome.message);
       lock.markLost(outcome);
@@ -132,6 +120,11 @@ export class LocalHandoffs {
     unlockSession(handed, this.host.pool, this.host.statements)
       .then((lost) => lost instanceof LockLostError && this.warn(lost.message))
       .finally(() => this.host.queue.release(handed.key));
+  }
+
+  private forget(lock: PostgresLock): void {
+    this.host.held.delete(lock);
+    this.host.queue.release(lock.key);
   }
 
   private eligible(lock: PostgresLock): boolean {

@@ -22,7 +22,8 @@ export async function openLockSession(
     if (error instanceof SessionChangedError) refuse(error);
     throw error;
   }
-  const { connection, sequencePresent, sequenceIncrement } = opened;
+  const { connection, sequenceIncrement } = opened;
+  const sequencePresent = sequenceIncrement !== 0;
   connection.tokenBlock = Math.max(1, sequenceIncrement);
   if (!sequencePresent || (sequenceIncrement < TOKEN_BLOCK && settings.createSchema)) {
     try {

@@ -2,7 +2,7 @@ import { LockLostError } from '../../errors';
 import { LockState } from '../../internal/lock-state';
 import type { Lock } from '../../lock.interface';
 import type { LockConnection, SessionHolder } from './lock-connection';
-import type { Cohort } from './local-handoff';
+import type { Cohort } from './handoff-cohort';
 
 /** What a held lock asks of its provider. */
 export interface PostgresLockOwner {

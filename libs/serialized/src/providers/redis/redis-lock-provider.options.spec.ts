@@ -10,6 +10,7 @@ describe('RedisLockProvider options', () => {
       leaseMs: SERIALIZED_DEFAULTS.leaseMs,
       waitTimeoutMs: SERIALIZED_DEFAULTS.waitTimeoutMs,
       maxPending: SERIALIZED_DEFAULTS.maxPending,
+      maxPendingTotal: SERIALIZED_DEFAULTS.maxPendingTotal,
       connectTimeoutMs: SERIALIZED_DEFAULTS.connectTimeoutMs,
       shutdownGraceMs: SERIALIZED_DEFAULTS.shutdownGraceMs,
       heartbeatMs: REDIS_LOCK_DEFAULTS.heartbeatMs,
