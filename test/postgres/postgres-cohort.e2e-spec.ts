@@ -155,6 +155,31 @@ describe('PostgreSQL local hand-off across OS processes', () => {
       expect(await pg.advisoryLocks(provider.applicationName)).toBe(0);
     });
 
+    it("strict: hands off locally while no other session waits in the server, and to that session once one does", async () => {
+      const keyPrefix = uniquePrefix('cohort-strict');
+      const strict = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2, handoff: 'strict' });
+      const other = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:b`, lockPoolSize: 2 });
+      providers.push(strict, other);
+      const key = uniqueId('k');
+      const first = await strict.acquire(key);
+      const second = strict.acquire(key);
+      await first.release();
+      const local = await second;
+      expect(local.fencingToken).toBe(first.fencingToken + 1n);
+
+      const remote = other.acquire(key);
+      await waitFor(async () => (await pg.advisoryLocks(other.applicationName, false)) === 1, 10_000, 'the other process waits in PostgreSQL');
+      const third = strict.acquire(key);
+      await local.release();
+      // The waiting session got it (a server grant: a new block), not the local caller.
+      const theirs = await remote;
+      expect(theirs.fencingToken >= local.fencingToken + 1024n - 1n).toBe(true);
+      await theirs.release();
+      const mine = await third;
+      expect(mine.fencingToken > theirs.fencingToken).toBe(true);
+      await mine.release();
+    });
+
     it("a holder that got the key by a local hand-off learns that the session was lost (signal aborts)", async () => {
       const provider = make();
       const key = uniqueId('k');
