@@ -155,21 +155,24 @@ describe('PostgreSQL local hand-off across OS processes', () => {
       expect(await pg.advisoryLocks(provider.applicationName)).toBe(0);
     });
 
-    it("strict: hands off locally while no other session waits in the server, and to that session once one does", async () => {
+    it.each([
+      ['the provider', { handoff: 'strict' as const }, {}],
+      ['the acquisition', {}, { handoff: 'strict' as const }],
+    ])("strict (set on %s): hands off locally while no other session waits in the server, and to that session once one does", async (_, providerOptions, call) => {
       const keyPrefix = uniquePrefix('cohort-strict');
-      const strict = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2, handoff: 'strict' });
+      const strict = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2, ...providerOptions });
       const other = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:b`, lockPoolSize: 2 });
       providers.push(strict, other);
       const key = uniqueId('k');
-      const first = await strict.acquire(key);
-      const second = strict.acquire(key);
+      const first = await strict.acquire(key, call);
+      const second = strict.acquire(key, call);
       await first.release();
       const local = await second;
       expect(local.fencingToken).toBe(first.fencingToken + 1n);
 
       const remote = other.acquire(key);
       await waitFor(async () => (await pg.advisoryLocks(other.applicationName, false)) === 1, 10_000, 'the other process waits in PostgreSQL');
-      const third = strict.acquire(key);
+      const third = strict.acquire(key, call);
       await local.release();
       // The waiting session got it (a server grant: a new block), not the local caller.
       const theirs = await remote;

@@ -61,9 +61,9 @@ export class LocalHandoffs {
   }
 
   /** The run a server grant starts, or none when the session's sequence reserves no block (increment 1) or hand-offs are off. */
-  cohortOf(token: bigint, connection: LockConnection): Cohort | undefined {
+  cohortOf(token: bigint, connection: LockConnection, mode = this.mode): Cohort | undefined {
     if (connection.tokenBlock < 2 || this.max < 1) return undefined;
-    return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, mode: this.mode };
+    return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, mode };
   }
 
   /** Releases a holder's lock: to the next caller of this process when it may, else on the server. */
@@ -102,12 +102,14 @@ export class LocalHandoffs {
    * session ended on the way (the server freed the lock: the caller asks the
    * server again, after giving back the session's use).
    */
-  grant(handed: HandedLock): PostgresLock | undefined {
+  grant(handed: HandedLock, mode?: HandoffMode): PostgresLock | undefined {
     if (handed.connection.dead) {
       this.host.pool.release(handed.connection);
       return undefined;
     }
-    return this.host.grant(handed.key, handed.token + 1n, handed.lockKey, handed.connection, handed.cohort, handed.handoffs);
+    // The new holder's own mode, if it gave one, decides its release; the block and the count carry on.
+    const cohort = mode && mode !== handed.cohort.mode ? { ...handed.cohort, mode } : handed.cohort;
+    return this.host.grant(handed.key, handed.token + 1n, handed.lockKey, handed.connection, cohort, handed.handoffs);
   }
 
   /** The caller whose turn came gave up (aborted, shutdown): the lock goes to the next caller, or back to the server. */

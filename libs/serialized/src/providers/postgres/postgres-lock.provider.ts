@@ -30,7 +30,7 @@ import { lockStatements, type LockStatements } from './postgres-lock.statements'
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession } from './held-session';
-import { LocalHandoffs, type Cohort, type LocalHandoffHost } from './local-handoff';
+import { LocalHandoffs, type Cohort, type HandoffMode, type LocalHandoffHost } from './local-handoff';
 import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -189,7 +189,7 @@ export class PostgresLockProvider
       busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
     });
     // Uncontended in this process: straight to the server, no extra promise in between.
-    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
+    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending, options.handoff) as Promise<Lock>;
     return waiting.then(() => {
       const handed = this.handoffs.take(key);
       // Handed over in the same tick the caller gave up (or shutdown began): pass it on.
@@ -198,7 +198,7 @@ export class PostgresLockProvider
         else this.queue.release(key);
         throw signal?.aborted ? signal.reason : LockBackendError.shuttingDown(key);
       }
-      return (handed && this.handoffs.grant(handed)) || (this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>);
+      return (handed && this.handoffs.grant(handed, options.handoff)) || (this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending, options.handoff) as Promise<Lock>);
     });
   }
 
@@ -214,7 +214,7 @@ export class PostgresLockProvider
     this.assertUsable(key);
     if (options.signal?.aborted) throw options.signal.reason;
     if (!this.queue.tryTake(key)) return null;
-    return this.lockOnServer(key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal);
+    return this.lockOnServer(key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal, Infinity, options.handoff);
   }
 
   beforeApplicationShutdown(): Promise<void> {
@@ -242,8 +242,8 @@ export class PostgresLockProvider
   }
 
   /** @internal */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort?: Cohort, handoffs = 0): PostgresLock {
-    cohort ??= this.handoffs.cohortOf(fencingToken, connection);
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, from?: Cohort | HandoffMode, handoffs = 0): PostgresLock {
+    const cohort = typeof from === 'object' ? from : this.handoffs.cohortOf(fencingToken, connection, from);
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, cohort, handoffs);
     connection.holders.add(lock);
     this.held.add(lock);
@@ -288,9 +288,9 @@ export class PostgresLockProvider
   }
 
   // prettier-ignore
-  private lockOnServer(key: string, mode: AttemptMode, waitTimeoutMs: number, startedAt: number, signal: AbortSignal | undefined, maxPending = Infinity): Promise<PostgresLock | null> {
+  private lockOnServer(key: string, mode: AttemptMode, waitTimeoutMs: number, startedAt: number, signal: AbortSignal | undefined, maxPending = Infinity, handoff?: HandoffMode): Promise<PostgresLock | null> {
     const attempt = new LockAttempt(this, key, advisoryLockKey(this.keyPrefix, key), mode, waitTimeoutMs, startedAt, signal);
-    attempt.maxPending = maxPending;
+    [attempt.maxPending, attempt.handoff] = [maxPending, handoff];
     this.attempts.set(key, attempt);
     attempt.start();
     return attempt.promise;
