@@ -26,4 +26,7 @@ module.exports = {
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   testTimeout: 30000,
   maxWorkers: 2,
+  // A worker that grew past this after a file (the 80,000-acquisition suites) is replaced
+  // before the next one, so memory left by one suite never crashes another.
+  workerIdleMemoryLimit: '1GB',
 };

@@ -89,7 +89,8 @@ describe('RedisLockProvider under a burst (overload is not an outage)', () => {
     expect(provider.heldLocks).toBe(0);
     expect(provider.waitingKeys).toBe(0);
     expect(await leftovers(provider, keyPrefix)).toEqual([]);
-  }, 60_000);
+    // The jest bound covers the 120 s wait budget: on a starved host the burst is slow, never wrong.
+  }, 180_000);
 
   it('waiters that give up during a burst get LockTimeoutError (never LockBackendError) and leave no trace in Redis', async () => {
     const provider = make({ heartbeatMs: 3000 });

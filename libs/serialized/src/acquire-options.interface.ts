@@ -6,6 +6,13 @@ export interface AcquireOptions {
   leaseMs?: number;
   /** Aborting it makes a waiter leave the queue at once (the acquire rejects with the signal's reason). */
   signal?: AbortSignal;
+  /**
+   * PostgreSQL: whether this holder, at release, may pass the key to the next caller
+   * of its process without the server (`'cohort'`, bounded) or only while no other
+   * process waits for it there (`'strict'`); default the module's `postgres.handoff`.
+   * Other providers ignore it. See docs/providers/postgres.md.
+   */
+  handoff?: 'strict' | 'cohort';
 }
 
 /**

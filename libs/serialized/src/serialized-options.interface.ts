@@ -77,6 +77,10 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
      * true). Off for a role that may not run DDL: docs/providers/postgres.md has the SQL.
      */
     createSchema?: boolean;
+    /** Local hand-off (default `'cohort'`, `SERIALIZED_PG_HANDOFF`): docs/providers/postgres.md. */
+    handoff?: 'strict' | 'cohort';
+    /** Local hand-offs in a row before the key goes back to the server (default 32, `SERIALIZED_PG_MAX_LOCAL_HANDOFFS`). */
+    maxLocalHandOffs?: number;
   };
 }
 
@@ -94,6 +98,8 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
     applicationName?: string;
     fencingSequence: string;
     createSchema: boolean;
+    handoff: 'strict' | 'cohort';
+    maxLocalHandOffs: number;
   };
   /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
   idempotencyTtlMs: number;

@@ -19,6 +19,9 @@ export const SERIALIZED_DEFAULTS = {
   pgIdleTimeoutMs: 10_000,
   /** Sequence PostgreSQL fencing tokens are drawn from. */
   pgFencingSequence: 'nestjs_serialized_fencing_token',
+  /** PostgreSQL local hand-off: bounded lock cohorting by default (docs/providers/postgres.md). */
+  pgHandoff: 'cohort' as 'strict' | 'cohort',
+  pgMaxLocalHandOffs: 32,
   /** How long a Redis waiter keeps its place without a heart-beat. */
   redisHeartbeatMs: 5000,
   /** Redis commands on the wire at once per connection (per Cluster node). */

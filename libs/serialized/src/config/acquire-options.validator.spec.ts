@@ -8,6 +8,8 @@ describe('per-call option validation', () => {
     [{ waitTimeoutMs: 0, leaseMs: 100, maxPending: 0 }],
     [{ waitTimeoutMs: 2 ** 31, leaseMs: Number.MAX_SAFE_INTEGER, maxPending: Infinity }],
     [{ mode: 'reject', signal: new AbortController().signal }],
+    [{ handoff: 'strict' }],
+    [{ handoff: 'cohort' }],
   ])('accepts %j', (options) => {
     expect(validateAcquireOptions(options, 'T#m')).toBeUndefined();
   });
@@ -23,6 +25,7 @@ describe('per-call option validation', () => {
     [{ waitTimeoutMs: '5' }, TypeError, 'waitTimeoutMs="5" is invalid'],
     [{ mode: 'later' }, TypeError, `mode="later" is invalid: accepts 'wait' or 'reject' (in T#m)`],
     [{ signal: {} }, TypeError, 'signal is invalid: accepts an AbortSignal (in T#m)'],
+    [{ handoff: 'fair' }, TypeError, `handoff="fair" is invalid: accepts 'strict' or 'cohort' (in T#m)`],
     [null, TypeError, 'options=null is invalid: accepts an object (in T#m)'],
   ])('refuses %j', (options, type, message) => {
     const error = validateAcquireOptions(options as never, 'T#m');

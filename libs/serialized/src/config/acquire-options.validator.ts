@@ -11,6 +11,7 @@ import {
 
 const PER_CALL: readonly PerCallOptionName[] = ['waitTimeoutMs', 'leaseMs', 'maxPending'];
 const MODES: readonly unknown[] = ['wait', 'reject'];
+const HANDOFFS: readonly unknown[] = ['strict', 'cohort'];
 
 /** The per-call options any caller may pass (`@Serialized`, `LockService.run`, a provider's `acquire`). */
 export interface CallOptions {
@@ -20,6 +21,7 @@ export interface CallOptions {
   mode?: string;
   signal?: AbortSignal;
   reentrant?: boolean;
+  handoff?: string;
 }
 
 function isAbortSignal(signal: unknown): boolean {
@@ -41,6 +43,7 @@ export function callOptionProblems(options: CallOptions): string[] {
   if (options.mode !== undefined && !MODES.includes(options.mode)) problems.push(optionProblem('mode', options.mode, "'wait' or 'reject'"));
   if (options.signal !== undefined && !isAbortSignal(options.signal)) problems.push(`signal is invalid: accepts an AbortSignal`);
   if (options.reentrant !== undefined && typeof options.reentrant !== 'boolean') problems.push(optionProblem('reentrant', options.reentrant, 'true or false'));
+  if (options.handoff !== undefined && !HANDOFFS.includes(options.handoff)) problems.push(optionProblem('handoff', options.handoff, "'strict' or 'cohort'"));
   return problems;
 }
 
@@ -56,7 +59,7 @@ export function callOptionProblems(options: CallOptions): string[] {
 export function validateAcquireOptions(options: CallOptions | undefined, where: string): Error | undefined {
   if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object') return new TypeError(`options=${showValue(options)} is invalid: accepts an object (in ${where})`);
-  const { waitTimeoutMs, leaseMs, maxPending, mode, signal, reentrant } = options;
+  const { waitTimeoutMs, leaseMs, maxPending, mode, signal, reentrant, handoff } = options;
   // The common case (every request of a decorated handler) allocates nothing.
   if (
     (waitTimeoutMs === undefined || acceptsInteger(S.waitTimeoutMs, waitTimeoutMs, 'call')) &&
@@ -64,7 +67,8 @@ export function validateAcquireOptions(options: CallOptions | undefined, where: 
     (maxPending === undefined || acceptsInteger(S.maxPending, maxPending, 'call')) &&
     (mode === undefined || MODES.includes(mode)) &&
     (signal === undefined || isAbortSignal(signal)) &&
-    (reentrant === undefined || typeof reentrant === 'boolean')
+    (reentrant === undefined || typeof reentrant === 'boolean') &&
+    (handoff === undefined || HANDOFFS.includes(handoff))
   ) {
     return undefined;
   }

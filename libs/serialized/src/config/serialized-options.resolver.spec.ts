@@ -71,10 +71,11 @@ describe('resolveSerializedOptions', () => {
       SERIALIZED_REDIS_HEARTBEAT_MS: '2000',
       SERIALIZED_PG_SESSION_TIMEOUT_MS: '4000',
       SERIALIZED_PG_CREATE_SCHEMA: 'false',
+      SERIALIZED_PG_HANDOFF: 'strict',
       SERIALIZED_MAX_PENDING_TOTAL: '500',
     };
     const resolved = resolveSerializedOptions(
-      { redis: { maxInFlight: 64 }, postgres: { lockPoolSize: 3, idleTimeoutMs: 0, applicationName: 'orders', fencingSequence: 'locks.fence' } },
+      { redis: { maxInFlight: 64 }, postgres: { lockPoolSize: 3, idleTimeoutMs: 0, applicationName: 'orders', fencingSequence: 'locks.fence', maxLocalHandOffs: 0 } },
       env,
     );
     expect(resolved.maxPendingTotal).toBe(500);
@@ -86,11 +87,13 @@ describe('resolveSerializedOptions', () => {
       applicationName: 'orders',
       fencingSequence: 'locks.fence',
       createSchema: false,
+      handoff: 'strict',
+      maxLocalHandOffs: 0,
     });
     expect(resolveSerializedOptions({}, {})).toMatchObject({
       maxPendingTotal: 100_000,
       redis: { heartbeatMs: 5000, maxInFlight: 1000 },
-      postgres: { sessionTimeoutMs: 10_000, idleTimeoutMs: 10_000, fencingSequence: 'nestjs_serialized_fencing_token', createSchema: true },
+      postgres: { sessionTimeoutMs: 10_000, idleTimeoutMs: 10_000, fencingSequence: 'nestjs_serialized_fencing_token', createSchema: true, handoff: 'cohort', maxLocalHandOffs: 32 },
     });
   });
 

@@ -85,6 +85,8 @@ export function resolveSerializedOptions(
       applicationName: v.pgApplicationName as string | undefined,
       fencingSequence: v.pgFencingSequence as string,
       createSchema: v.pgCreateSchema as boolean,
+      handoff: v.pgHandoff as 'strict' | 'cohort',
+      maxLocalHandOffs: n('pgMaxLocalHandOffs'),
     },
     idempotencyTtlMs: n('idempotencyTtlMs'),
     errorMapping,

@@ -27,6 +27,8 @@ export interface SerializedOptions {
    * `true`). See `RunOptions.reentrant` and docs/semantics.md.
    */
   reentrant?: boolean;
+  /** PostgreSQL local hand-off of this handler's lock, `'strict'` or `'cohort'` (default: the module's `postgres.handoff`). */
+  handoff?: 'strict' | 'cohort';
   /**
    * Canonicalizes the value before it names a lock, so that requests for one
    * thing written differently share it: with `transform: Number`, `/users/42`

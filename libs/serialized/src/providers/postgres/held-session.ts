@@ -3,6 +3,9 @@ import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
 import type { LockStatements } from './postgres-lock.statements';
 
+/** `unlockSession` kept the lock: no other session waits for it. */
+export const KEPT = Symbol('kept');
+
 /**
  * Unlocks `lock` on its session and gives the session back to the pool. The
  * result of the unlock is checked: `false` (the session did not hold the lock:
@@ -13,13 +16,20 @@ import type { LockStatements } from './postgres-lock.statements';
  * unlock; a failed unlock is reported as a `LockLostError` too (the session may
  * have ended while the holder worked).
  */
-export async function unlockSession(lock: PostgresLock, pool: LockConnectionPool, statements: LockStatements): Promise<LockLostError | undefined> {
+export async function unlockSession(
+  lock: Pick<PostgresLock, 'key' | 'lockKey' | 'connection'>,
+  pool: LockConnectionPool,
+  statements: LockStatements,
+  /** Only if another session waits for the key in the server; otherwise keep it (`KEPT`). */
+  onlyIfWaited = false,
+): Promise<LockLostError | undefined | typeof KEPT> {
   const connection = lock.connection;
-  connection.holders.delete(lock);
+  connection.holders.delete(lock as PostgresLock);
   if (connection.dead) return undefined; // the session ended, and its locks with it
   let unlocked: unknown;
   try {
-    [unlocked] = await connection.unlock(statements, lock.lockKey);
+    [unlocked] = onlyIfWaited ? await connection.query(statements.unlockIfWaited(lock.lockKey)) : await connection.unlock(statements, lock.lockKey);
+    if (onlyIfWaited && unlocked === null) return KEPT;
   } catch (error) {
     pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
     // The session ended before the unlock was confirmed: the lock went with it, and

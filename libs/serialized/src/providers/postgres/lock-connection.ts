@@ -52,8 +52,8 @@ interface ClientInternals {
 /** The outcome of opening a session. */
 export interface OpenedSession {
   readonly connection: LockConnection;
-  /** Whether the fencing sequence exists. */
-  readonly sequencePresent: boolean;
+  /** The fencing sequence's increment (0: the sequence is missing). */
+  readonly sequenceIncrement: number;
 }
 
 /**
@@ -73,6 +73,8 @@ export class LockConnection implements Watched {
   uses = 0;
   /** Whether one use has it to itself (a blocking lock wait). @internal */
   exclusive = false;
+  /** Tokens one `nextval` reserves (the sequence's increment): local holders after t take t + 1 … t + tokenBlock − 1. */
+  tokenBlock = 1;
   // Deadlines of the statements in flight, oldest first (pg answers in order).
   private readonly deadlines: number[] = [];
   private tail: Promise<void> = Promise.resolve();
@@ -141,7 +143,7 @@ export class LockConnection implements Watched {
       const laterPid = Number(check.rows[0][0]);
       if (firstPid !== laterPid) throw new SessionChangedError(firstPid, laterPid);
       connection = new LockConnection(client, firstPid, watchdog, settings.sessionTimeoutMs);
-      return { connection, sequencePresent: check.rows[0][1] === true };
+      return { connection, sequenceIncrement: check.rows[0][1] === true ? Number(check.rows[0][2] ?? 1) : 0 };
     } catch (error) {
       destroySocket(client);
       if (timedOut && !(error instanceof SessionChangedError)) {

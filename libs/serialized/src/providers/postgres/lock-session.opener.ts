@@ -1,4 +1,6 @@
 import { LockConnection, type LockSessionSettings } from './lock-connection';
+import { SEQUENCE_INCREMENT } from './lock-session.sql';
+import { TOKEN_BLOCK } from './postgres-lock.statements';
 import type { QueryWatchdog } from './query.watchdog';
 import { SessionChangedError } from './session-changed.error';
 
@@ -20,16 +22,21 @@ export async function openLockSession(
     if (error instanceof SessionChangedError) refuse(error);
     throw error;
   }
-  const { connection, sequencePresent } = opened;
-  if (!sequencePresent) {
+  const { connection, sequenceIncrement } = opened;
+  const sequencePresent = sequenceIncrement !== 0;
+  connection.tokenBlock = Math.max(1, sequenceIncrement);
+  if (!sequencePresent || (sequenceIncrement < TOKEN_BLOCK && settings.createSchema)) {
     try {
       if (!settings.createSchema) {
         throw new Error(
           `the fencing-token sequence ${settings.sequence} is missing and createSchema is off; ` +
-            `create it once with "CREATE SEQUENCE IF NOT EXISTS ${settings.sequence}" and grant USAGE on it to this role`,
+            `create it once with "CREATE SEQUENCE IF NOT EXISTS ${settings.sequence} INCREMENT BY ${TOKEN_BLOCK}" and grant USAGE on it to this role`,
         );
       }
-      await createSequence(connection, settings.sequence);
+      if (sequencePresent) await widenSequence(connection, settings.sequence);
+      else await createSequence(connection, settings.sequence);
+      const [increment] = await connection.query({ text: SEQUENCE_INCREMENT, values: [settings.sequence], rowMode: 'array' });
+      connection.tokenBlock = Math.max(1, Number(increment ?? 1));
     } catch (error) {
       connection.kill(error as Error);
       throw error;
@@ -40,15 +47,29 @@ export async function openLockSession(
 
 async function createSequence(connection: LockConnection, sequence: string): Promise<void> {
   try {
-    await connection.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence}`, rowMode: 'array' });
+    await connection.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence} INCREMENT BY ${TOKEN_BLOCK}`, rowMode: 'array' });
   } catch (error) {
     const code = (error as { code?: string }).code;
     // Another process created it at the same moment.
     if (code === '42P07' || code === '23505') return;
     throw new Error(
       `cannot create the fencing-token sequence ${sequence} (${(error as Error).message}); ` +
-        `create it once with "CREATE SEQUENCE ${sequence}" and grant USAGE on it to this role`,
+        `create it once with "CREATE SEQUENCE ${sequence} INCREMENT BY ${TOKEN_BLOCK}" and grant USAGE on it to this role`,
       { cause: error },
     );
+  }
+}
+
+/**
+ * A sequence made by an earlier version (increment 1) reserves one token per draw:
+ * its increment is raised so that one draw reserves a block for local hand-offs.
+ * Tokens drawn before and by older versions stay smaller, so order holds across a
+ * rolling deploy. A role that may not alter it keeps working without local hand-offs.
+ */
+async function widenSequence(connection: LockConnection, sequence: string): Promise<void> {
+  try {
+    await connection.query({ text: `ALTER SEQUENCE ${sequence} INCREMENT BY ${TOKEN_BLOCK}`, rowMode: 'array' });
+  } catch {
+    // Not the owner: tokens come one per draw, and locks go back to the server at every release.
   }
 }

@@ -10,6 +10,9 @@ export const SESSION_SETUP =
   "('idle_in_transaction_session_timeout', '0'), ('idle_session_timeout', '0'), " +
   "('tcp_keepalives_idle', $2::text), ('tcp_keepalives_interval', $2::text), ('tcp_keepalives_count', '3')" +
   ') AS v(name, value) JOIN pg_settings s ON s.name = v.name';
-// The second statement proves the session is pinned (same pid as the first one).
-export const SESSION_CHECK = 'SELECT pg_backend_pid(), to_regclass($1) IS NOT NULL';
+// The second statement proves the session is pinned (same pid as the first one),
+// and reads the fencing sequence's increment: the block of tokens one draw reserves.
+export const SESSION_CHECK =
+  'SELECT pg_backend_pid(), to_regclass($1) IS NOT NULL, (SELECT seqincrement FROM pg_sequence WHERE seqrelid = to_regclass($1))';
+export const SEQUENCE_INCREMENT = 'SELECT seqincrement FROM pg_sequence WHERE seqrelid = to_regclass($1)';
 export const PING: QueryArrayConfig = { text: 'SELECT pg_backend_pid()', rowMode: 'array' };

@@ -5,6 +5,7 @@ import type { ConnectionRequest, LockConnectionPool, PendingConnection } from '.
 import type { LockStatements } from './postgres-lock.statements';
 import type { PostgresLock } from './postgres-lock';
 import { SessionChangedError } from './session-changed.error';
+import type { HandoffMode } from './handoff-cohort';
 
 /** What an attempt needs from its provider. */
 export interface LockAttemptHost {
@@ -12,7 +13,7 @@ export interface LockAttemptHost {
   readonly statements: LockStatements;
   readonly connectTimeoutMs: number;
   backendError(key: string, cause: unknown): LockBackendError;
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection): PostgresLock;
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandoffMode): PostgresLock;
   /** The attempt is over; `held` tells whether it ended holding the key. */
   attemptDone(attempt: LockAttempt, held: boolean): void;
   /** Sessions are not pinned (a transaction pooler): refuse from now on. */
@@ -48,6 +49,8 @@ export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
 export class LockAttempt implements ConnectionRequest {
   /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
   maxPending = Infinity;
+  /** How the holder-to-be may hand the key on locally (undefined: the provider's default). */
+  handoff: HandoffMode | undefined;
   /** The key proved held by another session: this caller waits in the server (a waiter, not the holder-to-be). */
   blocked = false;
   private settled = false;
@@ -208,7 +211,7 @@ export class LockAttempt implements ConnectionRequest {
       return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
     }
     if (this.ownSession) this.host.pool.share(connection);
-    this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection));
+    this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection, this.handoff));
   }
 
   private failed(connection: LockConnection, error: unknown): void {

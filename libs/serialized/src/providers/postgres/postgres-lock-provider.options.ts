@@ -48,6 +48,15 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
   createSchema?: boolean;
   /** Table of `@Idempotent`'s records (default `nestjs_serialized_idempotency`, `schema.name` accepted). */
   idempotencyTable?: string;
+  /**
+   * Local hand-off (default `'cohort'`): a holder whose key a caller of this process
+   * waits for passes the server lock to it in-process, up to `maxLocalHandOffs` in a
+   * row. `'strict'` does so only while no other session waits for the key in the
+   * server (one statement per release checks it). See docs/providers/postgres.md.
+   */
+  handoff?: 'strict' | 'cohort';
+  /** Local hand-offs in a row before the key goes back to the server (default 32; 0: never hand off locally). */
+  maxLocalHandOffs?: number;
 }
 
 /** How held sessions are watched, from `leaseMs` and `sessionTimeoutMs`. */

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
 import { validateAcquire } from '../../config/acquire-options.validator';
 import { redactUrls } from '../../internal/redact';
-import { LockBackendError, LockBusyError, LockLostError, LockTimeoutError } from '../../errors';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { HeldLocks } from '../../internal/held-locks';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
@@ -29,7 +29,8 @@ import { QueryWatchdog } from './query.watchdog';
 import { lockStatements, type LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
-import { checkSession, unlockSession } from './held-session';
+import { checkSession } from './held-session';
+import { LocalHandoffs, type Cohort, type HandoffMode, type LocalHandoffHost } from './local-handoff';
 import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -57,7 +58,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  */
 export class PostgresLockProvider
   extends LockProvider
-  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource, LockProviderParts
+  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource, LockProviderParts, LocalHandoffHost
 {
   /** Diagnostics: the lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
@@ -84,6 +85,7 @@ export class PostgresLockProvider
   readonly attempts = new Map<string, LockAttempt>();
   /** @internal */
   readonly monitor: SessionLivenessMonitor;
+  private readonly handoffs: LocalHandoffs;
   private readonly watchdog: QueryWatchdog;
   private readonly settings: LockSessionSettings;
   private readonly waitTimeoutMs: number;
@@ -108,6 +110,7 @@ export class PostgresLockProvider
     this.applicationName = lockApplicationName(options, this.keyPrefix);
     this.statements = lockStatements(options.fencingSequence ?? SERIALIZED_DEFAULTS.pgFencingSequence);
     this.idempotencyTable = options.idempotencyTable;
+    this.handoffs = new LocalHandoffs(this, options, (message) => this.logger.warn(redactUrls(message)));
     this.settings = {
       pg,
       config: lockClientConfig(options),
@@ -186,18 +189,16 @@ export class PostgresLockProvider
       busyError: () => new LockBusyError(key, 'max-pending', { maxPending }),
     });
     // Uncontended in this process: straight to the server, no extra promise in between.
-    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
+    if (!waiting) return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending, options.handoff) as Promise<Lock>;
     return waiting.then(() => {
+      const handed = this.handoffs.take(key);
       // Handed over in the same tick the caller gave up (or shutdown began): pass it on.
-      if (signal?.aborted) {
-        this.queue.release(key);
-        throw signal.reason;
+      if (signal?.aborted || this.held.closing) {
+        if (handed) this.handoffs.passOn(handed);
+        else this.queue.release(key);
+        throw signal?.aborted ? signal.reason : LockBackendError.shuttingDown(key);
       }
-      if (this.held.closing) {
-        this.queue.release(key);
-        throw LockBackendError.shuttingDown(key);
-      }
-      return this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending) as Promise<Lock>;
+      return (handed && this.handoffs.grant(handed, options.handoff)) || (this.lockOnServer(key, 'wait', waitTimeoutMs, startedAt, signal, maxPending, options.handoff) as Promise<Lock>);
     });
   }
 
@@ -213,7 +214,7 @@ export class PostgresLockProvider
     this.assertUsable(key);
     if (options.signal?.aborted) throw options.signal.reason;
     if (!this.queue.tryTake(key)) return null;
-    return this.lockOnServer(key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal);
+    return this.lockOnServer(key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal, Infinity, options.handoff);
   }
 
   beforeApplicationShutdown(): Promise<void> {
@@ -241,8 +242,9 @@ export class PostgresLockProvider
   }
 
   /** @internal */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection): PostgresLock {
-    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this);
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, from?: Cohort | HandoffMode, handoffs = 0): PostgresLock {
+    const cohort = typeof from === 'object' ? from : this.handoffs.cohortOf(fencingToken, connection, from);
+    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, cohort, handoffs);
     connection.holders.add(lock);
     this.held.add(lock);
     this.monitor.arm();
@@ -271,19 +273,8 @@ export class PostgresLockProvider
   }
 
   /** @internal */
-  async releaseLock(lock: PostgresLock): Promise<void> {
-    let lost: LockLostError | undefined;
-    try {
-      lost = await unlockSession(lock, this.pool, this.statements);
-    } finally {
-      this.held.delete(lock);
-      this.queue.release(lock.key);
-    }
-    if (lost) {
-      this.logger.warn(redactUrls(lost.message));
-      lock.markLost(lost);
-      throw lost;
-    }
+  releaseLock(lock: PostgresLock): Promise<void> {
+    return this.handoffs.release(lock);
   }
 
   /** @internal */
@@ -297,9 +288,9 @@ export class PostgresLockProvider
   }
 
   // prettier-ignore
-  private lockOnServer(key: string, mode: AttemptMode, waitTimeoutMs: number, startedAt: number, signal: AbortSignal | undefined, maxPending = Infinity): Promise<PostgresLock | null> {
+  private lockOnServer(key: string, mode: AttemptMode, waitTimeoutMs: number, startedAt: number, signal: AbortSignal | undefined, maxPending = Infinity, handoff?: HandoffMode): Promise<PostgresLock | null> {
     const attempt = new LockAttempt(this, key, advisoryLockKey(this.keyPrefix, key), mode, waitTimeoutMs, startedAt, signal);
-    attempt.maxPending = maxPending;
+    [attempt.maxPending, attempt.handoff] = [maxPending, handoff];
     this.attempts.set(key, attempt);
     attempt.start();
     return attempt.promise;

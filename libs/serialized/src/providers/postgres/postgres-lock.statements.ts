@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { QueryArrayConfig } from 'pg';
 
+/**
+ * The increment the fencing sequence gets: one `nextval` reserves this many
+ * tokens, so a holder can hand its key on inside its process with the next ones.
+ */
+export const TOKEN_BLOCK = 1024;
+
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 
 /** The SQL of one provider, prepared once per lock connection (named statements). */
@@ -13,6 +19,11 @@ export interface LockStatements {
   tryLock(lockKey: string): QueryArrayConfig;
   /** `$1` lock key → [whether this session held it]. */
   unlock(lockKey: string): QueryArrayConfig;
+  /**
+   * `$1` lock key → [true/false as unlock, or null: kept, because no other session
+   * waits for the key in the server]. Strict local hand-off: one round trip either way.
+   */
+  unlockIfWaited(lockKey: string): QueryArrayConfig;
   /** `$1` lock keys → rows [ordinality, token text or null, backend pid], in key order. */
   tryLockMany(lockKeys: string[]): QueryArrayConfig;
   /** `$1` lock keys → rows [ordinality, whether this session held it], in key order. */
@@ -62,6 +73,12 @@ export function lockStatements(fencingSequence: string): LockStatements {
     `) AS locked OFFSET 0) AS granted`;
   const tryText = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${nextToken} END, pg_backend_pid()`;
   const unlockText = 'SELECT pg_advisory_unlock($1::bigint)';
+  // pg_locks shows a bigint advisory key as classid (high 32 bits), objid (low 32 bits), objsubid 1.
+  const unlockIfWaitedText =
+    `SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1` +
+    ` AND l.classid::bigint = (($1::bigint >> 32) & 4294967295) AND l.objid::bigint = ($1::bigint & 4294967295)` +
+    ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))` +
+    ` THEN pg_advisory_unlock($1::bigint) END`;
   // unnest WITH ORDINALITY: one row per key, in order, each evaluated as the single statement would.
   const tryManyText = `SELECT t.i, CASE WHEN pg_try_advisory_lock(t.k) THEN ${nextToken} END, pg_backend_pid() FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)`;
   const unlockManyText = 'SELECT t.i, pg_advisory_unlock(t.k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, i)';
@@ -74,6 +91,7 @@ export function lockStatements(fencingSequence: string): LockStatements {
     lock: (lockKey, lockTimeout) => ({ name: name('lock'), text: lockText, values: [lockKey, lockTimeout], rowMode: 'array' }),
     tryLock: (lockKey) => ({ name: name('try'), text: tryText, values: [lockKey], rowMode: 'array' }),
     unlock: (lockKey) => ({ name: 'nestjs-serialized:unlock', text: unlockText, values: [lockKey], rowMode: 'array' }),
+    unlockIfWaited: (lockKey) => ({ name: 'nestjs-serialized:unlock-if-waited', text: unlockIfWaitedText, values: [lockKey], rowMode: 'array' }),
     tryLockMany: (lockKeys) => ({ name: name('try-many'), text: tryManyText, values: [lockKeys], rowMode: 'array' }),
     unlockMany: (lockKeys) => ({ name: 'nestjs-serialized:unlock-many', text: unlockManyText, values: [lockKeys], rowMode: 'array' }),
   };

@@ -2,6 +2,7 @@ import { LockLostError } from '../../errors';
 import { LockState } from '../../internal/lock-state';
 import type { Lock } from '../../lock.interface';
 import type { LockConnection, SessionHolder } from './lock-connection';
+import type { Cohort } from './handoff-cohort';
 
 /** What a held lock asks of its provider. */
 export interface PostgresLockOwner {
@@ -28,6 +29,10 @@ export class PostgresLock extends LockState implements Lock, SessionHolder {
     /** The session that holds the lock. */
     readonly connection: LockConnection,
     private readonly owner: PostgresLockOwner,
+    /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). @internal */
+    readonly cohort?: Cohort,
+    /** Local hand-offs in a row that led to this holder (0: granted by the server). @internal */
+    readonly handoffs = 0,
   ) {
     super();
   }

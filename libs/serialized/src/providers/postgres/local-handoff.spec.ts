@@ -1,0 +1,21 @@
+import { LocalHandoffs, type LocalHandoffHost } from './local-handoff';
+import type { LockConnection } from './lock-connection';
+
+describe('LocalHandoffs', () => {
+  const host = {} as LocalHandoffHost;
+  const session = (tokenBlock: number) => ({ tokenBlock }) as LockConnection;
+
+  it('reserves the block the sequence increment gives, and none with increment 1 or with hand-offs off', () => {
+    const handoffs = new LocalHandoffs(host, {}, () => undefined);
+    expect(handoffs.cohortOf(2049n, session(1024))).toEqual({ blockEnd: 3072n, mode: 'cohort' });
+    expect(handoffs.cohortOf(7n, session(1))).toBeUndefined();
+    expect(new LocalHandoffs(host, { maxLocalHandOffs: 0 }, () => undefined).cohortOf(7n, session(1024))).toBeUndefined();
+    expect(new LocalHandoffs(host, { handoff: 'strict' }, () => undefined).cohortOf(7n, session(1024))).toEqual({ blockEnd: 1030n, mode: 'strict' });
+  });
+
+  it('refuses invalid options with a message naming them', () => {
+    expect(() => new LocalHandoffs(host, { handoff: 'fair' as never }, () => undefined)).toThrow(/handoff "fair" is invalid: expected 'strict' or 'cohort'/);
+    expect(() => new LocalHandoffs(host, { maxLocalHandOffs: -1 }, () => undefined)).toThrow(/maxLocalHandOffs -1 is invalid/);
+    expect(() => new LocalHandoffs(host, { maxLocalHandOffs: 1.5 }, () => undefined)).toThrow(/maxLocalHandOffs 1.5 is invalid/);
+  });
+});

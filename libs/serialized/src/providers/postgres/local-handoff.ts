@@ -1,0 +1,147 @@
+import type { HeldLocks } from '../../internal/held-locks';
+import type { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import { LockLostError } from '../../errors';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { KEPT, unlockSession } from './held-session';
+import type { LockConnection } from './lock-connection';
+import type { LockConnectionPool } from './lock-connection.pool';
+import type { PostgresLock } from './postgres-lock';
+import type { LockStatements } from './postgres-lock.statements';
+import type { Cohort, HandoffMode } from './handoff-cohort';
+
+export type { Cohort, HandoffMode } from './handoff-cohort';
+
+/** A server lock on its way from a releasing holder to the next local caller. */
+export interface HandedLock {
+  readonly key: string;
+  readonly lockKey: string;
+  readonly connection: LockConnection;
+  /** The token of the holder that let go. */
+  readonly token: bigint;
+  readonly cohort: Cohort;
+  /** Local hand-offs so far in this run, this one included. */
+  readonly handoffs: number;
+}
+
+/** What hand-offs need of the provider. */
+export interface LocalHandoffHost {
+  readonly queue: KeyedWaitQueue;
+  readonly held: HeldLocks<PostgresLock>;
+  readonly pool: LockConnectionPool;
+  readonly statements: LockStatements;
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort: Cohort, handoffs: number): PostgresLock;
+}
+
+/**
+ * Local hand-off (lock cohorting, Dice, Marathe & Shavit, PPoPP 2012): when a
+ * holder releases a key that a caller of this process waits for, the server lock
+ * stays on its session and passes to that caller in-process, with the next token
+ * of the block the grant reserved — no unlock and lock round trips. After
+ * `maxLocalHandOffs` in a row (or when the block runs out) the key goes back to
+ * the server, whose queue then serves the other processes' sessions first.
+ * `strict` asks the server at each release whether another session waits (one
+ * statement that unlocks if so), and hands off locally only when none does.
+ */
+export class LocalHandoffs {
+  private readonly pending = new Map<string, HandedLock>();
+
+  private readonly mode: HandoffMode;
+  private readonly max: number;
+
+  /** @throws Error when `handoff` or `maxLocalHandOffs` is invalid */
+  constructor(
+    private readonly host: LocalHandoffHost,
+    options: { handoff?: HandoffMode; maxLocalHandOffs?: number },
+    private readonly warn: (message: string) => void,
+  ) {
+    this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
+    this.max = options.maxLocalHandOffs ?? SERIALIZED_DEFAULTS.pgMaxLocalHandOffs;
+    if (this.mode !== 'cohort' && this.mode !== 'strict') throw new Error(`handoff ${JSON.stringify(this.mode)} is invalid: expected 'strict' or 'cohort'`);
+    if (!Number.isSafeInteger(this.max) || this.max < 0) throw new Error(`maxLocalHandOffs ${JSON.stringify(this.max)} is invalid: expected an integer ≥ 0`);
+  }
+
+  /** The run a server grant starts, or none when the session's sequence reserves no block (increment 1) or hand-offs are off. */
+  cohortOf(token: bigint, connection: LockConnection, mode = this.mode): Cohort | undefined {
+    if (connection.tokenBlock < 2 || this.max < 1) return undefined;
+    return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, mode };
+  }
+
+  /** Releases a holder's lock: to the next caller of this process when it may, else on the server. */
+  async release(lock: PostgresLock): Promise<void> {
+    const { pool, statements } = this.host;
+    let outcome: LockLostError | undefined | typeof KEPT;
+    if (this.eligible(lock) && lock.cohort!.mode === 'cohort') return this.handOff(lock);
+    try {
+      // Strict: unlocks only if another session waits in the server, else keeps it for the local caller.
+      outcome = await unlockSession(lock, pool, statements, this.eligible(lock));
+      if (outcome === KEPT && this.eligible(lock)) return this.handOff(lock);
+      // Kept, but its local caller left meanwhile: unlock after all.
+      if (outcome === KEPT) outcome = await unlockSession(lock, pool, statements);
+    } catch (error) {
+      // Whatever happened, the lock is forgotten and the key freed in this process.
+      this.forget(lock);
+      throw error;
+    }
+    this.forget(lock);
+    if (outcome instanceof LockLostError) {
+      this.warn(outcome.message);
+      lock.markLost(outcome);
+      throw outcome;
+    }
+  }
+
+  /** The caller whose turn came: the server lock handed to it, if one was. */
+  take(key: string): HandedLock | undefined {
+    const handed = this.pending.get(key);
+    if (handed) this.pending.delete(key);
+    return handed;
+  }
+
+  /**
+   * Makes the caller a holder of the handed lock, or returns undefined when its
+   * session ended on the way (the server freed the lock: the caller asks the
+   * server again, after giving back the session's use).
+   */
+  grant(handed: HandedLock, mode?: HandoffMode): PostgresLock | undefined {
+    if (handed.connection.dead) {
+      this.host.pool.release(handed.connection);
+      return undefined;
+    }
+    // The new holder's own mode, if it gave one, decides its release; the block and the count carry on.
+    const cohort = mode && mode !== handed.cohort.mode ? { ...handed.cohort, mode } : handed.cohort;
+    return this.host.grant(handed.key, handed.token + 1n, handed.lockKey, handed.connection, cohort, handed.handoffs);
+  }
+
+  /** The caller whose turn came gave up (aborted, shutdown): the lock goes to the next caller, or back to the server. */
+  passOn(handed: HandedLock): void {
+    if (!handed.connection.dead && !this.host.held.closing && this.host.queue.waiting(handed.key) > 0) {
+      this.pending.set(handed.key, handed);
+      this.host.queue.release(handed.key);
+      return;
+    }
+    unlockSession(handed, this.host.pool, this.host.statements)
+      .then((lost) => lost instanceof LockLostError && this.warn(lost.message))
+      .finally(() => this.host.queue.release(handed.key));
+  }
+
+  private forget(lock: PostgresLock): void {
+    this.host.held.delete(lock);
+    this.host.queue.release(lock.key);
+  }
+
+  private eligible(lock: PostgresLock): boolean {
+    const { cohort, connection } = lock;
+    if (!cohort || lock.handoffs >= this.max || lock.fencingToken >= cohort.blockEnd) return false;
+    return !lock.lost && !connection.dead && !this.host.held.closing && this.host.queue.waiting(lock.key) > 0;
+  }
+
+  private handOff(lock: PostgresLock): void {
+    const { connection } = lock;
+    connection.holders.delete(lock);
+    const handed = { key: lock.key, lockKey: lock.lockKey, connection, token: lock.fencingToken, cohort: lock.cohort!, handoffs: lock.handoffs + 1 };
+    this.pending.set(lock.key, handed);
+    // The head of the local queue now owns the key; it picks the lock up with `take`.
+    this.host.queue.release(lock.key);
+    this.host.held.delete(lock);
+  }
+}
