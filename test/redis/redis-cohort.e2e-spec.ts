@@ -74,4 +74,29 @@ describe('RedisLockProvider local hand-off', () => {
     await taken.release();
     await waitFor(async () => (await redis.exists(keys.lock, keys.queue, keys.heartbeats)) === 0, 10_000, 'nothing left of the lock');
   });
+
+  it("per call: a holder acquired with handoff 'cohort' serves its process's waiter ahead of an earlier one of another instance; by default (strict) it does not", async () => {
+    for (const handoff of ['cohort', undefined] as const) {
+      const key = uniqueId(`per-call-${handoff ?? 'strict'}`);
+      const keys = provider.redisKeysOf(key);
+      const order: string[] = [];
+      const holder = await provider.acquire(key, { handoff });
+      const remote = other.acquire(key, { waitTimeoutMs: 20_000 }).then((lock) => (order.push('remote'), lock));
+      await waitFor(async () => (await redis.zcard(keys.queue)) === 1, 10_000, 'the other instance queued');
+      const local = provider.acquire(key, { waitTimeoutMs: 20_000 }).then((lock) => (order.push('local'), lock));
+      await waitFor(async () => (await redis.zcard(keys.queue)) === 2, 10_000, 'the local waiter queued');
+      // Replies come in order on the provider's connection: after this one, the local waiter's was read.
+      await provider.ping(5000);
+      const before = provider.localHandOffs;
+      await holder.release();
+      const first = await Promise.race([remote, local]);
+      expect({ handoff, first: order[0], local: provider.localHandOffs - before }).toEqual(
+        handoff === 'cohort' ? { handoff, first: 'local', local: 1 } : { handoff, first: 'remote', local: 0 },
+      );
+      await first.release();
+      const second = await (order[0] === 'local' ? remote : local);
+      expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+      await second.release();
+    }
+  });
 });

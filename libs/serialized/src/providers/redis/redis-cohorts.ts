@@ -72,7 +72,10 @@ export class RedisCohorts {
    * A new lock got from Redis, held under `token` with `px` ms of lease from
    * `grantedAt`: a new tenure, with `block` the tokens reserved for its local hand-offs.
    */
-  grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number, block?: GrantBlock): RedisLock {
+  grant(
+    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number,
+    block?: GrantBlock, handoff?: RedisHandOffMode,
+  ): RedisLock {
     // A tenure whose lock was lost and not yet released: its served waiters' places go now.
     const previous = this.tenures.get(key);
     if (previous) for (const served of previous.served) this.host.leave(key, previous.keys, served);
@@ -82,6 +85,7 @@ export class RedisCohorts {
       this.tenures.set(key, { token, keys, last: BigInt(block.last), floor, served: [] });
     }
     const lock = new RedisLock(this.host, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
+    lock.handoff = handoff;
     this.held.add(lock);
     return lock;
   }
@@ -104,7 +108,8 @@ export class RedisCohorts {
     if (!tenure || tenure.token !== lock.token || lock.fencingToken >= tenure.last || this.held.closing) return false;
     const waiter = this.firstQueued(lock.key);
     if (!waiter || waiter.signal?.aborted) return false;
-    if (this.mode === 'strict' && !(waiter.fence < tenure.floor)) return false;
+    // The releasing holder's own choice (per call), else the provider's.
+    if ((lock.handoff ?? this.mode) === 'strict' && !(waiter.fence < tenure.floor)) return false;
     this.handOffs++;
     tenure.served.push(waiter.token);
     this.served.set(waiter.token, { key: lock.key, keys: tenure.keys });
@@ -112,6 +117,7 @@ export class RedisCohorts {
     // The tenure's owner token and its lease as it stands; the new holder renews it
     // on its own schedule (and its signal aborts if Redis no longer has it).
     const next = new RedisLock(this.host, lock.key, tenure.keys, lock.token, lock.fencingToken + 1n, waiter.leaseMs, lock.leaseLeft(), performance.now());
+    next.handoff = waiter.handoff;
     this.held.add(next);
     this.host.settle(waiter);
     waiter.granted = true;

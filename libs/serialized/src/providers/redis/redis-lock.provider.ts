@@ -177,7 +177,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const maxPending = options.maxPending ?? this.options.maxPending;
 
     if (waitTimeoutMs <= 0) {
-      return this.try.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
+      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
     }
     const pending = this.waiters.pendingOf(key);
     const holding = this.held.holds(key);
@@ -185,7 +185,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       // None may wait: only a free key will do.
       const busy = new LockBusyError(key, 'max-pending', { maxPending });
       if (pending > 0 || holding) return Promise.reject(busy);
-      return this.try.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
     }
     // The caller becoming the holder is not a waiter. While this process holds the
     // key, every caller of it waits; while it does not, one of those on their way
@@ -198,9 +198,9 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       // Every place is taken (maxPendingTotal): only a free key will do, as its caller would be no waiter.
       const busy = this.budget.busyError(key);
       if (pending > 0 || holding) return Promise.reject(busy);
-      return this.try.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
     }
-    return this.waiters.wait({ key, leaseMs, waitTimeoutMs, maxPending, signal });
+    return this.waiters.wait({ key, leaseMs, waitTimeoutMs, maxPending, signal, handoff: options.handoff });
   }
 
   tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
@@ -208,7 +208,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     if (invalid) return Promise.reject(invalid);
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-    return this.try.take(key, options.leaseMs ?? this.options.leaseMs, options.signal);
+    return this.try.take(key, options.leaseMs ?? this.options.leaseMs, options.signal, options.handoff);
   }
 
   async beforeApplicationShutdown(): Promise<void> {

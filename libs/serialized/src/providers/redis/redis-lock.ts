@@ -54,6 +54,8 @@ export class RedisLock extends LockState implements Lock {
   private renewalInFlight = false;
   private lastRenewError: unknown;
   private releasing: Promise<void> | undefined;
+  /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
+  handoff: 'strict' | 'cohort' | undefined;
   private readonly onRenewal = (): void => this.renew();
   private readonly onLeaseEnd = (): void => {
     this.guard = undefined;

@@ -56,7 +56,6 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private readonly handOffs: RedisHandOffs;
   private readonly checks: RedisSafetyChecks;
   private readonly wakeUps: RedisWakeUps;
-  /** Local hand-offs: the released lock's key to this process's next waiter, in-process. */
   readonly cohorts: RedisCohorts;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, KeyWaiters>();
@@ -97,7 +96,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     }
     queue.pending++;
     const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, waitTimeoutMs, signal, performance.now());
-    waiter.maxPending = request.maxPending;
+    [waiter.maxPending, waiter.handoff] = [request.maxPending, request.handoff];
     this.byToken.set(waiter.token, waiter);
     this.budgets.start(waiter);
     if (signal) {
@@ -164,7 +163,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   lockFor(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): Lock {
-    return this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block);
+    return this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
   }
 
   isCurrent(queue: KeyWaiters): boolean {
@@ -219,7 +218,6 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private enqueued(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
     if (result.handed) this.handedOver(result.handed, sentAt);
     const { key, keys } = waiter.queue;
-    // Queued behind a holder of this process: who of another process is ahead of it.
     if (result.status === 'queued') this.cohorts.learned(key, result.floor);
     const { status } = result;
     // An earlier attempt of a waiter that now waits under a new token: undo it.
