@@ -14,12 +14,14 @@ export function costEntries(input: {
   params: string;
   specs: readonly SubjectSpec[];
   outcomes: ReadonlyMap<string, Outcome>;
+  /** A variant of this library (e.g. `cohort`): ids `<scenario>.<backend>.<variant>.*`. */
+  variant?: string;
 }): ResultEntry[] {
   if (input.backend === 'memory') return [];
   const redis = input.backend === 'redis';
   return [
     buildEntry({
-      id: `${input.scenario}.${input.backend}.${redis ? 'commands' : 'statements'}`,
+      id: `${input.scenario}.${input.backend}${input.variant ? `.${input.variant}` : ''}.${redis ? 'commands' : 'statements'}`,
       scenario: input.scenario,
       group: GROUP_OF[input.backend],
       name: `${input.title} — ${redis ? 'Redis commands' : 'statements'} per acquisition`,

@@ -10,6 +10,8 @@ export function handoffEntries(input: {
   params: string;
   specs: readonly SubjectSpec[];
   outcomes: ReadonlyMap<string, Outcome>;
+  /** A variant of this library (e.g. `cohort`): ids `<scenario>.<backend>.<variant>.*`. */
+  variant?: string;
 }): ResultEntry[] {
   const common = {
     scenario: input.scenario,
@@ -18,7 +20,7 @@ export function handoffEntries(input: {
     contenders: input.specs,
     outcomes: input.outcomes,
   };
-  const id = `${input.scenario}.${input.backend}`;
+  const id = `${input.scenario}.${input.backend}${input.variant ? `.${input.variant}` : ''}`;
   return [
     buildEntry({ ...common, id: `${id}.handoffs`, name: `${input.title} — hand-offs/s`, metric: 'handoffsPerSec', unit: 'hand-offs/s', betterIs: 'higher' }),
     buildEntry({ ...common, id: `${id}.p50`, name: `${input.title} — hand-off latency p50`, metric: 'p50', unit: 'ms', betterIs: 'lower' }),

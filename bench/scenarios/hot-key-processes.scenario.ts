@@ -5,7 +5,7 @@ import { CriticalSections } from '../lib/handoffs';
 import { describeError, interleave, type Sample } from '../lib/interleave';
 import { WorkerProcess } from '../lib/worker-process';
 import type { ResultEntry } from '../report/results';
-import { BACKEND_LABEL, SUBJECTS } from '../subjects';
+import { BACKEND_LABEL, SUBJECTS, VARIANTS } from '../subjects';
 import { connectRedis } from '../subjects/redis.subjects';
 import type { Backend } from '../subjects/subject';
 import { costEntries } from './cost-entries';
@@ -35,9 +35,12 @@ export const hotKeyProcessesScenario: Scenario = {
         if (backendDown(context.services, backend)) log(`  [3] ${BACKEND_LABEL[backend]}: ${backendDown(context.services, backend)}`);
         else log(`  [3] ${BACKEND_LABEL[backend]}`);
         const specs = SUBJECTS[backend].filter((s) => s.canWait);
-        const unavailable = await unavailableContenders(context.services, backend, specs, waitersPerProcess, processes);
+        // Variants of ours (Redis local hand-off in cohort mode) run in the same rounds.
+        const variants = Object.entries(VARIANTS[backend]);
+        const running = [...specs, ...variants.map(([, spec]) => spec)];
+        const unavailable = await unavailableContenders(context.services, backend, running, waitersPerProcess, processes);
         const outcomes = await interleave(
-          specs.map((s) => s.id),
+          running.map((s) => s.id),
           rounds,
           async (id, round): Promise<Sample> => {
             if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
@@ -70,6 +73,14 @@ export const hotKeyProcessesScenario: Scenario = {
         const title = `3. Hot key, ${processes} processes × ${waitersPerProcess} waiters (${BACKEND_LABEL[backend]})`;
         const params = `${processes} OS processes × ${waitersPerProcess} waiters looping on one key, empty critical section, shared clock; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`;
         entries.push(...handoffEntries({ scenario: 3, backend, title, params, specs, outcomes }), ...costEntries({ scenario: 3, backend, title, params, specs, outcomes }));
+        for (const [variant, spec] of variants) {
+          const against = [spec, ...specs.filter((s) => s.kind !== 'ours')];
+          const named = `${title}, ${spec.label}`;
+          entries.push(
+            ...handoffEntries({ scenario: 3, backend, title: named, params, specs: against, outcomes, variant }),
+            ...costEntries({ scenario: 3, backend, title: named, params, specs: against, outcomes, variant }),
+          );
+        }
       }
     } finally {
       await Promise.all([...workerSets.values()].flat().map((w) => w.stop()));

@@ -1,6 +1,6 @@
 import { memorySubjects } from './memory.subjects';
 import { postgresSubjects } from './postgres.subjects';
-import { redisSubjects } from './redis.subjects';
+import { oursRedisCohort, redisSubjects } from './redis.subjects';
 import type { Backend, SubjectSpec } from './subject';
 
 export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
@@ -9,8 +9,15 @@ export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
   postgres: postgresSubjects,
 };
 
+/** Variants of this library that one scenario runs besides the usual contenders, under entry ids of their own. */
+export const VARIANTS: Record<Backend, Record<string, SubjectSpec>> = {
+  memory: {},
+  redis: { cohort: oursRedisCohort },
+  postgres: {},
+};
+
 export function findSubject(backend: Backend, id: string): SubjectSpec {
-  const spec = SUBJECTS[backend].find((s) => s.id === id);
+  const spec = SUBJECTS[backend].find((s) => s.id === id) ?? Object.values(VARIANTS[backend]).find((s) => s.id === id);
   if (!spec) throw new Error(`No ${backend} subject "${id}"`);
   return spec;
 }

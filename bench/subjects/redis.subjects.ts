@@ -28,6 +28,22 @@ export const oursRedis: SubjectSpec = {
   },
 };
 
+/**
+ * This library with local hand-off in cohort mode: scenario 3 only, reported under ids
+ * of its own (`3.redis.cohort.*`) against the same peers.
+ */
+export const oursRedisCohort: SubjectSpec = {
+  id: 'ours-cohort',
+  label: "nestjs-serialized (handoff: 'cohort')",
+  kind: 'ours',
+  backend: 'redis',
+  settings: `new RedisLockProvider({ url, keyPrefix, handoff: 'cohort' }) (up to 16 local hand-offs in a row, otherwise as ours); LockService.run(key, fn)`,
+  canWait: true,
+  async open(context: SubjectContext): Promise<LockSubject> {
+    return lockServiceSubject(new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours-cohort`, handoff: 'cohort' }));
+  },
+};
+
 function redlockSubject(id: string, label: string, retryDelay: number, retryJitter: number): SubjectSpec {
   // Same wait budget as this library: redlock's default retryCount (10) would give up after ~2 s.
   const retryCount = Math.ceil(WAIT_BUDGET_MS / retryDelay);

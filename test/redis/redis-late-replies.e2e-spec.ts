@@ -81,7 +81,8 @@ describe('RedisLockProvider: replies read after their lease ran out', () => {
   it('release: a hand-off to a waiter of the same process, read after its lease ran out, does not run while another instance holds the key', async () => {
     // The release grants min(lease, heartbeatMs of the releasing side): 300 ms here. The
     // other instance shares this process and its stall, so its waiter's place must outlive it.
-    const releasing = make({ heartbeatMs: 300 });
+    // Local hand-off off: the hand-off to W must go through Redis (and its reply be read late).
+    const releasing = make({ heartbeatMs: 300, maxLocalHandOffs: 0 });
     const other = make({ heartbeatMs: 5000 });
     await Promise.all([warm(releasing), warm(other)]);
     const key = 'hand-off';

@@ -7,10 +7,11 @@ export interface AcquireOptions {
   /** Aborting it makes a waiter leave the queue at once (the acquire rejects with the signal's reason). */
   signal?: AbortSignal;
   /**
-   * PostgreSQL: whether this holder, at release, may pass the key to the next caller
-   * of its process without the server (`'cohort'`, bounded) or only while no other
-   * process waits for it there (`'strict'`); default the module's `postgres.handoff`.
-   * Other providers ignore it. See docs/providers/postgres.md.
+   * Whether this holder, at release, may pass the key to the next caller of its
+   * process without the backend (`'cohort'`, bounded) or only while no other process
+   * waits for it ahead (`'strict'`); default the module's `postgres.handoff` /
+   * `redis.handoff`. The in-memory provider ignores it. See docs/providers/postgres.md
+   * and docs/providers/redis.md.
    */
   handoff?: 'strict' | 'cohort';
 }

@@ -37,6 +37,15 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     heartbeatMs?: number;
     /** Commands on the wire at once per connection (default 1000, `SERIALIZED_REDIS_MAX_IN_FLIGHT`). */
     maxInFlight?: number;
+    /**
+     * How a released key passes to a waiter of the same process, without a round trip
+     * (default `'strict'`, `SERIALIZED_HANDOFF`): `'strict'` only while global arrival
+     * order allows it; `'cohort'` this process's waiters first, up to `maxLocalHandOffs`
+     * in a row (docs/semantics.md, *Local hand-off*).
+     */
+    handoff?: 'strict' | 'cohort';
+    /** Most local hand-offs in a row before the key goes back to Redis (default 16, `SERIALIZED_REDIS_MAX_LOCAL_HANDOFFS`; 0: none). */
+    maxLocalHandOffs?: number;
   };
   /**
    * How library errors that escape a request handler are answered (docs/errors.md):
@@ -79,7 +88,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
   provider?: LockProvider;
-  redis: { url?: string; client?: Redis | Cluster; heartbeatMs: number; maxInFlight: number };
+  redis: { url?: string; client?: Redis | Cluster; heartbeatMs: number; maxInFlight: number; handoff: 'strict' | 'cohort'; maxLocalHandOffs: number };
   postgres: {
     connectionString?: string;
     pool?: Pool;

@@ -26,6 +26,10 @@ export const SERIALIZED_DEFAULTS = {
   redisHeartbeatMs: 5000,
   /** Redis commands on the wire at once per connection (per Cluster node). */
   redisMaxInFlight: 1000,
+  /** Redis local hand-off: `strict` keeps global arrival order; `cohort` serves a process's own waiters first (bounded). */
+  redisHandoff: 'strict',
+  /** Redis: most in-process hand-offs in a row before the key goes back to Redis. */
+  redisMaxLocalHandOffs: 16,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,
   /** How long `@Idempotent` replays a stored response: 24 h (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */

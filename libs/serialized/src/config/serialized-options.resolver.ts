@@ -72,7 +72,10 @@ export function resolveSerializedOptions(
     connectTimeoutMs: n('connectTimeoutMs'),
     shutdownGraceMs: n('shutdownGraceMs'),
     reentrant: v.reentrant as boolean,
-    redis: { url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight') },
+    redis: {
+      url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight'),
+      handoff: v.redisHandoff as 'strict' | 'cohort', maxLocalHandOffs: n('redisMaxLocalHandOffs'),
+    },
     postgres: {
       connectionString: databaseUrl,
       pool: options.postgres?.pool,

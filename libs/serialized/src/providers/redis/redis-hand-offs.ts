@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { LockTimeoutError } from '../../errors';
 import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import type { Lock } from '../../lock.interface';
+import type { GrantBlock } from './redis-cohorts';
 import type { RedisGrantCheck } from './redis-grant-check';
 import type { RedisLockKeys } from './redis-keyspace';
 import { CONFIRMING, QUEUED, SENDING, SETTLED, type RedisWaiter } from './redis-waiter';
@@ -10,6 +11,8 @@ import type { HandOff } from './scripts/hand-off';
 /** What hand-offs need from the provider. */
 export interface HandOffHost {
   waiter(token: string): RedisWaiter | undefined;
+  /** Every hand-off, whatever carried it, goes through here (see `RedisWaiters.handedOver`). */
+  handedOver(handOff: HandOff, since: number): void;
   /** The waiter is done waiting (it then resolves or rejects). */
   settle(waiter: RedisWaiter): void;
   /** Gives up `token`'s place, or passes the key on if `token` holds it. Never throws. */
@@ -17,7 +20,7 @@ export interface HandOffHost {
   /** Gives the waiter a new owner token (the old one is then unknown) and sends its acquisition again. */
   enqueueAgain(waiter: RedisWaiter): void;
   /** The held lock for a waiter that got the key, with `px` ms of lease from `since`. */
-  lockFor(waiter: RedisWaiter, fence: number, px: number, since: number): Lock;
+  lockFor(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): Lock;
 }
 
 /**
@@ -52,7 +55,7 @@ export class RedisHandOffs {
     // gave up (its leave, sent later, passes the key on), or one whose hand-off is
     // being confirmed (Redis decides).
     if (waiter === undefined || waiter.phase === SETTLED || waiter.phase === CONFIRMING) return;
-    this.grant(waiter, handOff.fence, handOff.px, since);
+    this.grant(waiter, handOff.fence, handOff.px, since, handOff);
   }
 
   /** A hand-off message on this process's channel: "<member> <fence> <px>". */
@@ -61,8 +64,14 @@ export class RedisHandOffs {
     const first = message.indexOf(' ');
     const second = message.indexOf(' ', first + 1);
     if (first < 0 || second < 0) return;
-    const handOff = { member: message.slice(0, first), fence: Number(message.slice(first + 1, second)), px: Number(message.slice(second + 1)) };
-    this.handedOver(handOff, since);
+    // Protocol 2 appends "<last> <floor>" (the block and the first place of another process).
+    const [px, last, floor] = message.slice(second + 1).split(' ');
+    const fence = Number(message.slice(first + 1, second));
+    const handOff = {
+      member: message.slice(0, first), fence, px: Number(px),
+      last: last === undefined ? fence : Number(last), floor: floor === undefined ? -1 : Number(floor),
+    };
+    this.host.handedOver(handOff, since);
   }
 
   /**
@@ -70,7 +79,7 @@ export class RedisHandOffs {
    * resolves with the lock, or passes the key on if it was just aborted. When the
    * lease may have run out before the waiter could run, Redis is asked first.
    */
-  grant(waiter: RedisWaiter, fence: number, px: number, since: number): void {
+  grant(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): void {
     const { key, keys } = waiter.queue;
     if (waiter.signal?.aborted) {
       // Handed over in the same tick the caller gave up: pass it on, never run.
@@ -86,7 +95,7 @@ export class RedisHandOffs {
     }
     this.host.settle(waiter);
     waiter.granted = true;
-    waiter.resolve(this.host.lockFor(waiter, fence, px, since));
+    waiter.resolve(this.host.lockFor(waiter, fence, px, since, block));
   }
 
   private confirm(waiter: RedisWaiter, fence: number): void {

@@ -15,7 +15,15 @@ describe('RedisLockProvider options', () => {
       shutdownGraceMs: SERIALIZED_DEFAULTS.shutdownGraceMs,
       heartbeatMs: REDIS_LOCK_DEFAULTS.heartbeatMs,
       maxInFlight: REDIS_LOCK_DEFAULTS.maxInFlight,
+      handoff: REDIS_LOCK_DEFAULTS.handoff,
+      maxLocalHandOffs: REDIS_LOCK_DEFAULTS.maxLocalHandOffs,
     });
+  });
+
+  it('takes handoff and maxLocalHandOffs, and stops on a bad one naming it', () => {
+    expect(resolveRedisLockOptions({ handoff: 'cohort', maxLocalHandOffs: 0 })).toMatchObject({ handoff: 'cohort', maxLocalHandOffs: 0 });
+    expect(() => resolveRedisLockOptions({ handoff: 'fifo' as 'strict' })).toThrow(/handoff must be 'strict' or 'cohort', got fifo/);
+    expect(() => resolveRedisLockOptions({ maxLocalHandOffs: 1001 })).toThrow(/maxLocalHandOffs must be a whole number from 0 to 1000/);
   });
 
   it('accepts heartbeatMs and maxInFlight at the ends of their ranges', () => {

@@ -39,18 +39,37 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
    * trip.
    */
   maxInFlight?: number;
+  /**
+   * How a held key passes to this process's own next waiter (default `strict`):
+   * `strict` hands it over in-process only while that waiter reached Redis before
+   * every waiter of another process still queued (global arrival order holds);
+   * `cohort` serves up to `maxLocalHandOffs` of this process's waiters in a row
+   * first, ahead of earlier waiters of other processes (more throughput, bounded
+   * unfairness). Either way the key goes back to Redis after `maxLocalHandOffs`
+   * local hand-offs in a row. See docs/semantics.md, *Local hand-off*.
+   */
+  handoff?: 'strict' | 'cohort';
+  /**
+   * Most local hand-offs in a row before the key goes back to Redis (default 16,
+   * 0 to 1000; 0 turns local hand-off off). Each process reserves this many
+   * fencing tokens plus one whenever it gets the key from Redis.
+   */
+  maxLocalHandOffs?: number;
 }
 
 /** Defaults of the Redis-only tuning knobs (from `SERIALIZED_DEFAULTS`, the one place they are written). */
 export const REDIS_LOCK_DEFAULTS = {
   heartbeatMs: S.redisHeartbeatMs.default,
   maxInFlight: S.redisMaxInFlight.default,
+  maxLocalHandOffs: S.redisMaxLocalHandOffs.default,
+  handoff: S.redisHandoff.default,
 } as const;
 
 /** Accepted ranges of the Redis-only tuning knobs (from the options table). */
 export const REDIS_LOCK_LIMITS = {
   heartbeatMs: { min: S.redisHeartbeatMs.min, max: S.redisHeartbeatMs.max },
   maxInFlight: { min: S.redisMaxInFlight.min, max: S.redisMaxInFlight.max },
+  maxLocalHandOffs: { min: S.redisMaxLocalHandOffs.min, max: S.redisMaxLocalHandOffs.max },
 } as const;
 
 /** Every option with its default, validated. */
@@ -64,6 +83,8 @@ export interface ResolvedRedisLockOptions {
   readonly shutdownGraceMs: number;
   readonly heartbeatMs: number;
   readonly maxInFlight: number;
+  readonly handoff: 'strict' | 'cohort';
+  readonly maxLocalHandOffs: number;
 }
 
 /**
@@ -74,6 +95,9 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
   const problems: string[] = [];
   const heartbeatMs = tuning(options, 'heartbeatMs', problems);
   const maxInFlight = tuning(options, 'maxInFlight', problems);
+  const maxLocalHandOffs = tuning(options, 'maxLocalHandOffs', problems);
+  const handoff = options.handoff ?? REDIS_LOCK_DEFAULTS.handoff;
+  if (handoff !== 'strict' && handoff !== 'cohort') problems.push(`RedisLockProvider option handoff must be 'strict' or 'cohort', got ${String(handoff)}`);
   if (problems.length) throw new SerializedConfigError(problems);
   return {
     keyPrefix: options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix,
@@ -85,6 +109,8 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
     shutdownGraceMs: options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs,
     heartbeatMs,
     maxInFlight,
+    handoff,
+    maxLocalHandOffs,
   };
 }
 
@@ -93,7 +119,7 @@ function tuning(options: RedisLockProviderOptions, name: keyof typeof REDIS_LOCK
   if (value === undefined) return REDIS_LOCK_DEFAULTS[name];
   const { min, max } = REDIS_LOCK_LIMITS[name];
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    problems.push(`RedisLockProvider option ${name} must be a whole number of ${name.endsWith('Ms') ? 'milliseconds ' : ''}from ${min} to ${max}, got ${String(value)}`);
+    problems.push(`RedisLockProvider option ${name} must be a whole number ${name.endsWith('Ms') ? 'of milliseconds ' : ''}from ${min} to ${max}, got ${String(value)}`);
     return REDIS_LOCK_DEFAULTS[name];
   }
   return value;

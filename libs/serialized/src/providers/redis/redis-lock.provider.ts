@@ -87,14 +87,14 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       this.deadlines,
       this.logger,
     );
-    const scripts = new RedisScripts({ heartbeatMs, channelPrefix: keyspace.channelPrefix, session: tokens.session });
+    const scripts = new RedisScripts({ heartbeatMs, channelPrefix: keyspace.channelPrefix, session: tokens.session, block: this.options.maxLocalHandOffs + 1 });
     const grants = new RedisGrantCheck(this.connection, scripts);
     // Dates hand-off messages while this process has waiters; fine enough that a
     // hand-off read at once is never mistaken for a late one.
     const stalls = new EventLoopStallMonitor(Math.min(100, Math.max(10, heartbeatMs / 15)), 'nestjs-serialized.redis-stalls');
     this.waiters = new RedisWaiters({
       connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, grants, stalls, heartbeatMs, logger: this.logger,
-      budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)),
+      budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)), handoff: this.options.handoff,
     });
     this.try = new RedisTryAcquire(this.waiters, keyspace, tokens, grants);
     this.connection.onReconnect(() => {
@@ -148,6 +148,14 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     return this.waiters.size;
   }
 
+  /**
+   * Diagnostics: how many times a released key went straight to a waiter of this
+   * process, in-process (local hand-off, no Redis round trip), since the start.
+   */
+  get localHandOffs(): number {
+    return this.waiters.cohorts.handOffs;
+  }
+
   /** Diagnostics: locks held through this provider right now. */
   get heldLocks(): number {
     return this.held.size;
@@ -169,7 +177,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const maxPending = options.maxPending ?? this.options.maxPending;
 
     if (waitTimeoutMs <= 0) {
-      return this.try.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
+      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
     }
     const pending = this.waiters.pendingOf(key);
     const holding = this.held.holds(key);
@@ -177,7 +185,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       // None may wait: only a free key will do.
       const busy = new LockBusyError(key, 'max-pending', { maxPending });
       if (pending > 0 || holding) return Promise.reject(busy);
-      return this.try.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
     }
     // The caller becoming the holder is not a waiter. While this process holds the
     // key, every caller of it waits; while it does not, one of those on their way
@@ -190,9 +198,9 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       // Every place is taken (maxPendingTotal): only a free key will do, as its caller would be no waiter.
       const busy = this.budget.busyError(key);
       if (pending > 0 || holding) return Promise.reject(busy);
-      return this.try.take(key, leaseMs, signal).then((lock) => lock ?? Promise.reject(busy));
+      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
     }
-    return this.waiters.wait({ key, leaseMs, waitTimeoutMs, maxPending, signal });
+    return this.waiters.wait({ key, leaseMs, waitTimeoutMs, maxPending, signal, handoff: options.handoff });
   }
 
   tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
@@ -200,7 +208,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     if (invalid) return Promise.reject(invalid);
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-    return this.try.take(key, options.leaseMs ?? this.options.leaseMs, options.signal);
+    return this.try.take(key, options.leaseMs ?? this.options.leaseMs, options.signal, options.handoff);
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -27,11 +27,12 @@ function fakeContext() {
     // The real gateways over a recording Redis: the arguments are what the scripts get.
     scripts: {
       extend: new ExtendScript(script('extend')),
-      release: new ReleaseScript(script('release'), { heartbeatMs: 5000, channelPrefix: 'p:wake:', session: 'session' }),
+      release: new ReleaseScript(script('release'), { heartbeatMs: 5000, channelPrefix: 'p:wake:', session: 'session', block: 1 }),
     },
     deadlines: new DeadlineQueue(),
     handedOver: () => undefined,
     released: (lock: RedisLock) => released.push(lock),
+    cohorts: { passOn: () => false, end: () => [], forget: () => undefined },
   } as unknown as RedisLockContext;
   const extends_ = () => calls.filter((c) => c.script === 'extend');
   return { context, calls, extends_, released };

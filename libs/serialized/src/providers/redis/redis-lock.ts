@@ -20,6 +20,15 @@ export interface RedisLockContext {
   handedOver(handOff: HandOff, since: number): void;
   /** The lock is released (or its release failed): it no longer counts as held. */
   released(lock: RedisLock): void;
+  /** Local hand-offs (see `RedisCohorts`). */
+  readonly cohorts: {
+    /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
+    passOn(lock: RedisLock): boolean;
+    /** The lock goes back to Redis: owner tokens of the waiters it served in-process (their places leave the queue). */
+    end(lock: RedisLock): readonly string[];
+    /** The release carrying them was answered (or failed). */
+    forget(served: readonly string[]): void;
+  };
 }
 
 /** Shortest pause before retrying a renewal that failed while the lease still runs. */
@@ -38,11 +47,15 @@ export class RedisLock extends LockState implements Lock {
   /** The lease end, armed while a renewal is unconfirmed. */
   private guard: Deadline | undefined;
   private leaseEnd: number;
+  /** Length of the lease as last granted or renewed (a hand-off grants less than `leaseMs` until renewed). */
+  private leaseWindow: number;
   private renewing = true;
   /** A renewal is on its way to Redis. */
   private renewalInFlight = false;
   private lastRenewError: unknown;
   private releasing: Promise<void> | undefined;
+  /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
+  handoff: 'strict' | 'cohort' | undefined;
   private readonly onRenewal = (): void => this.renew();
   private readonly onLeaseEnd = (): void => {
     this.guard = undefined;
@@ -69,6 +82,7 @@ export class RedisLock extends LockState implements Lock {
     super();
     // Counted from when the successful attempt was sent (or the hand-off heard of).
     this.leaseEnd = grantedAt + grantedPx;
+    this.leaseWindow = grantedPx;
     this.scheduleRenewal(grantedAt + grantedPx / 3 - performance.now());
   }
 
@@ -91,34 +105,48 @@ export class RedisLock extends LockState implements Lock {
     if (this.lost) throw this.lost;
     this.leaseMs = px;
     this.leaseEnd = sentAt + px;
+    this.leaseWindow = px;
     this.cancelGuard();
     this.cancelRenewal();
     this.scheduleRenewal(px / 3);
   }
 
+  /** Lease still ahead of it (ms), as this process knows it. */
+  leaseLeft(): number {
+    return Math.max(0, this.leaseEnd - performance.now());
+  }
+
   release(): Promise<void> {
+    // A local hand-off needs a lease this process is sure of: renewals healthy and
+    // at least half of it ahead (the next holder renews it on its own schedule).
+    const passable = this.held && this.renewing && !this.renewalInFlight && this.lastRenewError === undefined
+      && this.leaseEnd - performance.now() >= this.leaseWindow / 2;
     if (!this.markReleased()) return this.releasing!;
     this.cancelRenewal();
     this.cancelGuard();
     const { context, keys } = this;
+    if (passable && context.cohorts.passOn(this)) return (this.releasing = Promise.resolve());
+    const served = context.cohorts.end(this);
     let sentAt = -Infinity;
     this.releasing = context.connection
       .run(
         this.key,
         (client) => {
           sentAt = performance.now();
-          return context.scripts.release.run(client, keys, this.token);
+          return context.scripts.release.run(client, keys, this.token, served);
         },
         URGENT,
       )
       .then(
         (result) => {
           context.released(this);
+          context.cohorts.forget(served);
           if (result.handed) context.handedOver(result.handed, sentAt);
         },
         (error: unknown) => {
           // Not released: the lease ends it (and the queue moves on then).
           context.released(this);
+          context.cohorts.forget(served);
           throw error;
         },
       );
@@ -185,6 +213,7 @@ export class RedisLock extends LockState implements Lock {
     this.cancelGuard();
     this.lastRenewError = undefined;
     this.leaseEnd = sentAt + px;
+    this.leaseWindow = px;
     this.scheduleRenewal(px / 3);
   }
 

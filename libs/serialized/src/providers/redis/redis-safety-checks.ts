@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../../errors';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
+import type { GrantBlock } from './redis-cohorts';
 import { URGENT, type RedisConnection } from './redis-connection';
 import type { RedisScripts } from './redis-scripts';
 import { QUEUED, type KeyWaiters, type RedisWaiter } from './redis-waiter';
@@ -15,7 +16,7 @@ export interface SafetyCheckHost {
   /** A script passed the key on; its lease started no earlier than `since`. */
   handedOver(handOff: HandOff, since: number): void;
   /** The key is `waiter`'s, with `px` ms of lease from no earlier than `since`. */
-  grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number): void;
+  grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): void;
   /** The waiter is done waiting (rejected with `error`); its place in Redis is given up too. */
   dropWaiter(waiter: RedisWaiter, error: Error): void;
   /** The waiter's place is gone from Redis (it was not granted the key): it waits again or times out. */
@@ -93,7 +94,10 @@ export class RedisSafetyChecks {
     if (result.handed) host.handedOver(result.handed, sentAt);
     const ours = result.owner ? host.waiter(result.owner) : undefined;
     // Handed the key by a message this process missed.
-    if (ours && ours.phase === QUEUED) host.grantWaiter(ours, ours.fence, result.pttl, sentAt);
+    // Its fencing tokens are the fresh block the check reserved for it.
+    if (ours && ours.phase === QUEUED && result.ownerBlock.fence > 0) {
+      host.grantWaiter(ours, result.ownerBlock.fence, result.pttl, sentAt, result.ownerBlock);
+    }
     // Neither queued nor holding: passed over after missing its heart-beats (this
     // process stalled), or handed a key whose lease ran out before it could run.
     for (const token of result.missing) {

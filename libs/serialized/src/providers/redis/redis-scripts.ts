@@ -25,9 +25,9 @@ export class RedisScripts {
   constructor(settings: HandOffSettings, dir: string = SCRIPTS_DIR) {
     const common = LuaScript.load(dir, 'common', 0).source;
     this.acquire = new AcquireScript(LuaScript.load(dir, 'acquire', 4, common), settings);
-    this.release = new ReleaseScript(LuaScript.load(dir, 'release', 3, common), settings);
-    this.leave = new LeaveScript(LuaScript.load(dir, 'leave', 3, common), settings);
-    this.check = new CheckScript(LuaScript.load(dir, 'check', 3, common), settings);
+    this.release = new ReleaseScript(LuaScript.load(dir, 'release', 4, common), settings);
+    this.leave = new LeaveScript(LuaScript.load(dir, 'leave', 4, common), settings);
+    this.check = new CheckScript(LuaScript.load(dir, 'check', 4, common), settings);
     this.extend = new ExtendScript(LuaScript.load(dir, 'extend', 1));
   }
 }

@@ -18,7 +18,7 @@ export class RedisTryAcquire {
     private readonly grants: RedisGrantCheck,
   ) {}
 
-  take(key: string, leaseMs: number, signal: AbortSignal | undefined): Promise<Lock | null> {
+  take(key: string, leaseMs: number, signal: AbortSignal | undefined, handoff?: 'strict' | 'cohort'): Promise<Lock | null> {
     const { connection, scripts } = this.waiters;
     const keys = this.keyspace.keysOf(key);
     const token = this.tokens.next(leaseMs);
@@ -31,7 +31,7 @@ export class RedisTryAcquire {
       .then(
         (result) => {
           if (result.handed) this.waiters.handedOver(result.handed, sentAt);
-          if (result.status === 'granted') return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal);
+          if (result.status === 'granted') return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal, result.last, handoff);
           if (result.status === 'twice') {
             this.waiters.leave(key, keys, token);
             throw new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key });
@@ -49,6 +49,7 @@ export class RedisTryAcquire {
   /** The key was taken: the caller holds it once it is sure the lease still runs. */
   private async taken(
     key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, signal: AbortSignal | undefined,
+    last: number, handoff: 'strict' | 'cohort' | undefined,
   ): Promise<Lock | null> {
     if (!this.grants.isFresh(since, px)) {
       // The reply came too late to count (a stalled event loop): Redis decides.
@@ -66,6 +67,6 @@ export class RedisTryAcquire {
       this.waiters.leave(key, keys, token);
       throw signal.reason;
     }
-    return this.waiters.grant(key, keys, token, fence, leaseMs, px, since);
+    return this.waiters.cohorts.grant(key, keys, token, fence, leaseMs, px, since, { last, floor: 0 }, handoff);
   }
 }

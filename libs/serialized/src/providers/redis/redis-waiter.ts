@@ -1,4 +1,5 @@
 import type { Lock } from '../../lock.interface';
+import type { RedisHandOffMode } from './redis-cohorts';
 import type { Deadline } from '../../internal/deadline-queue';
 import type { RedisCallOptions } from './redis-connection';
 import type { LinkedWaiter, RedisKeyWaiters } from './redis-key-waiters';
@@ -9,6 +10,8 @@ export interface WaitRequest {
   readonly leaseMs: number;
   readonly waitTimeoutMs: number;
   readonly maxPending: number;
+  /** How this caller, once holding, passes the key on (default the provider's). */
+  readonly handoff?: RedisHandOffMode;
   readonly signal: AbortSignal | undefined;
 }
 
@@ -38,6 +41,7 @@ export class RedisWaiter implements RedisCallOptions, LinkedWaiter<RedisWaiter> 
   fence = 0;
   /** Most waiters of this process its call allows (`maxPending`): checked again when its reply shows it queued. */
   maxPending = Infinity;
+  handoff: RedisHandOffMode | undefined;
   /** Settled by being handed the key (not by giving up). */
   granted = false;
   prev: RedisWaiter | undefined;

@@ -9,6 +9,7 @@ import type { Lock } from '../../lock.interface';
 import type { OwnerTokens } from './owner-tokens';
 import type { RedisConnection } from './redis-connection';
 import type { RedisGrantCheck } from './redis-grant-check';
+import { RedisCohorts, type CohortHost, type GrantBlock, type RedisHandOffMode } from './redis-cohorts';
 import { RedisHandOffs, type HandOffHost } from './redis-hand-offs';
 import { RedisKeyWaiters } from './redis-key-waiters';
 import type { RedisKeyspace, RedisLockKeys } from './redis-keyspace';
@@ -33,6 +34,7 @@ export interface RedisWaitersParts {
   readonly grants: RedisGrantCheck;
   readonly stalls: EventLoopStallMonitor;
   readonly heartbeatMs: number;
+  readonly handoff: RedisHandOffMode;
   readonly logger: Logger;
   /** `maxPendingTotal`: a waiter holds a place from its call until it settles. */
   readonly budget: PendingBudget;
@@ -46,7 +48,7 @@ export interface RedisWaitersParts {
  * ({@link RedisSafetyChecks}); every hand-off, whatever carried it, comes through
  * {@link handedOver}.
  */
-export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, WaitBudgetHost {
+export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, WaitBudgetHost, CohortHost {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
@@ -54,6 +56,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private readonly handOffs: RedisHandOffs;
   private readonly checks: RedisSafetyChecks;
   private readonly wakeUps: RedisWakeUps;
+  readonly cohorts: RedisCohorts;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, KeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
@@ -67,7 +70,8 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
     this.budgets = new RedisWaitBudgets(parts.deadlines, this);
     this.handOffs = new RedisHandOffs(this, parts.grants, parts.stalls);
-    this.leaves = new RedisLeaves(parts.connection, parts.scripts, this.handOffs, parts.logger);
+    this.cohorts = new RedisCohorts(parts.handoff, this, parts.held, (key) => this.keys.get(key)?.first);
+    this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
     this.checks = new RedisSafetyChecks(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
   }
@@ -92,7 +96,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     }
     queue.pending++;
     const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, waitTimeoutMs, signal, performance.now());
-    waiter.maxPending = request.maxPending;
+    [waiter.maxPending, waiter.handoff] = [request.maxPending, request.handoff];
     this.byToken.set(waiter.token, waiter);
     this.budgets.start(waiter);
     if (signal) {
@@ -105,14 +109,8 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
 
   /** A script passed the key on (to a waiter of this process, or of another). */
   handedOver(handOff: HandOff, since: number): void {
+    if (this.cohorts.handedToServed(handOff.member)) return;
     this.handOffs.handedOver(handOff, since);
-  }
-
-  /** A new lock, held under `token` with `px` ms of lease from `grantedAt`. */
-  grant(key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number): RedisLock {
-    const lock = new RedisLock(this, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
-    this.parts.held.add(lock);
-    return lock;
   }
 
   /** The lock no longer counts as held. */
@@ -164,16 +162,16 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     this.enqueue(waiter);
   }
 
-  lockFor(waiter: RedisWaiter, fence: number, px: number, since: number): Lock {
-    return this.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since);
+  lockFor(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): Lock {
+    return this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
   }
 
   isCurrent(queue: KeyWaiters): boolean {
     return this.keys.get(queue.key) === queue;
   }
 
-  grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number): void {
-    this.handOffs.grant(waiter, fence, px, since);
+  grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): void {
+    this.handOffs.grant(waiter, fence, px, since, block);
   }
 
   dropWaiter(waiter: RedisWaiter, error: Error): void {
@@ -218,8 +216,9 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   private enqueued(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
-    if (result.handed) this.handOffs.handedOver(result.handed, sentAt);
+    if (result.handed) this.handedOver(result.handed, sentAt);
     const { key, keys } = waiter.queue;
+    if (result.status === 'queued') this.cohorts.learned(key, result.floor);
     const { status } = result;
     // An earlier attempt of a waiter that now waits under a new token: undo it.
     if (waiter.token !== token) {
@@ -234,7 +233,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     }
     // Handed the key by a message that overtook this reply; Redis is being asked whether it still holds.
     if (waiter.phase === CONFIRMING) return;
-    if (status === 'granted') return this.handOffs.grant(waiter, result.fence, result.pttl, sentAt);
+    if (status === 'granted') return this.handOffs.grant(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: 0 });
     if (status !== 'queued') {
       this.settle(waiter);
       waiter.reject(new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }));

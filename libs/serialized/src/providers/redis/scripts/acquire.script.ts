@@ -22,13 +22,20 @@ export interface AcquireResult {
   readonly pttl: number;
   /** A waiter the call passed the free key to on its way. */
   readonly handed: HandOff | undefined;
+  /** `granted`: the last fencing token of the block reserved with `fence`. */
+  readonly last: number;
+  /**
+   * `queued` while a holder of this process's session holds the key: the place of the
+   * first waiter of another process (0: none); -1 otherwise.
+   */
+  readonly floor: number;
 }
 
 const STATUS = { 1: 'granted', 0: 'queued', [-1]: 'busy', 2: 'twice' } as const;
 
 /** Gateway to acquire.lua: take the key, or a place in its queue, in one round trip. */
 export class AcquireScript {
-  private readonly passOn: readonly [number, string, string];
+  private readonly passOn: readonly [number, string, string, number];
 
   constructor(
     private readonly script: RunnableScript,
@@ -42,10 +49,13 @@ export class AcquireScript {
     const reply = (await this.script.run(client, [
       keys.lock, keys.queue, keys.heartbeats, keys.fence,
       args.token, args.leaseMs, args.mode, this.settings.heartbeatMs, ...this.passOn,
-    ])) as [number, number, number, string, number, number];
-    const [status, fence, pttl, member, handedFence, handedPx] = reply;
+    ])) as [number, number, number, string, number, number, number, number, number, number];
+    const [status, fence, pttl, member, handedFence, handedPx, handedLast, handedFloor, last, floor] = reply;
     const decoded = STATUS[status as keyof typeof STATUS];
     if (decoded === undefined) throw new Error(`acquire.lua answered an unknown status ${status}`);
-    return { status: decoded, fence: Number(fence), pttl: Number(pttl), handed: handOffOf(member, handedFence, handedPx) };
+    return {
+      status: decoded, fence: Number(fence), pttl: Number(pttl), handed: handOffOf(member, handedFence, handedPx, handedLast, handedFloor),
+      last: Number(last), floor: Number(floor),
+    };
   }
 }

@@ -8,13 +8,18 @@ export interface CheckResult {
   readonly pttl: number;
   /** A waiter the check passed the free key to. */
   readonly handed: HandOff | undefined;
+  /**
+   * The owner is one of the tokens asked about, handed the key by a message this
+   * process missed: a fresh block of fencing tokens for it (`fence` 0 otherwise).
+   */
+  readonly ownerBlock: { readonly fence: number; readonly last: number; readonly floor: number };
   /** Tokens asked about that are no longer queued (granted, or dropped after missing their heart-beats). */
   readonly missing: readonly string[];
 }
 
 /** Gateway to check.lua: one process's heart-beat for its waiters of one key, and the safety check. */
 export class CheckScript {
-  private readonly passOn: readonly [number, string, string];
+  private readonly passOn: readonly [number, string, string, number];
 
   constructor(
     private readonly script: RunnableScript,
@@ -25,14 +30,15 @@ export class CheckScript {
 
   async run(client: ScriptClient, keys: LockKeys, tokens: readonly string[]): Promise<CheckResult> {
     const reply = (await this.script.run(client, [
-      keys.lock, keys.queue, keys.heartbeats, this.settings.heartbeatMs, ...this.passOn, ...tokens,
+      keys.lock, keys.queue, keys.heartbeats, keys.fence, this.settings.heartbeatMs, ...this.passOn, ...tokens,
     ])) as (string | number)[];
     const owner = reply[0] as string;
     return {
       owner: owner === '' ? undefined : owner,
       pttl: Number(reply[1]),
-      handed: handOffOf(reply[2], reply[3], reply[4]),
-      missing: reply.slice(5) as string[],
+      handed: handOffOf(reply[2], reply[3], reply[4], reply[5], reply[6]),
+      ownerBlock: { fence: Number(reply[7]), last: Number(reply[8]), floor: Number(reply[9]) },
+      missing: reply.slice(10) as string[],
     };
   }
 }

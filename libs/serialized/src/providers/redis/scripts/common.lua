@@ -7,7 +7,16 @@
 --   <prefix>:{<key>}:hb   zset    waiters' heart-beats; score = server time (ms) until which
 --                                 the waiter counts as alive
 -- An owner token is "<session>:<leaseMs>:<unique>": the session names the process's
--- wake-up channel, the lease bounds what a hand-off grants.
+-- wake-up channel, the lease bounds what a hand-off grants. Protocol 2 (local hand-off)
+-- writes "<session>:<leaseMs>:p2.<unique>"; a waiter of protocol 1 is told of a
+-- hand-off in its own format ("<member> <fence> <px>").
+--
+-- Fencing (protocol 2): whoever gets the key from Redis reserves a block of tokens
+-- with one INCRBY ("block" in ARGV): it uses the first, and its process may hand the
+-- key to its own next waiters in-process with the following ones, so every holder,
+-- local or not, has a token greater than the one before. Queue scores are drawn from
+-- the same counter on arrival: they order the waiters, they are not tokens.
+local PROTOCOL_2 = '^[^:]+:%d+:p2%.'
 
 -- The server's clock, so that no client clock matters. Scripts read it before their
 -- first write: with effects replication (the default from Redis 5 on, the only mode
@@ -22,15 +31,29 @@ end
 -- restart without persistence or a fail-over) starts from the server clock in
 -- microseconds rather than from 1, so tokens keep increasing across such a loss as
 -- long as the clock moves forward (2^53 us is in the year 2255).
-local function next_fence(counter)
-  local fence = redis.call('INCR', counter)
-  if fence == 1 then
+-- With `count` > 1 the caller reserves tokens fence .. fence + count - 1.
+local function next_fence(counter, count)
+  count = count or 1
+  local last = redis.call('INCRBY', counter, count)
+  if last == count then
     redis.replicate_commands()
     local t = redis.call('TIME')
-    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', counter, string.format('%.0f', fence))
+    last = tonumber(t[1]) * 1000000 + tonumber(t[2]) + count - 1
+    redis.call('SET', counter, string.format('%.0f', last))
   end
-  return fence
+  return last - count + 1
+end
+
+-- The arrival place of the first waiter of another session than `session` (0: none),
+-- looking at the first 64 places; when all of those are the session's own, the
+-- 64th place (waiters of the session before it are surely ahead of any other's).
+local function remote_floor(queue, session)
+  local entries = redis.call('ZRANGE', queue, 0, 63, 'WITHSCORES')
+  for i = 1, #entries, 2 do
+    if string.match(entries[i], '^([^:]+):') ~= session then return tonumber(entries[i + 1]) end
+  end
+  if #entries >= 128 then return tonumber(entries[#entries]) end
+  return 0
 end
 
 -- Hands the free key to the first waiter that still heart-beats, dropping the dead
@@ -38,24 +61,31 @@ end
 -- its lease is capped at the heart-beat timeout, so a waiter that died just now
 -- blocks the key for that long at most (it renews to its full lease once it runs).
 -- Waiters of the calling process are told by the reply, the others by a message on
--- their process's channel. Returns {member, fence, px} or nil.
-local function grant_next(lock, queue, beats, now, cap, channel, session)
+-- their process's channel. The new owner gets a fresh block of `block` tokens and the
+-- place of the first waiter of another process (its local hand-offs stay behind it).
+-- Returns {member, fence, px, last token of the block, floor} or nil.
+local function grant_next(lock, queue, beats, now, cap, channel, session, counter, block)
   while true do
     local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
     if #head == 0 then return nil end
     local member = head[1]
-    local fence = tonumber(head[2])
     local alive_until = tonumber(redis.call('ZSCORE', beats, member) or '0')
     redis.call('ZREM', queue, member)
     redis.call('ZREM', beats, member)
     local owner_session, lease = string.match(member, '^([^:]+):(%d+):')
     if lease and alive_until >= now then
       local px = math.min(tonumber(lease), cap)
+      local v2 = string.match(member, PROTOCOL_2) ~= nil
+      local count = v2 and block or 1
+      local fence = next_fence(counter, count)
+      local floor = v2 and remote_floor(queue, owner_session) or -1
       redis.call('SET', lock, member, 'PX', px)
       if owner_session ~= session then
-        redis.call('PUBLISH', channel .. owner_session, member .. ' ' .. string.format('%.0f', fence) .. ' ' .. px)
+        local message = member .. ' ' .. string.format('%.0f', fence) .. ' ' .. px
+        if v2 then message = message .. ' ' .. string.format('%.0f', fence + count - 1) .. ' ' .. string.format('%.0f', floor) end
+        redis.call('PUBLISH', channel .. owner_session, message)
       end
-      return {member, fence, px}
+      return {member, fence, px, fence + count - 1, floor}
     end
   end
 end

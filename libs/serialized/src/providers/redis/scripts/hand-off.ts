@@ -21,6 +21,11 @@ export interface HandOffSettings {
   readonly channelPrefix: string;
   /** This process's session: waiters of its own are told by the reply, not by a message. */
   readonly session: string;
+  /**
+   * Fencing tokens a process reserves when it gets a key from Redis: one for the
+   * holder, the rest for local hand-offs to its own next waiters (see `RedisCohorts`).
+   */
+  readonly block: number;
 }
 
 /** A script passed the key to `member` (a waiter), with its fencing token and `px` ms of lease. */
@@ -28,6 +33,13 @@ export interface HandOff {
   readonly member: string;
   readonly fence: number;
   readonly px: number;
+  /** The last token of the block reserved with `fence` (`fence` itself: no local hand-offs). */
+  readonly last: number;
+  /**
+   * The queue place of the first waiter of another process at the hand-off (0: none;
+   * -1: unknown, e.g. a protocol-1 message): local hand-offs stay behind it.
+   */
+  readonly floor: number;
 }
 
 /** The reply of a script that may end by passing the key on (release, leave). */
@@ -38,20 +50,21 @@ export interface PassOnResult {
 }
 
 /** The arguments `grant_next` takes, in the scripts' order. */
-export function handOffArgs(settings: HandOffSettings): readonly [number, string, string] {
-  return [settings.heartbeatMs, settings.channelPrefix, settings.session];
+export function handOffArgs(settings: HandOffSettings): readonly [number, string, string, number] {
+  return [settings.heartbeatMs, settings.channelPrefix, settings.session, settings.block];
 }
 
-/** A hand-off from three reply fields (`member` empty: none). */
-export function handOffOf(member: unknown, fence: unknown, px: unknown): HandOff | undefined {
+/** A hand-off from five reply fields (`member` empty: none; `last`/`floor` missing: protocol 1). */
+export function handOffOf(member: unknown, fence: unknown, px: unknown, last?: unknown, floor?: unknown): HandOff | undefined {
   if (typeof member !== 'string' || member === '') return undefined;
-  return { member, fence: Number(fence), px: Number(px) };
+  const first = Number(fence);
+  return { member, fence: first, px: Number(px), last: last === undefined ? first : Number(last), floor: floor === undefined ? -1 : Number(floor) };
 }
 
-/** Decodes `{0} | {1} | {2, member, fence, px}` (release.lua, leave.lua). */
+/** Decodes `{0} | {1} | {2, member, fence, px, last, floor}` (release.lua, leave.lua). */
 export function passOnResultOf(reply: unknown): PassOnResult {
-  const [status, member, fence, px] = reply as [number, string?, number?, number?];
-  if (status === 2) return { status: 'handed', handed: handOffOf(member, fence, px) };
+  const [status, member, fence, px, last, floor] = reply as [number, string?, number?, number?, number?, number?];
+  if (status === 2) return { status: 'handed', handed: handOffOf(member, fence, px, last, floor) };
   return { status: status === 1 ? 'released' : 'none', handed: undefined };
 }
 

@@ -2,7 +2,7 @@ import { type LockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type 
 
 /** Gateway to leave.lua: a waiter gives up its place, passing the key on if it was handed over meanwhile. */
 export class LeaveScript {
-  private readonly passOn: readonly [number, string, string];
+  private readonly passOn: readonly [number, string, string, number];
 
   constructor(
     private readonly script: RunnableScript,
@@ -12,6 +12,6 @@ export class LeaveScript {
   }
 
   async run(client: ScriptClient, keys: LockKeys, token: string): Promise<PassOnResult> {
-    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, token, ...this.passOn]));
+    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn]));
   }
 }

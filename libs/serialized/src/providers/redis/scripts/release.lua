@@ -1,15 +1,23 @@
 -- Release: only the owner's token may; the key goes straight to the first live
 -- waiter (one round trip for the hand-off), or is deleted when nobody waits.
+-- Waiters its process served in-process meanwhile (local hand-offs under this
+-- token) leave the queue first.
 --
--- KEYS: lock, queue, heart-beats
--- ARGV: token, hand-off lease cap, wake-up channel prefix, caller's session
+-- KEYS: lock, queue, heart-beats, fencing counter
+-- ARGV: token, hand-off lease cap, wake-up channel prefix, caller's session,
+--       tokens per block, served token...
 -- Reply: {0} not ours (already released, or lost); {1} released, nobody waits;
---        {2, member, fence, px} passed to that waiter
-local lock, queue, beats, token = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+--        {2, member, fence, px, last, floor} passed to that waiter
+local lock, queue, beats, counter, token = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
+-- Served: their places go whether or not the key is still ours (a lost lease too).
+if #ARGV > 5 then
+  redis.call('ZREM', queue, unpack(ARGV, 6))
+  redis.call('ZREM', beats, unpack(ARGV, 6))
+end
 if redis.call('GET', lock) ~= token then return {0} end
 if redis.call('EXISTS', queue) == 1 then
-  local handed = grant_next(lock, queue, beats, now_ms(), tonumber(ARGV[2]), ARGV[3], ARGV[4])
-  if handed then return {2, handed[1], handed[2], handed[3]} end
+  local handed = grant_next(lock, queue, beats, now_ms(), tonumber(ARGV[2]), ARGV[3], ARGV[4], counter, tonumber(ARGV[5]))
+  if handed then return {2, handed[1], handed[2], handed[3], handed[4], handed[5]} end
 end
 redis.call('DEL', lock)
 return {1}

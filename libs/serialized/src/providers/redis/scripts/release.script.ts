@@ -2,7 +2,7 @@ import { type LockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type 
 
 /** Gateway to release.lua: owner-checked release that hands the key straight to the first live waiter. */
 export class ReleaseScript {
-  private readonly passOn: readonly [number, string, string];
+  private readonly passOn: readonly [number, string, string, number];
 
   constructor(
     private readonly script: RunnableScript,
@@ -11,8 +11,12 @@ export class ReleaseScript {
     this.passOn = handOffArgs(settings);
   }
 
-  /** `none`: the key was no longer `token`'s (already released, or lost). */
-  async run(client: ScriptClient, keys: LockKeys, token: string): Promise<PassOnResult> {
-    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, token, ...this.passOn]));
+  /**
+   * `none`: the key was no longer `token`'s (already released, or lost). `served`:
+   * owner tokens of waiters this process handed the key to in-process under `token`
+   * (their places leave the queue first).
+   */
+  async run(client: ScriptClient, keys: LockKeys, token: string, served: readonly string[] = []): Promise<PassOnResult> {
+    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn, ...served]));
   }
 }

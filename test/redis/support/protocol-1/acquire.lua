@@ -1,0 +1,48 @@
+-- Acquire in one round trip: take the key when it is free and nobody waits,
+-- otherwise (mode "wait") take a place in the global FIFO queue.
+--
+-- KEYS: lock, queue, heart-beats, fencing counter (same slot as the lock in Cluster)
+-- ARGV: token, leaseMs, mode ("wait" | "try"), heartbeatMs, hand-off lease cap,
+--       wake-up channel prefix, caller's session
+-- Reply: {status, fence, pttl, handed member, handed fence, handed px}
+--   status  1  granted: fence is its fencing token, pttl its lease
+--           0  queued: fence is its place (and its fencing token once granted),
+--              pttl what is left of the holder's lease
+--          -1  busy (mode "try": held or waited for)
+--           2  this token already holds the key (the call was sent twice)
+--   handed: a waiter the call passed the free key to on its way ('' when none)
+local lock, queue, beats, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, lease, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+
+if redis.call('EXISTS', lock, queue) == 0 then
+  local fence = next_fence(counter)
+  redis.call('SET', lock, token, 'PX', lease)
+  return {1, fence, lease, '', 0, 0}
+end
+local owner = redis.call('GET', lock)
+if owner == token then return {2, 0, redis.call('PTTL', lock), '', 0, 0} end
+local place = redis.call('ZSCORE', queue, token)
+if place then return {0, tonumber(place), redis.call('PTTL', lock), '', 0, 0} end
+
+local heartbeat, cap, channel, session = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local now = now_ms()
+local h_member, h_fence, h_px = '', 0, 0
+if not owner then
+  -- Free, but others arrived first (the holder's lease ran out, or a waiter left):
+  -- the first live one gets it; with none alive, the key is ours.
+  local handed = grant_next(lock, queue, beats, now, cap, channel, session)
+  if not handed then
+    local fence = next_fence(counter)
+    redis.call('SET', lock, token, 'PX', lease)
+    return {1, fence, lease, '', 0, 0}
+  end
+  h_member, h_fence, h_px = handed[1], handed[2], handed[3]
+end
+if mode ~= 'wait' then return {-1, 0, redis.call('PTTL', lock), h_member, h_fence, h_px} end
+
+local fence = next_fence(counter)
+redis.call('ZADD', queue, fence, token)
+redis.call('ZADD', beats, now + heartbeat, token)
+redis.call('PEXPIRE', queue, heartbeat * 2)
+redis.call('PEXPIRE', beats, heartbeat * 2)
+return {0, fence, redis.call('PTTL', lock), h_member, h_fence, h_px}
