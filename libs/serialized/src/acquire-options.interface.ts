@@ -13,7 +13,7 @@ export interface AcquireOptions {
    * `redis.handoff`. The in-memory provider ignores it. See docs/providers/postgres.md
    * and docs/providers/redis.md.
    */
-  handoff?: 'strict' | 'cohort';
+  handoff?: HandOffMode;
 }
 
 /**
@@ -25,3 +25,10 @@ export interface ProviderAcquireOptions extends AcquireOptions {
   /** Most callers that may wait for this key in this process (the holder does not count). */
   maxPending?: number;
 }
+
+/**
+ * How a releasing holder passes a key on: `'strict'` hands it to a waiter of this
+ * process only while no waiter of another process waits for it ahead; `'cohort'`
+ * serves up to `maxLocalHandOffs` of this process's waiters in a row first.
+ */
+export type HandOffMode = 'strict' | 'cohort';

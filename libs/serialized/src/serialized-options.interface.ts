@@ -39,7 +39,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     maxInFlight?: number;
     /**
      * How a released key passes to a waiter of the same process, without a round trip
-     * (default `'strict'`, `SERIALIZED_HANDOFF`): `'strict'` only while global arrival
+     * (default `'strict'`, `SERIALIZED_REDIS_HANDOFF`): `'strict'` only while global arrival
      * order allows it; `'cohort'` this process's waiters first, up to `maxLocalHandOffs`
      * in a row (docs/semantics.md, *Local hand-off*).
      */

@@ -20,12 +20,12 @@ describe('resolveSerializedOptions', () => {
     expect(resolveSerializedOptions({ driver: 'memory', leaseMs: 1000 }, env)).toMatchObject({ driver: 'memory', leaseMs: 1000 });
   });
 
-  it("takes handoff from the options, else SERIALIZED_HANDOFF, else 'strict'; anything else stops start-up naming it", () => {
+  it("takes handoff from the options, else SERIALIZED_REDIS_HANDOFF, else 'strict'; anything else stops start-up naming it", () => {
     const redis = { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'redis://h:1' };
     expect(resolveSerializedOptions({}, redis).redis.handoff).toBe('strict');
-    expect(resolveSerializedOptions({}, { ...redis, SERIALIZED_HANDOFF: 'cohort' }).redis.handoff).toBe('cohort');
-    expect(resolveSerializedOptions({ redis: { handoff: 'strict' } }, { ...redis, SERIALIZED_HANDOFF: 'cohort' }).redis.handoff).toBe('strict');
-    expect(() => resolveSerializedOptions({}, { ...redis, SERIALIZED_HANDOFF: 'fifo' })).toThrow(/SERIALIZED_HANDOFF="fifo" is invalid: accepts one of strict, cohort \(default strict\)/);
+    expect(resolveSerializedOptions({}, { ...redis, SERIALIZED_REDIS_HANDOFF: 'cohort' }).redis.handoff).toBe('cohort');
+    expect(resolveSerializedOptions({ redis: { handoff: 'strict' } }, { ...redis, SERIALIZED_REDIS_HANDOFF: 'cohort' }).redis.handoff).toBe('strict');
+    expect(() => resolveSerializedOptions({}, { ...redis, SERIALIZED_REDIS_HANDOFF: 'fifo' })).toThrow(/SERIALIZED_REDIS_HANDOFF="fifo" is invalid: accepts one of strict, cohort \(default strict\)/);
     expect(() => resolveSerializedOptions({ redis: { handoff: 'fair' as 'strict' } }, redis)).toThrow(/redis\.handoff/);
   });
 

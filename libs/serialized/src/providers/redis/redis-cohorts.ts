@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import type { HandOffMode } from '../../acquire-options.interface';
 import type { HeldLocks } from '../../internal/held-locks';
 import type { RedisLockKeys } from './redis-keyspace';
 import { RedisLock, type RedisLockContext } from './redis-lock';
@@ -11,7 +12,8 @@ import type { RedisWaiter } from './redis-waiter';
  * waiters first, up to `maxLocalHandOffs` in a row, before the key goes back to
  * Redis (and to an earlier waiter of another process).
  */
-export type RedisHandOffMode = 'strict' | 'cohort';
+/** See {@link HandOffMode}. */
+export type RedisHandOffMode = HandOffMode;
 
 /** What a tenure (this process holding a key it got from Redis) learned when it began. */
 export interface GrantBlock {

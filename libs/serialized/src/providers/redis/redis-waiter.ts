@@ -1,5 +1,5 @@
 import type { Lock } from '../../lock.interface';
-import type { RedisHandOffMode } from './redis-cohorts';
+import type { HandOffMode as RedisHandOffMode } from '../../acquire-options.interface';
 import type { Deadline } from '../../internal/deadline-queue';
 import type { RedisCallOptions } from './redis-connection';
 import type { LinkedWaiter, RedisKeyWaiters } from './redis-key-waiters';
