@@ -10,6 +10,9 @@ module.exports = {
   testEnvironment: '<rootDir>/test/setup/quiet-environment.js',
   setupFilesAfterEnv: ['<rootDir>/test/setup/quiet-logs.ts'],
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // `*.alone-spec.ts` (stress tests that bring their own load, a CPU hog) run after the
+  // rest, by a second `jest --testRegex` in `npm test`: beside the other suites the host's
+  // load would be theirs plus everything else, not the load they describe.
   testRegex: ['(libs|src)/.*\\.spec\\.ts$', 'test/.*\\.(e2e-spec|spec)\\.ts$'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
