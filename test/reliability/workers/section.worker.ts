@@ -91,10 +91,15 @@ async function section(key: string, lock: Lock, requestId: string, holdMs: numbe
       const others = members.filter((m) => m !== token);
       if (added && others.length) await detector.rpush(`${DETECTOR}:overlaps`, JSON.stringify({ key, token, others }));
       if ((await detector.sadd(`${DETECTOR}:runs`, requestId)) === 0) stats.duplicates++;
-      const { rows } = await ledger.query(`SELECT value FROM ${LEDGER} WHERE key = $1`, [key]);
+      // A fenced read-modify-write claims the row with its token before reading: a
+      // holder that lost its lock and has not heard yet can then no longer write
+      // (fencing the write alone lets such a holder write between a newer holder's
+      // read and write — a lost update with every token in order).
+      const claimed = await ledger.query(`UPDATE ${LEDGER} SET fence = $2 WHERE key = $1 AND fence <= $2 RETURNING value`, [key, token]);
+      if (!claimed.rowCount) return void stats.rejected++;
       if (holdMs) await sleep(holdMs);
       if (lock.signal.aborted) return void stats.rejected++;
-      const written = await ledger.query(`UPDATE ${LEDGER} SET value = $2, fence = $3 WHERE key = $1 AND fence <= $3`, [key, Number(rows[0]?.value ?? 0) + 1, token]);
+      const written = await ledger.query(`UPDATE ${LEDGER} SET value = $2 WHERE key = $1 AND fence = $3`, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token]);
       if (written.rowCount) {
         stats.accepted++;
         await ledger.query(`INSERT INTO ${LEDGER}_writes (key, token) VALUES ($1, $2)`, [key, token]);
@@ -184,11 +189,14 @@ async function hold(key: string, holdMs: number): Promise<void> {
     .run(key, async (lock) => {
       if ((await detector.sadd(`${DETECTOR}:runs`, `${process.pid}:hold:${key}`)) === 0) stats.duplicates++;
       process.send!({ type: 'holding', token: lock.fencingToken.toString() });
-      const { rows } = await ledger.query(`SELECT value FROM ${LEDGER} WHERE key = $1`, [key]);
-      await sleep(holdMs);
-      // The late write of a paused holder: storage refuses a token older than the last writer's.
       const token = lock.fencingToken.toString();
-      const written = await ledger.query(`UPDATE ${LEDGER} SET value = $2, fence = $3 WHERE key = $1 AND fence <= $3`, [key, Number(rows[0]?.value ?? 0) + 1, token]);
+      // Claims the row first (see `section`), then holds.
+      const claimed = await ledger.query(`UPDATE ${LEDGER} SET fence = $2 WHERE key = $1 AND fence <= $2 RETURNING value`, [key, token]);
+      await sleep(holdMs);
+      // The late write of a paused holder: storage refuses it once a newer holder claimed the row.
+      const written = claimed.rowCount
+        ? await ledger.query(`UPDATE ${LEDGER} SET value = $2 WHERE key = $1 AND fence = $3`, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token])
+        : { rowCount: 0 };
       if (written.rowCount) {
         stats.accepted++;
         await ledger.query(`INSERT INTO ${LEDGER}_writes (key, token) VALUES ($1, $2)`, [key, token]);
