@@ -56,6 +56,8 @@ describe('RedisLockProvider local hand-off', () => {
     const holder = await provider.acquire(key);
     const next = provider.acquire(key, { waitTimeoutMs: 20_000 });
     await waitFor(async () => (await redis.zcard(keys.queue)) === 1, 10_000, 'the local waiter queued');
+    // Redis queued it; the provider knows its place once it has read the reply (replies come in order on its connection).
+    await provider.ping(5000);
     const before = provider.localHandOffs;
     await holder.release();
     const local: Lock = await next;
