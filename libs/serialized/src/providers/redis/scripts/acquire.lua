@@ -15,6 +15,9 @@
 --          -1  busy (mode "try": held or waited for)
 --           2  this token already holds the key (the call was sent twice)
 --   handed: a waiter the call passed the free key to on its way ('' when none)
+-- Queued behind a holder of another process: that process is told by a message
+-- "<owner> <place>" on its channel (its riders stay ahead of this waiter only while it
+-- has not heard).
 local lock, queue, beats, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, lease, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local block = tonumber(ARGV[8])
@@ -52,5 +55,13 @@ redis.call('ZADD', beats, now + heartbeat, token)
 redis.call('PEXPIRE', queue, heartbeat * 2)
 redis.call('PEXPIRE', beats, heartbeat * 2)
 local floor = -1
-if string.match(owner, '^([^:]+):') == session then floor = remote_floor(queue, session) end
+local owner_session = string.match(owner, '^([^:]+):')
+if owner_session == session then
+  floor = remote_floor(queue, session)
+elseif string.match(owner, PROTOCOL_2) then
+  -- The holder's process may be serving waiters of its own that have no place here
+  -- (riders, see redis-cohorts.ts): it learns that a waiter of another process now
+  -- waits ("<owner> <place>"; a protocol-2 process of an older version ignores it).
+  redis.call('PUBLISH', channel .. owner_session, owner .. ' ' .. string.format('%.0f', fence))
+end
 return {0, fence, redis.call('PTTL', lock), h_member, h_fence, h_px, h_last, h_floor, 0, floor}
