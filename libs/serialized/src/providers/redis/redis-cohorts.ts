@@ -121,9 +121,10 @@ export class RedisCohorts {
   }
 
   /** A waiter of another process queued at `place` behind the holder `owner` (a message on this process's channel). */
-  noticed(owner: string, place: number): void {
+  noticed(owner: string, place: number): boolean {
     const key = this.tenureKeys.get(owner);
     if (key !== undefined) this.learned(key, place);
+    return key !== undefined;
   }
 
   /**

@@ -111,7 +111,9 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   noticed(owner: string, place: number): void {
-    this.cohorts.noticed(owner, place);
+    const waiter = this.cohorts.noticed(owner, place) ? undefined : this.byToken.get(owner);
+    // Handed the key, but its news has not come yet (a reply on the other connection, or being confirmed).
+    if (waiter) waiter.notice = Math.min(waiter.notice, place);
   }
 
   get listening(): boolean {
@@ -176,7 +178,9 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   lockFor(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): Lock {
-    return this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
+    const lock = this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
+    this.cohorts.learned(waiter.queue.key, waiter.notice);
+    return lock;
   }
 
   isCurrent(queue: KeyWaiters): boolean {

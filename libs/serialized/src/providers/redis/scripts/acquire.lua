@@ -11,7 +11,7 @@
 --           0  queued: fence is its place in the queue, pttl what is left of the
 --              holder's lease; floor, when the holder is of the caller's session,
 --              the place of the first waiter of another session (0: none; -1: not
---              asked)
+--              asked, or not among the first 64)
 --          -1  busy (mode "try": held or waited for)
 --           2  this token already holds the key (the call was sent twice)
 --   handed: a waiter the call passed the free key to on its way ('' when none)
@@ -57,7 +57,9 @@ redis.call('PEXPIRE', beats, heartbeat * 2)
 local floor = -1
 local owner_session = string.match(owner, '^([^:]+):')
 if owner_session == session then
-  floor = remote_floor(queue, session)
+  -- A short look (every queued waiter of the holder's process pays for it); -1 when
+  -- it sees only the process's own: the holder's process learns nothing from it.
+  floor = remote_floor(queue, session, 64, false)
 elseif string.match(owner, PROTOCOL_2) then
   -- The holder's process may be serving waiters of its own that have no place here
   -- (riders, see redis-cohorts.ts): it learns that a waiter of another process now

@@ -26,7 +26,7 @@ if keep > 0 then
   local fence = next_fence(counter, block)
   redis.call('PEXPIRE', lock, keep)
   local floor = 0
-  if redis.call('EXISTS', queue) == 1 then floor = remote_floor(queue, ARGV[4]) end
+  if redis.call('EXISTS', queue) == 1 then floor = remote_floor(queue, ARGV[4], FLOOR_WINDOW, true) end
   return {3, '', fence, keep, fence + block - 1, floor}
 end
 if redis.call('EXISTS', queue) == 1 then
