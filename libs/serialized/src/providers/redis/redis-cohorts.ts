@@ -3,6 +3,7 @@ import type { HandOffMode } from '../../acquire-options.interface';
 import type { HeldLocks } from '../../internal/held-locks';
 import type { RedisLockKeys } from './redis-keyspace';
 import { RedisLock, type RedisLockContext } from './redis-lock';
+import { Tenure } from './redis-tenure';
 import { QUEUED, type RedisWaiter } from './redis-waiter';
 
 /**
@@ -35,19 +36,6 @@ export interface CohortHost extends RedisLockContext {
   readonly listening: boolean;
 }
 
-/** One tenure: this process holds `key` in Redis under `token`. */
-interface Tenure {
-  readonly token: string;
-  readonly keys: RedisLockKeys;
-  /** The last fencing token of the block reserved when the tenure began (or was kept). */
-  last: bigint;
-  /** The fencing token of the tenure's current (or last) holder. */
-  issued: bigint;
-  /** Queue place of the first waiter of another process known to be queued (Infinity: none). */
-  floor: number;
-  /** Owner tokens of the waiters served in-process (their places leave the queue at the release). */
-  served: string[];
-}
 
 /**
  * Local hand-off (lock cohorting, Dice, Marathe & Shavit, PPoPP 2012): while this
@@ -102,7 +90,7 @@ export class RedisCohorts {
     this.drop(key);
     if (block && block.last > fence) {
       const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
-      this.tenures.set(key, { token, keys, last: BigInt(block.last), issued: BigInt(fence), floor, served: [] });
+      this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(block.last), floor));
       this.tenureKeys.set(token, key);
     }
     const lock = new RedisLock(this.host, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
@@ -152,13 +140,20 @@ export class RedisCohorts {
    */
   passOn(lock: RedisLock): boolean {
     const tenure = this.tenures.get(lock.key);
-    if (!tenure || tenure.token !== lock.token || lock.fencingToken >= tenure.last || this.held.closing) return false;
+    if (!tenure || tenure.token !== lock.token || this.held.closing) return false;
+    const spent = lock.fencingToken >= tenure.last;
+    if (spent && !tenure.ready) return false;
     const waiter = this.next(lock, tenure);
     if (!waiter) return false;
+    // The block is spent: the next one, reserved meanwhile, if it is above every token issued.
+    const refill = spent ? tenure.takeRefill() : undefined;
+    if (spent && !refill) return false;
     this.held.delete(lock);
-    // The tenure's owner token and its lease as it stands; the new holder renews it
-    // on its own schedule (and its signal aborts if Redis no longer has it).
-    this.serve(lock.key, tenure, waiter, lock.fencingToken + 1n, lock.leaseLeft(), performance.now());
+    // The tenure's owner token and its lease as it stands (or as the refill left it);
+    // the new holder renews it on its own schedule (and its signal aborts if Redis no longer has it).
+    const now = performance.now();
+    const px = Math.max(lock.leaseLeft(), refill ? refill.until - now : 0);
+    this.serve(lock.key, tenure, waiter, refill ? refill.fence : lock.fencingToken + 1n, px, now);
     return true;
   }
 
@@ -200,7 +195,7 @@ export class RedisCohorts {
   kept(lock: RedisLock, keys: RedisLockKeys, { fence, last, px, floor }: { fence: number; last: number; px: number; floor: number }, since: number): void {
     const tenure = this.tenures.get(lock.key);
     if (tenure && tenure.token === lock.token) {
-      tenure.last = BigInt(last);
+      tenure.kept(BigInt(last));
       this.learned(lock.key, floor);
       const waiter = this.held.closing ? undefined : this.next(lock, tenure);
       if (waiter) return this.serve(lock.key, tenure, waiter, BigInt(fence), px, since);
@@ -236,6 +231,9 @@ export class RedisCohorts {
     this.host.settle(waiter);
     waiter.granted = true;
     waiter.resolve(next);
+    if (waiter.queue.riders > Number(tenure.last - fence)) {
+      tenure.askRefill(this.host.connection, this.host.scripts, waiter.leaseMs, (floor) => this.learned(key, floor), (s) => this.forget(s));
+    }
   }
 
   private hasRiders(key: string): boolean {

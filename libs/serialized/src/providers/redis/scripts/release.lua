@@ -5,7 +5,7 @@
 --
 -- With `keep` > 0 (its process has riders waiting: waiters without a place of their
 -- own, see redis-cohorts.ts, which bounds them to one block) the key stays the
--- token's for `keep` ms more, with a fresh block of tokens for the riders, and the
+-- token's for at least `keep` ms more, with a fresh block of tokens for the riders, and the
 -- reply says where the first waiter of another process is (0: none).
 --
 -- KEYS: lock, queue, heart-beats, fencing counter
