@@ -71,11 +71,11 @@ end
 -- Returns {member, fence, px, last token of the block, floor} or nil.
 local function grant_next(lock, queue, beats, now, cap, channel, session, counter, block)
   while true do
-    local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
+    -- Taken off the queue whether alive or not (one command: ZPOPMIN, Redis 5+).
+    local head = redis.call('ZPOPMIN', queue)
     if #head == 0 then return nil end
     local member = head[1]
     local alive_until = tonumber(redis.call('ZSCORE', beats, member) or '0')
-    redis.call('ZREM', queue, member)
     redis.call('ZREM', beats, member)
     local owner_session, lease = string.match(member, '^([^:]+):(%d+):')
     if lease and alive_until >= now then
