@@ -85,6 +85,8 @@ describe('RedisLockProvider local hand-off', () => {
       const holder = await provider.acquire(key, { handoff });
       const remote = other.acquire(key, { waitTimeoutMs: 20_000 }).then((lock) => (order.push('remote'), lock));
       await waitFor(async () => (await redis.zcard(keys.queue)) === 1, 10_000, 'the other instance queued');
+      // The other instance queued 100 ms before this process's waiter comes (what strict order promises; its notice reaches this process meanwhile).
+      await new Promise((resolve) => setTimeout(resolve, 100));
       const local = provider.acquire(key, { waitTimeoutMs: 20_000 }).then((lock) => (order.push('local'), lock));
       await waitFor(async () => (await redis.zcard(keys.queue)) === 2, 10_000, 'the local waiter queued');
       // Replies come in order on the provider's connection: after this one, the local waiter's was read.

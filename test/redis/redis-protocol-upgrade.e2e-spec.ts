@@ -97,9 +97,11 @@ describe('RedisLockProvider protocol 2 next to protocol 1 (rolling deploy)', () 
     try {
       const holder = await provider.acquire(key);
       const locals = [provider.acquire(key), provider.acquire(key)];
-      await waitFor(async () => (await redis.zcard(keysOf(key).queue)) === 2, 10_000, 'two local waiters queued');
-      // The provider knows their places once it has read the replies (in order on its connection).
+      // They ride on the holder's tenure (no place in Redis) or, before this process
+      // hears its channel, take places; either way the provider knows of them once it
+      // has read the replies of what it sent before this ping (in order on its connection).
       await provider.ping(5000);
+      expect(await redis.zcard(keysOf(key).queue)).toBeLessThanOrEqual(2);
       expect((await oldAcquire(key, oldToken, 'try')).status).toBe(-1);
       const queued = await oldAcquire(key, oldToken, 'wait');
       expect(queued.status).toBe(0);

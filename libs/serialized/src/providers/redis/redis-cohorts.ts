@@ -3,7 +3,8 @@ import type { HandOffMode } from '../../acquire-options.interface';
 import type { HeldLocks } from '../../internal/held-locks';
 import type { RedisLockKeys } from './redis-keyspace';
 import { RedisLock, type RedisLockContext } from './redis-lock';
-import type { RedisWaiter } from './redis-waiter';
+import { Tenure } from './redis-tenure';
+import { QUEUED, type RedisWaiter } from './redis-waiter';
 
 /**
  * How a held key passes to the next waiter: `strict` (default) keeps global
@@ -29,19 +30,12 @@ export interface CohortHost extends RedisLockContext {
   settle(waiter: RedisWaiter): void;
   /** Gives up `token`'s place, or passes the key on if `token` holds it. */
   leave(key: string, keys: RedisLockKeys, token: string): void;
+  /** The riders of `key` (no place in Redis) take places of their own: the tenure they rode on ended. */
+  unride(key: string): void;
+  /** This process hears its wake-up channel (a remote waiter's notice would reach it). */
+  readonly listening: boolean;
 }
 
-/** One tenure: this process holds `key` in Redis under `token`. */
-interface Tenure {
-  readonly token: string;
-  readonly keys: RedisLockKeys;
-  /** The last fencing token of the block reserved when the tenure began. */
-  readonly last: bigint;
-  /** Queue place of the first waiter of another process known to be queued (Infinity: none). */
-  floor: number;
-  /** Owner tokens of the waiters served in-process (their places leave the queue at the release). */
-  readonly served: string[];
-}
 
 /**
  * Local hand-off (lock cohorting, Dice, Marathe & Shavit, PPoPP 2012): while this
@@ -53,10 +47,22 @@ interface Tenure {
  * local hand-offs. In `strict` mode a waiter is served locally only while its
  * place is ahead of every waiter of another process known to be queued: the
  * scripts report the first such place when the tenure begins and with each reply
- * that queues a waiter of this process behind its own holder. See docs/semantics.md.
+ * that queues a waiter of this process behind its own holder, and a waiter of
+ * another process that queues behind the holder tells it by a message.
+ *
+ * Riders: while this process holds the key and knows of no waiter of another
+ * process queued (or, `cohort`, while its block has a token left for every local
+ * waiter), a new waiter takes no place in Redis at all: it waits in this process
+ * and is served by a local hand-off. When the block runs out with riders waiting,
+ * the release keeps the key with a fresh block for them (and learns whether a
+ * waiter of another process is queued, in case its notice was lost). When the
+ * tenure ends any other way, the riders take places of their own. See
+ * docs/semantics.md.
  */
 export class RedisCohorts {
   private readonly tenures = new Map<string, Tenure>();
+  /** Key of each tenure, by its owner token (where a remote waiter's notice finds it). */
+  private readonly tenureKeys = new Map<string, string>();
   /** Served owner tokens until the release that removes their places is answered: a late hand-off to one is passed on. */
   private readonly served = new Map<string, { key: string; keys: RedisLockKeys }>();
   /** Local hand-offs so far (diagnostics). */
@@ -81,10 +87,11 @@ export class RedisCohorts {
     // A tenure whose lock was lost and not yet released: its served waiters' places go now.
     const previous = this.tenures.get(key);
     if (previous) for (const served of previous.served) this.host.leave(key, previous.keys, served);
-    this.tenures.delete(key);
+    this.drop(key);
     if (block && block.last > fence) {
       const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
-      this.tenures.set(key, { token, keys, last: BigInt(block.last), floor, served: [] });
+      this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(block.last), floor));
+      this.tenureKeys.set(token, key);
     }
     const lock = new RedisLock(this.host, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
     lock.handoff = handoff;
@@ -101,38 +108,145 @@ export class RedisCohorts {
     if (tenure && floor > 0 && floor < tenure.floor) tenure.floor = floor;
   }
 
+  /** A waiter of another process queued at `place` behind the holder `owner` (a message on this process's channel). */
+  noticed(owner: string, place: number): boolean {
+    const key = this.tenureKeys.get(owner);
+    if (key !== undefined) this.learned(key, place);
+    return key !== undefined;
+  }
+
+  /**
+   * A new waiter rides on this process's tenure of its key (no place in Redis)
+   * when the mode allows: see the class comment. True: it is linked as a rider.
+   */
+  ride(waiter: RedisWaiter): boolean {
+    const queue = waiter.queue;
+    const tenure = this.tenures.get(queue.key);
+    // Local arrival order: nobody of this process may be on the way to a place.
+    if (!tenure || this.held.closing || !this.host.listening || queue.pending !== queue.queued + 1) return false;
+    // No waiter of another process known; or (cohort) a token of this block left for every local waiter ahead.
+    const cohort = (waiter.handoff ?? this.mode) === 'cohort';
+    if (tenure.floor !== Infinity && !(cohort && BigInt(queue.queued) < tenure.last - tenure.issued)) return false;
+    waiter.rider = true;
+    waiter.phase = QUEUED;
+    queue.link(waiter);
+    queue.riders++;
+    return true;
+  }
+
   /**
    * `lock` is being released with a fresh lease: passes it to this process's next
    * waiter if the mode and the block allow. False: release it to Redis.
    */
   passOn(lock: RedisLock): boolean {
     const tenure = this.tenures.get(lock.key);
-    if (!tenure || tenure.token !== lock.token || lock.fencingToken >= tenure.last || this.held.closing) return false;
-    const waiter = this.firstQueued(lock.key);
-    if (!waiter || waiter.signal?.aborted) return false;
-    // The releasing holder's own choice (per call), else the provider's.
-    if ((lock.handoff ?? this.mode) === 'strict' && !(waiter.fence < tenure.floor)) return false;
-    this.handOffs++;
-    tenure.served.push(waiter.token);
-    this.served.set(waiter.token, { key: lock.key, keys: tenure.keys });
+    if (!tenure || tenure.token !== lock.token || this.held.closing) return false;
+    const spent = lock.fencingToken >= tenure.last;
+    if (spent && !tenure.ready) return false;
+    const waiter = this.next(lock, tenure);
+    if (!waiter) return false;
+    // The block is spent: the next one, reserved meanwhile, if it is above every token issued.
+    const refill = spent ? tenure.takeRefill() : undefined;
+    if (spent && !refill) return false;
     this.held.delete(lock);
-    // The tenure's owner token and its lease as it stands; the new holder renews it
-    // on its own schedule (and its signal aborts if Redis no longer has it).
-    const next = new RedisLock(this.host, lock.key, tenure.keys, lock.token, lock.fencingToken + 1n, waiter.leaseMs, lock.leaseLeft(), performance.now());
-    next.handoff = waiter.handoff;
-    this.held.add(next);
-    this.host.settle(waiter);
-    waiter.granted = true;
-    waiter.resolve(next);
+    // The tenure's owner token and its lease as it stands (or as the refill left it);
+    // the new holder renews it on its own schedule (and its signal aborts if Redis no longer has it).
+    const now = performance.now();
+    const px = Math.max(lock.leaseLeft(), refill ? refill.until - now : 0);
+    this.serve(lock.key, tenure, waiter, refill ? refill.fence : lock.fencingToken + 1n, px, now);
     return true;
+  }
+
+  /**
+   * The local waiter `lock`'s release may pass the key to: the first, unless the
+   * releasing holder's mode (per call, else the provider's) is strict and it has a
+   * place behind a waiter of another process. A rider is served where it joined.
+   */
+  private next(lock: RedisLock, tenure: Tenure): RedisWaiter | undefined {
+    const waiter = this.firstQueued(lock.key);
+    if (!waiter || waiter.signal?.aborted) return undefined;
+    if (!waiter.rider && (lock.handoff ?? this.mode) === 'strict' && !(waiter.fence < tenure.floor)) return undefined;
+    return waiter;
+  }
+
+  /**
+   * `lock` is released with a fresh lease and its block spent while riders wait:
+   * the lease (ms) to keep the key for with a fresh block (release.lua `keep`), so
+   * that they are served where they joined; 0: release as usual (no rider, or the
+   * next local waiter may not be served: the riders then take places of their own).
+   * Riders join only while no waiter of another process is known, and the reply to
+   * a keep says whether one is: see docs/semantics.md for the bound.
+   */
+  keepFor(lock: RedisLock): number {
+    const tenure = this.tenures.get(lock.key);
+    if (!tenure || tenure.token !== lock.token || this.held.closing || !this.hasRiders(lock.key)) return 0;
+    return this.next(lock, tenure)?.leaseMs ?? 0;
+  }
+
+  /** The release with `keep` is on its way: the served waiters' places it removes (the tenure goes on meanwhile). */
+  keeping(lock: RedisLock): readonly string[] {
+    const tenure = this.tenures.get(lock.key)!;
+    const served = tenure.served;
+    tenure.served = [];
+    return served;
+  }
+
+  /** The release with `keep` kept the key (`fence`..`last`, `px` ms from `since`): the next local waiter holds it. */
+  kept(lock: RedisLock, keys: RedisLockKeys, { fence, last, px, floor }: { fence: number; last: number; px: number; floor: number }, since: number): void {
+    const tenure = this.tenures.get(lock.key);
+    if (tenure && tenure.token === lock.token) {
+      tenure.kept(BigInt(last));
+      this.learned(lock.key, floor);
+      const waiter = this.held.closing ? undefined : this.next(lock, tenure);
+      if (waiter) return this.serve(lock.key, tenure, waiter, BigInt(fence), px, since);
+    }
+    // Nobody left to serve here (they gave up on the way, or the next has to wait behind another process): back to Redis.
+    const idle = new RedisLock(this.host, lock.key, keys, lock.token, BigInt(fence), px, px, since);
+    idle.release().catch(() => undefined);
   }
 
   /** The tenure ends (its lock goes back to Redis): the served waiters' places to remove. */
   end(lock: RedisLock): readonly string[] {
     const tenure = this.tenures.get(lock.key);
     if (!tenure || tenure.token !== lock.token) return [];
-    this.tenures.delete(lock.key);
+    this.drop(lock.key);
     return tenure.served;
+  }
+
+  /** The release with `keep` did not keep the key (or failed): the tenure is over. */
+  ended(lock: RedisLock): void {
+    if (this.tenures.get(lock.key)?.token === lock.token) this.drop(lock.key);
+  }
+
+  private serve(key: string, tenure: Tenure, waiter: RedisWaiter, fence: bigint, px: number, since: number): void {
+    this.handOffs++;
+    if (!waiter.rider) {
+      tenure.served.push(waiter.token);
+      this.served.set(waiter.token, { key, keys: tenure.keys });
+    }
+    tenure.issued = fence;
+    const next = new RedisLock(this.host, key, tenure.keys, tenure.token, fence, waiter.leaseMs, px, since);
+    next.handoff = waiter.handoff;
+    this.held.add(next);
+    this.host.settle(waiter);
+    waiter.granted = true;
+    waiter.resolve(next);
+    if (waiter.queue.riders > Number(tenure.last - fence)) {
+      tenure.askRefill(this.host.connection, this.host.scripts, waiter.leaseMs, (floor) => this.learned(key, floor), (s) => this.forget(s));
+    }
+  }
+
+  private hasRiders(key: string): boolean {
+    return (this.firstQueued(key)?.queue.riders ?? 0) > 0;
+  }
+
+  /** The key's tenure is over: its riders take places of their own. */
+  private drop(key: string): void {
+    const tenure = this.tenures.get(key);
+    if (!tenure) return;
+    this.tenures.delete(key);
+    this.tenureKeys.delete(tenure.token);
+    this.host.unride(key);
   }
 
   /** The release that removed the served waiters' places was answered (or failed: they lapse with their heart-beats). */

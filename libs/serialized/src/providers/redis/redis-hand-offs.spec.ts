@@ -29,6 +29,7 @@ function setUp(options: { respondedAt?: number } = {}) {
   const host: HandOffHost = {
     waiter: (token) => waiters.get(token),
     handedOver: (handOff, since) => handOffs.handedOver(handOff, since),
+    noticed: (owner, place) => events.push(`noticed ${owner} ${place}`),
     settle: (waiter) => {
       if (waiter.phase === QUEUED) waiter.queue.unlink(waiter);
       waiter.phase = SETTLED;

@@ -13,6 +13,8 @@ export interface HandOffHost {
   waiter(token: string): RedisWaiter | undefined;
   /** Every hand-off, whatever carried it, goes through here (see `RedisWaiters.handedOver`). */
   handedOver(handOff: HandOff, since: number): void;
+  /** A waiter of another process queued at `place` behind `owner`, a holder of this process. */
+  noticed(owner: string, place: number): void;
   /** The waiter is done waiting (it then resolves or rejects). */
   settle(waiter: RedisWaiter): void;
   /** Gives up `token`'s place, or passes the key on if `token` holds it. Never throws. */
@@ -58,11 +60,15 @@ export class RedisHandOffs {
     this.grant(waiter, handOff.fence, handOff.px, since, handOff);
   }
 
-  /** A hand-off message on this process's channel: "<member> <fence> <px>". */
+  /**
+   * A message on this process's channel: a hand-off "<member> <fence> <px>", or a
+   * notice "<owner> <place>" (a waiter of another process queued behind `owner`).
+   */
   onMessage(message: string): void {
     const since = this.stalls.respondedAt();
     const first = message.indexOf(' ');
     const second = message.indexOf(' ', first + 1);
+    if (first > 0 && second < 0) return this.host.noticed(message.slice(0, first), Number(message.slice(first + 1)));
     if (first < 0 || second < 0) return;
     // Protocol 2 appends "<last> <floor>" (the block and the first place of another process).
     const [px, last, floor] = message.slice(second + 1).split(' ');

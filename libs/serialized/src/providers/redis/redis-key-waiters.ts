@@ -4,13 +4,16 @@ import type { RedisLockKeys } from './redis-keyspace';
 /** What the key's list needs of a waiter: its owner token and its links. */
 export interface LinkedWaiter<W extends LinkedWaiter<W>> {
   readonly token: string;
+  /** Linked without a place in Redis (a rider). */
+  rider: boolean;
   prev: W | undefined;
   next: W | undefined;
 }
 
 /**
  * This process's waiters of one key: the first level of the two. Every waiter has
- * its own place in the Redis queue (global arrival order), but the process talks
+ * its own place in the Redis queue (global arrival order), or rides on this
+ * process's tenure of the key without one (`RedisCohorts.ride`), but the process talks
  * about the key with one voice: one heart-beat / safety check for all of them, one
  * wake-up at the holder's lease end. Exists only while someone of this process
  * waits for the key.
@@ -18,8 +21,10 @@ export interface LinkedWaiter<W extends LinkedWaiter<W>> {
 export class RedisKeyWaiters<W extends LinkedWaiter<W>> {
   /** Waiters sending or queued: what `maxPending` bounds. */
   pending = 0;
-  /** Waiters with a place in the Redis queue, in arrival order. */
+  /** Waiters linked (with a place in the Redis queue, or riders), in arrival order. */
   queued = 0;
+  /** Of those, riders: no place in Redis (see `RedisCohorts.ride`). */
+  riders = 0;
   first: W | undefined;
   last: W | undefined;
   /** The next heart-beat / safety check. */
@@ -58,10 +63,27 @@ export class RedisKeyWaiters<W extends LinkedWaiter<W>> {
     this.queued--;
   }
 
-  /** Owner tokens of the queued waiters, in arrival order. */
+  /** Unlinks the riders (their tenure ended: they take places of their own), in arrival order. */
+  takeRiders(): W[] {
+    const riders: W[] = [];
+    for (let w = this.first; w; w = w.next) if (w.rider) riders.push(w);
+    for (const w of riders) {
+      this.unlink(w);
+      w.rider = false;
+    }
+    this.riders = 0;
+    return riders;
+  }
+
+  /** Waiters with a place in the Redis queue. */
+  get places(): number {
+    return this.queued - this.riders;
+  }
+
+  /** Owner tokens of the waiters with a place in the Redis queue, in arrival order. */
   tokens(): string[] {
     const tokens: string[] = [];
-    for (let w = this.first; w; w = w.next) tokens.push(w.token);
+    for (let w = this.first; w; w = w.next) if (!w.rider) tokens.push(w.token);
     return tokens;
   }
 }

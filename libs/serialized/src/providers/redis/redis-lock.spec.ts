@@ -32,7 +32,7 @@ function fakeContext() {
     deadlines: new DeadlineQueue(),
     handedOver: () => undefined,
     released: (lock: RedisLock) => released.push(lock),
-    cohorts: { passOn: () => false, end: () => [], forget: () => undefined },
+    cohorts: { passOn: () => false, end: () => [], forget: () => undefined, keepFor: () => 0, keeping: () => [], kept: () => undefined, ended: () => undefined },
   } as unknown as RedisLockContext;
   const extends_ = () => calls.filter((c) => c.script === 'extend');
   return { context, calls, extends_, released };

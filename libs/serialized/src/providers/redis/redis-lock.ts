@@ -28,6 +28,14 @@ export interface RedisLockContext {
     end(lock: RedisLock): readonly string[];
     /** The release carrying them was answered (or failed). */
     forget(served: readonly string[]): void;
+    /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
+    keepFor(lock: RedisLock): number;
+    /** The release with `keep` is on its way: the served waiters' places it removes. */
+    keeping(lock: RedisLock): readonly string[];
+    /** It kept the key with a fresh block. */
+    kept(lock: RedisLock, keys: RedisLockKeys, kept: { fence: number; last: number; px: number; floor: number }, since: number): void;
+    /** It did not keep the key: the tenure is over. */
+    ended(lock: RedisLock): void;
   };
 }
 
@@ -125,28 +133,34 @@ export class RedisLock extends LockState implements Lock {
     this.cancelRenewal();
     this.cancelGuard();
     const { context, keys } = this;
-    if (passable && context.cohorts.passOn(this)) return (this.releasing = Promise.resolve());
-    const served = context.cohorts.end(this);
+    const { cohorts } = context;
+    if (passable && cohorts.passOn(this)) return (this.releasing = Promise.resolve());
+    // Riders wait and the block is spent: keep the key with a fresh block for them.
+    const keep = passable ? cohorts.keepFor(this) : 0;
+    const served = keep > 0 ? cohorts.keeping(this) : cohorts.end(this);
     let sentAt = -Infinity;
     this.releasing = context.connection
       .run(
         this.key,
         (client) => {
           sentAt = performance.now();
-          return context.scripts.release.run(client, keys, this.token, served);
+          return context.scripts.release.run(client, keys, this.token, served, keep);
         },
         URGENT,
       )
       .then(
         (result) => {
           context.released(this);
-          context.cohorts.forget(served);
+          cohorts.forget(served);
+          if (result.kept) cohorts.kept(this, keys, result.kept, sentAt);
+          else if (keep > 0) cohorts.ended(this);
           if (result.handed) context.handedOver(result.handed, sentAt);
         },
         (error: unknown) => {
           // Not released: the lease ends it (and the queue moves on then).
           context.released(this);
-          context.cohorts.forget(served);
+          cohorts.forget(served);
+          if (keep > 0) cohorts.ended(this);
           throw error;
         },
       );

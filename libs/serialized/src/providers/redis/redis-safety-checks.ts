@@ -49,7 +49,7 @@ export class RedisSafetyChecks {
    * whichever comes first.
    */
   schedule(queue: KeyWaiters, holderPttl: number): void {
-    if (queue.queued === 0) return;
+    if (queue.places === 0) return;
     let delay = this.intervalMs;
     if (holderPttl === -2) delay = 0; // no holder: someone must pass the key on
     else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
@@ -67,7 +67,7 @@ export class RedisSafetyChecks {
 
   /** Checks the key now (its deadline fired). */
   run(queue: KeyWaiters): void {
-    if (queue.queued === 0 || queue.checking || !this.host.isCurrent(queue)) return;
+    if (queue.places === 0 || queue.checking || !this.host.isCurrent(queue)) return;
     queue.checking = true;
     queue.recheckAt = Infinity;
     const tokens = queue.tokens();
@@ -104,7 +104,7 @@ export class RedisSafetyChecks {
       const lost = token === result.owner ? undefined : host.waiter(token);
       if (lost && lost.phase === QUEUED) host.lostPlace(lost);
     }
-    if (queue.queued === 0) {
+    if (queue.places === 0) {
       host.closeKeyIfIdle(queue);
       return;
     }
@@ -116,6 +116,7 @@ export class RedisSafetyChecks {
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
   private failed(queue: KeyWaiters, error: unknown): void {
     queue.checking = false;
+    // Riders too: their tenure cannot renew without Redis either.
     for (let waiter = queue.first; waiter; waiter = queue.first) {
       // Its place expires with its heart-beats if Redis stays away.
       this.host.dropWaiter(

@@ -1,11 +1,14 @@
 import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
+import { LockTimeoutError } from '../../errors';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
-import { SETTLED, type RedisWaiter } from './redis-waiter';
+import type { RedisConnection } from './redis-connection';
+import { SENDING, SETTLED, type RedisWaiter } from './redis-waiter';
 
-/** Told when a waiter's budget ran out. */
+/** What a waiter whose budget ran out is told through. */
 export interface WaitBudgetHost {
-  waitEnded(waiter: RedisWaiter): void;
+  /** The waiter leaves with `error` (its place in Redis, if any, is given up). */
+  giveUp(waiter: RedisWaiter, error: unknown): void;
 }
 
 /**
@@ -22,19 +25,37 @@ export class RedisWaitBudgets {
   // The stamping turn is scheduled here, not in the request that happened to come first.
   private readonly scope = new AsyncResource('nestjs-serialized.redis-wait-budgets');
   private readonly onStamp = (): void => this.stamp();
+  /** How often a waiter whose budget ran out while its script had no answer looks again. */
+  private readonly recheckMs: number;
 
   constructor(
     private readonly deadlines: DeadlineQueue,
+    private readonly connection: RedisConnection,
     private readonly host: WaitBudgetHost,
-  ) {}
+  ) {
+    this.recheckMs = Math.max(10, connection.timeoutMs / 8);
+  }
 
   start(waiter: RedisWaiter): void {
     if (this.unstamped.push(waiter) === 1) this.scope.runInAsyncScope(() => setImmediate(this.onStamp));
   }
 
-  /** Looks at a waiter whose budget ran out again in `delayMs`. */
-  recheck(waiter: RedisWaiter, delayMs: number): void {
-    waiter.deadline = this.deadlines.schedule(delayMs, () => this.host.waitEnded(waiter));
+  /**
+   * A waiter's budget ran out. Queued (or confirming a hand-off, or riding): it
+   * leaves. Its script unanswered while others were answered since: Redis is
+   * merely busy, a timeout like any other (the reply undoes what the script took).
+   * Nothing answered since: Redis may be gone, which the backend bound says
+   * (`LockBackendError`, never a 429 for an outage), so it looks again shortly.
+   */
+  waitEnded(waiter: RedisWaiter): void {
+    waiter.deadline = undefined;
+    if (waiter.phase === SETTLED) return;
+    const key = waiter.queue.key;
+    if (waiter.phase !== SENDING || this.connection.answeredSince(key, waiter.startedAt)) {
+      this.host.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
+      return;
+    }
+    waiter.deadline = this.deadlines.schedule(this.recheckMs, () => this.waitEnded(waiter));
   }
 
   private stamp(): void {
@@ -42,7 +63,7 @@ export class RedisWaitBudgets {
     for (const waiter of this.unstamped) {
       if (waiter.phase === SETTLED) continue;
       waiter.startedAt = now;
-      waiter.deadline = this.deadlines.schedule(waiter.waitTimeoutMs, () => this.host.waitEnded(waiter));
+      waiter.deadline = this.deadlines.schedule(waiter.waitTimeoutMs, () => this.waitEnded(waiter));
     }
     this.unstamped.length = 0;
   }

@@ -42,6 +42,10 @@ export class RedisWaiter implements RedisCallOptions, LinkedWaiter<RedisWaiter> 
   /** Most waiters of this process its call allows (`maxPending`): checked again when its reply shows it queued. */
   maxPending = Infinity;
   handoff: RedisHandOffMode | undefined;
+  /** It has no place in Redis: it waits for a local hand-off from this process's tenure (see `RedisCohorts.ride`). */
+  rider = false;
+  /** Place of a waiter of another process queued behind it as the holder, told before this process knew it held the key. */
+  notice = Infinity;
   /** Settled by being handed the key (not by giving up). */
   granted = false;
   prev: RedisWaiter | undefined;

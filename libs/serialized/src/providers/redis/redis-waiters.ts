@@ -61,14 +61,11 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private readonly keys = new Map<string, KeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly byToken = new Map<string, RedisWaiter>();
-  /** How often a waiter whose budget ran out while its script had no answer looks again (see `waitEnded`). */
-  private readonly recheckMs: number;
   private readonly budgets: RedisWaitBudgets;
 
   constructor(private readonly parts: RedisWaitersParts) {
     ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines } = parts);
-    this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
-    this.budgets = new RedisWaitBudgets(parts.deadlines, this);
+    this.budgets = new RedisWaitBudgets(parts.deadlines, parts.connection, this);
     this.handOffs = new RedisHandOffs(this, parts.grants, parts.stalls);
     this.cohorts = new RedisCohorts(parts.handoff, this, parts.held, (key) => this.keys.get(key)?.first);
     this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
@@ -103,7 +100,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
       waiter.onAbort = () => this.giveUp(waiter, signal.reason);
       signal.addEventListener('abort', waiter.onAbort, { once: true });
     }
-    this.enqueue(waiter);
+    if (!this.cohorts.ride(waiter)) this.enqueue(waiter);
     return waiter.promise;
   }
 
@@ -111,6 +108,23 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   handedOver(handOff: HandOff, since: number): void {
     if (this.cohorts.handedToServed(handOff.member)) return;
     this.handOffs.handedOver(handOff, since);
+  }
+
+  noticed(owner: string, place: number): void {
+    const waiter = this.cohorts.noticed(owner, place) ? undefined : this.byToken.get(owner);
+    // Handed the key, but its news has not come yet (a reply on the other connection, or being confirmed).
+    if (waiter) waiter.notice = Math.min(waiter.notice, place);
+  }
+
+  get listening(): boolean {
+    return this.wakeUps.listening;
+  }
+
+  unride(key: string): void {
+    for (const waiter of this.keys.get(key)?.takeRiders() ?? []) {
+      waiter.phase = SENDING;
+      this.enqueue(waiter);
+    }
   }
 
   /** The lock no longer counts as held. */
@@ -141,6 +155,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     if (waiter.phase === SETTLED) return;
     const queue = waiter.queue;
     if (waiter.phase === QUEUED) queue.unlink(waiter);
+    if (waiter.rider) queue.riders--;
     waiter.phase = SETTLED;
     queue.pending--;
     this.parts.budget.give();
@@ -163,7 +178,9 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   lockFor(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): Lock {
-    return this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
+    const lock = this.cohorts.grant(waiter.queue.key, waiter.queue.keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
+    this.cohorts.learned(waiter.queue.key, waiter.notice);
+    return lock;
   }
 
   isCurrent(queue: KeyWaiters): boolean {
@@ -177,7 +194,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   dropWaiter(waiter: RedisWaiter, error: Error): void {
     this.settle(waiter);
     waiter.reject(error);
-    this.leave(waiter.queue.key, waiter.queue.keys, waiter.token);
+    if (!waiter.rider) this.leave(waiter.queue.key, waiter.queue.keys, waiter.token);
   }
 
   lostPlace(waiter: RedisWaiter): void {
@@ -241,7 +258,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
       return;
     }
     waiter.fence = result.fence;
-    // Its budget (started: it has a deadline) ran out while the reply was on its way (see `waitEnded`).
+    // Its budget (started: it has a deadline) ran out while the reply was on its way (see `RedisWaitBudgets.waitEnded`).
     if (waiter.deadline && performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
       return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
     }
@@ -254,24 +271,6 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     waiter.queue.link(waiter);
     this.wakeUps.ensure();
     this.checks.schedule(waiter.queue, result.pttl);
-  }
-
-  /**
-   * A waiter's budget ran out. Queued (or confirming a hand-off): it leaves. Its
-   * script unanswered while others were answered since: Redis is merely busy, a
-   * timeout like any other (the reply undoes what the script took). Nothing
-   * answered since: Redis may be gone, which the backend bound says
-   * (`LockBackendError`, never a 429 for an outage), so it looks again shortly.
-   */
-  waitEnded(waiter: RedisWaiter): void {
-    waiter.deadline = undefined;
-    if (waiter.phase === SETTLED) return;
-    const key = waiter.queue.key;
-    if (waiter.phase !== SENDING || this.connection.answeredSince(key, waiter.startedAt)) {
-      this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
-      return;
-    }
-    this.budgets.recheck(waiter, this.recheckMs);
   }
 
   private enqueueFailed(waiter: RedisWaiter, token: string, error: unknown): void {
@@ -289,7 +288,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   /** A waiter leaves: rejected at once; its place in Redis is given up behind the scenes. */
-  private giveUp(waiter: RedisWaiter, error: unknown, hasPlace = waiter.phase === QUEUED || waiter.phase === CONFIRMING): void {
+  giveUp(waiter: RedisWaiter, error: unknown, hasPlace = (waiter.phase === QUEUED && !waiter.rider) || waiter.phase === CONFIRMING): void {
     if (waiter.phase === SETTLED) return;
     this.settle(waiter);
     waiter.reject(error);

@@ -14,6 +14,8 @@ import type { RedisClient, RedisConnection } from './redis-connection';
 export class RedisWakeUps {
   private subscriber: RedisClient | undefined;
   private closed = false;
+  /** Subscribed and connected: a message published now reaches this process. */
+  private subscribed = false;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -37,6 +39,10 @@ export class RedisWakeUps {
     else if (subscriber.status === 'wait') subscriber.connect().catch(() => undefined);
   }
 
+  get listening(): boolean {
+    return this.subscribed && this.subscriber?.status === 'ready';
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const subscriber = this.subscriber;
@@ -48,6 +54,7 @@ export class RedisWakeUps {
     if (!subscriber || this.closed) return;
     subscriber.subscribe(this.channel).then(
       () => {
+        this.subscribed = true;
         if (!this.closed) this.resync.resync();
       },
       () => undefined, // retried on the next 'ready'; the safety check covers the gap

@@ -11,10 +11,13 @@
 --           0  queued: fence is its place in the queue, pttl what is left of the
 --              holder's lease; floor, when the holder is of the caller's session,
 --              the place of the first waiter of another session (0: none; -1: not
---              asked)
+--              asked, or not among the first 64)
 --          -1  busy (mode "try": held or waited for)
 --           2  this token already holds the key (the call was sent twice)
 --   handed: a waiter the call passed the free key to on its way ('' when none)
+-- Queued behind a holder of another process: that process is told by a message
+-- "<owner> <place>" on its channel (its riders stay ahead of this waiter only while it
+-- has not heard).
 local lock, queue, beats, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, lease, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local block = tonumber(ARGV[8])
@@ -52,5 +55,15 @@ redis.call('ZADD', beats, now + heartbeat, token)
 redis.call('PEXPIRE', queue, heartbeat * 2)
 redis.call('PEXPIRE', beats, heartbeat * 2)
 local floor = -1
-if string.match(owner, '^([^:]+):') == session then floor = remote_floor(queue, session) end
+local owner_session = string.match(owner, '^([^:]+):')
+if owner_session == session then
+  -- A short look (every queued waiter of the holder's process pays for it); -1 when
+  -- it sees only the process's own: the holder's process learns nothing from it.
+  floor = remote_floor(queue, session, 64, false)
+elseif string.match(owner, PROTOCOL_2) then
+  -- The holder's process may be serving waiters of its own that have no place here
+  -- (riders, see redis-cohorts.ts): it learns that a waiter of another process now
+  -- waits ("<owner> <place>"; a protocol-2 process of an older version ignores it).
+  redis.call('PUBLISH', channel .. owner_session, owner .. ' ' .. string.format('%.0f', fence))
+end
 return {0, fence, redis.call('PTTL', lock), h_member, h_fence, h_px, h_last, h_floor, 0, floor}

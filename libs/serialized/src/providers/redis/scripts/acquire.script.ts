@@ -26,7 +26,7 @@ export interface AcquireResult {
   readonly last: number;
   /**
    * `queued` while a holder of this process's session holds the key: the place of the
-   * first waiter of another process (0: none); -1 otherwise.
+   * first waiter of another process (0: none); -1 otherwise (or not among the first 64).
    */
   readonly floor: number;
 }

@@ -45,7 +45,7 @@ if owner and owner ~= h_member then
     if ARGV[i] == owner then
       o_fence = next_fence(counter, block)
       o_last = o_fence + block - 1
-      o_floor = remote_floor(queue, session)
+      o_floor = remote_floor(queue, session, FLOOR_WINDOW, true)
       break
     end
   end

@@ -45,14 +45,19 @@ local function next_fence(counter, count)
 end
 
 -- The arrival place of the first waiter of another session than `session` (0: none),
--- looking at the first 64 places; when all of those are the session's own, the
--- 64th place (waiters of the session before it are surely ahead of any other's).
-local function remote_floor(queue, session)
-  local entries = redis.call('ZRANGE', queue, 0, 63, 'WITHSCORES')
+-- looking at the first `window` places; when all of those are the session's own, the
+-- last of them with `capped` (waiters of the session before it are surely ahead of
+-- any other's), else -1 (unknown).
+local FLOOR_WINDOW = 256
+local function remote_floor(queue, session, window, capped)
+  local entries = redis.call('ZRANGE', queue, 0, window - 1, 'WITHSCORES')
   for i = 1, #entries, 2 do
     if string.match(entries[i], '^([^:]+):') ~= session then return tonumber(entries[i + 1]) end
   end
-  if #entries >= 128 then return tonumber(entries[#entries]) end
+  if #entries >= window * 2 then
+    if capped then return tonumber(entries[#entries]) end
+    return -1
+  end
   return 0
 end
 
@@ -66,11 +71,11 @@ end
 -- Returns {member, fence, px, last token of the block, floor} or nil.
 local function grant_next(lock, queue, beats, now, cap, channel, session, counter, block)
   while true do
-    local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
+    -- Taken off the queue whether alive or not (one command: ZPOPMIN, Redis 5+).
+    local head = redis.call('ZPOPMIN', queue)
     if #head == 0 then return nil end
     local member = head[1]
     local alive_until = tonumber(redis.call('ZSCORE', beats, member) or '0')
-    redis.call('ZREM', queue, member)
     redis.call('ZREM', beats, member)
     local owner_session, lease = string.match(member, '^([^:]+):(%d+):')
     if lease and alive_until >= now then
@@ -78,7 +83,7 @@ local function grant_next(lock, queue, beats, now, cap, channel, session, counte
       local v2 = string.match(member, PROTOCOL_2) ~= nil
       local count = v2 and block or 1
       local fence = next_fence(counter, count)
-      local floor = v2 and remote_floor(queue, owner_session) or -1
+      local floor = v2 and remote_floor(queue, owner_session, FLOOR_WINDOW, true) or -1
       redis.call('SET', lock, member, 'PX', px)
       if owner_session ~= session then
         local message = member .. ' ' .. string.format('%.0f', fence) .. ' ' .. px

@@ -45,8 +45,14 @@ export interface HandOff {
 /** The reply of a script that may end by passing the key on (release, leave). */
 export interface PassOnResult {
   /** `released`: the key was this token's and is now free; `handed`: passed to `handed.member`; `none`: nothing to do. */
-  readonly status: 'none' | 'released' | 'handed';
+  readonly status: 'none' | 'released' | 'handed' | 'kept';
   readonly handed: HandOff | undefined;
+  /**
+   * `kept` (release.lua with `keep`): the key stays the caller's, `px` ms from the
+   * call, with a fresh block `fence`..`last`; `floor`: the place of the first waiter
+   * of another process (0: none).
+   */
+  readonly kept?: { readonly fence: number; readonly px: number; readonly last: number; readonly floor: number };
 }
 
 /** The arguments `grant_next` takes, in the scripts' order. */
@@ -61,9 +67,10 @@ export function handOffOf(member: unknown, fence: unknown, px: unknown, last?: u
   return { member, fence: first, px: Number(px), last: last === undefined ? first : Number(last), floor: floor === undefined ? -1 : Number(floor) };
 }
 
-/** Decodes `{0} | {1} | {2, member, fence, px, last, floor}` (release.lua, leave.lua). */
+/** Decodes `{0} | {1} | {2, member, fence, px, last, floor} | {3, '', fence, px, last, floor}` (release.lua, leave.lua). */
 export function passOnResultOf(reply: unknown): PassOnResult {
   const [status, member, fence, px, last, floor] = reply as [number, string?, number?, number?, number?, number?];
+  if (status === 3) return { status: 'kept', handed: undefined, kept: { fence: Number(fence), px: Number(px), last: Number(last), floor: Number(floor) } };
   if (status === 2) return { status: 'handed', handed: handOffOf(member, fence, px, last, floor) };
   return { status: status === 1 ? 'released' : 'none', handed: undefined };
 }

@@ -14,9 +14,10 @@ export class ReleaseScript {
   /**
    * `none`: the key was no longer `token`'s (already released, or lost). `served`:
    * owner tokens of waiters this process handed the key to in-process under `token`
-   * (their places leave the queue first).
+   * (their places leave the queue first). `keepMs` > 0: when nobody is queued, keep
+   * the key that long more with a fresh block of tokens (`kept`) instead.
    */
-  async run(client: ScriptClient, keys: LockKeys, token: string, served: readonly string[] = []): Promise<PassOnResult> {
-    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn, ...served]));
+  async run(client: ScriptClient, keys: LockKeys, token: string, served: readonly string[] = [], keepMs = 0): Promise<PassOnResult> {
+    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn, keepMs, ...served]));
   }
 }
