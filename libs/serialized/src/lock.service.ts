@@ -13,8 +13,9 @@ import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { SerializedMetrics } from './observability/serialized.metrics';
 
-// The locks of a context outside any section.
+// The locks of a context outside any section; the options of a call that gives none (never written to).
 const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
+const NO_OPTIONS: RunOptions = Object.freeze({});
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -92,13 +93,13 @@ export class LockService {
    * @throws LockBackendError the backend cannot be reached (`fn` does not run)
    * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
-  run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+  run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = NO_OPTIONS): Promise<T> {
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
     if (invalid) return Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
-    // A key this context already holds takes the usual path (it joins the holder).
-    const lock = reentrant && this.isHeld(key) ? undefined : this.provider.acquireNow(key, options);
-    if (!lock) return this.acquireAndRun(key, fn, options, reentrant);
+    const joining = reentrant && this.isHeld(key); // then it takes the usual path (it joins the holder)
+    const lock = joining ? undefined : this.provider.acquireNow(key, options);
+    if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
     try {
@@ -197,9 +198,9 @@ export class LockService {
   }
 
   /** `run` for a key that was not free: one continuation between the provider's promise and `fn`, no async function. */
-  private acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions, reentrant: boolean): Promise<T> {
+  private acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions, reentrant: boolean, joining: boolean): Promise<T> {
     // Joining an enclosing holder, or a key that acquire refuses: acquire's path.
-    if ((reentrant && this.isHeld(key)) || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
+    if (joining || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
       return this.acquire(key, options).then((held) => this.runHeld(held, fn));
     }
     const since = this.metrics?.waiting(key);

@@ -65,7 +65,7 @@ export interface DeadlineQueueOptions {
 
 /**
  * Many deadlines, one timer. Waiters, command bounds and renewals get a heap entry
- * instead of a `setTimeout` each: a hundred waiters cost one timer, and the timer
+ * (or, for the many of one delay, a place in that delay's line) instead of a `setTimeout` each: a hundred waiters cost one timer, and the timer
  * is created in the provider's own async scope, so it never pins a request's
  * AsyncLocalStorage context. With no deadline pending there is no timer at all.
  * A deadline beyond what a timer takes costs one wake-up per 24.8 days.

@@ -59,6 +59,12 @@ class Waiter implements LinedDeadline {
   }
 }
 
+/**
+ * The entry of every key held with nobody waiting (frozen: it is shared): taking a
+ * free key allocates nothing; the first waiter gives the key an entry of its own.
+ */
+const HELD: KeyEntry = Object.freeze({ key: '', first: undefined, last: undefined, waiting: 0 }) as KeyEntry;
+
 /** The waiter whose promise is being made: lets one shared executor fill in its resolvers. */
 let settling: Waiter | undefined;
 const captureResolvers = (resolve: (granted: unknown) => void, reject: (error: unknown) => void): void => {
@@ -109,7 +115,7 @@ export class KeyedWaitQueue<T = void> {
   /** Takes the key if nobody holds or waits for it. */
   tryTake(key: string): boolean {
     if (this.entries.has(key)) return false;
-    this.entries.set(key, { key, first: undefined, last: undefined, waiting: 0 });
+    this.entries.set(key, HELD);
     return true;
   }
 
@@ -125,15 +131,16 @@ export class KeyedWaitQueue<T = void> {
   /** {@link take} without an options object per call: what the in-memory provider's hot path uses. */
   wait(key: string, timeoutMs: number, maxPending: number, signal: AbortSignal | undefined, errors: WaitErrors): Promise<T> | undefined {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const entry = this.entries.get(key);
+    let entry = this.entries.get(key);
     if (!entry) {
-      this.entries.set(key, { key, first: undefined, last: undefined, waiting: 0 });
+      this.entries.set(key, HELD);
       return undefined;
     }
     if (timeoutMs <= 0) return Promise.reject(errors.timeoutError(key, timeoutMs));
     if (entry.waiting >= maxPending) return Promise.reject(errors.busyError(key, maxPending));
     if (this.budget && !this.budget.take()) return Promise.reject(this.budget.busyError(key));
 
+    if (entry === HELD) this.entries.set(key, (entry = { key, first: undefined, last: undefined, waiting: 0 }));
     const waiter = new Waiter(this as KeyedWaitQueue<unknown>, entry, timeoutMs, maxPending, signal, errors);
     settling = waiter;
     const promise = new Promise<T>(captureResolvers as (resolve: (value: T) => void, reject: (error: unknown) => void) => void);

@@ -30,8 +30,9 @@ const WAIT_ERRORS: WaitErrors = {
 
 /**
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
- * Map entry and no timer; waiting costs a list node and a heap entry; an idle key
- * costs nothing. Leases are meaningless here (a holder cannot crash without the
+ * Map entry and no timer; waiting costs a list node, which is also its deadline
+ * (in its delay's line: O(1) in and out), its promise, and an abort listener only
+ * with a signal; an idle key costs nothing. Leases are meaningless here (a holder cannot crash without the
  * whole process), so held locks never expire: `leaseMs` is accepted and ignored,
  * with one debug note per instance (docs/lease.md).
  */
