@@ -4,6 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
 import { redactUrls } from './internal/redact';
+import { DONE, releaseAfter, releaseAndThrow } from './internal/release-after';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
@@ -12,11 +13,9 @@ import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { SerializedMetrics } from './observability/serialized.metrics';
 
-// The locks of a context outside any section.
+// The locks of a context outside any section; the options of a call that gives none (never written to).
 const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
-
-/** An already settled release: what `HeldLock.release` returns when nothing is left to wait for. */
-const DONE: Promise<void> = Promise.resolve();
+const NO_OPTIONS: RunOptions = Object.freeze({});
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -94,35 +93,21 @@ export class LockService {
    * @throws LockBackendError the backend cannot be reached (`fn` does not run)
    * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
-  run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+  run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = NO_OPTIONS): Promise<T> {
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
     if (invalid) return Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
-    // A key this context already holds takes the usual path (it joins the holder).
-    const lock = reentrant && this.isHeld(key) ? undefined : this.provider.acquireNow(key, options);
-    if (!lock) return this.acquireAndRun(key, fn, options);
-    // The key was free and taken synchronously: the same steps as `acquireAndRun`,
-    // without the promises of acquiring (and, for a lock released at once, of releasing).
+    const joining = reentrant && this.isHeld(key); // then it takes the usual path (it joins the holder)
+    const lock = joining ? undefined : this.provider.acquireNow(key, options);
+    if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining);
+    // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
-    const held = new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
-    let result: Promise<T> | T;
     try {
-      result = this.runHolding(held, () => fn(lock));
+      const result = this.runHeld(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics), fn);
+      return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
-      const released = held.release();
-      return released === DONE ? Promise.reject(error) : released.then(() => Promise.reject(error));
+      return Promise.reject(error);
     }
-    return Promise.resolve(result).then(
-      (value) => {
-        const released = held.release();
-        return released === DONE ? value : released.then(() => value);
-      },
-      (error: unknown) => {
-        const released = held.release();
-        if (released === DONE) throw error;
-        return released.then(() => Promise.reject(error));
-      },
-    );
   }
 
   /**
@@ -131,33 +116,22 @@ export class LockService {
    * nested calls see the key as held. Plumbing of the decorators; users call {@link run}.
    * @internal
    */
-  async acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
+  acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
     if (typeof key !== 'string' || key === '') {
-      throw new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
+      return Promise.reject(new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler));
     }
     // Every backend must tell two keys apart alike; UTF-8 cannot carry a lone surrogate.
-    if (hasLoneSurrogate(key)) throw new SerializationKeyError(key, 'unencodable', [], options.handler);
+    if (hasLoneSurrogate(key)) return Promise.reject(new SerializationKeyError(key, 'unencodable', [], options.handler));
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
-    if (invalid) throw invalid;
+    if (invalid) return Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
     const entry = reentrant ? this.context.getStore()?.locks.get(key) : undefined;
-    if (entry?.active) return { lock: entry.lock, reentrant: true, release: async () => undefined };
-
-    // The options go to the provider as they are: it reads only its own fields (no copy per call).
-    const { mode, handler } = options;
+    if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
     const since = this.metrics?.waiting(key);
-    try {
-      const lock =
-        mode === 'reject'
-          ? await this.tryOrBusy(key, options)
-          : await this.provider.acquire(key, options as ProviderAcquireOptions);
-      if (since !== undefined) this.metrics?.acquired(key, since);
-      return new HeldLock(lock, handler, this.logger, reentrant, this.metrics);
-    } catch (error) {
-      if (since !== undefined) this.metrics?.failed(key, since, error);
-      if (error instanceof SerializedError && handler) error.attachHandler(handler);
-      throw error;
-    }
+    return this.acquireFromProvider(key, options).then(
+      (lock) => this.holding(key, lock, since, options.handler, reentrant),
+      (error: unknown) => this.acquireFailed(key, since, error, options.handler),
+    );
   }
 
   /**
@@ -223,20 +197,49 @@ export class LockService {
     return this.context.getStore()?.handshake;
   }
 
-  private async acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions): Promise<T> {
-    const held = await this.acquire(key, options);
+  /** `run` for a key that was not free: one continuation between the provider's promise and `fn`, no async function. */
+  private acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions, reentrant: boolean, joining: boolean): Promise<T> {
+    // Joining an enclosing holder, or a key that acquire refuses: acquire's path.
+    if (joining || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
+      return this.acquire(key, options).then((held) => this.runHeld(held, fn));
+    }
+    const since = this.metrics?.waiting(key);
+    return this.acquireFromProvider(key, options).then(
+      (lock) => this.runHeld(this.holding(key, lock, since, options.handler, reentrant), fn),
+      (error: unknown) => this.acquireFailed(key, since, error, options.handler),
+    );
+  }
+
+  /** Runs `fn` holding `held` and releases it (see `releaseAfter`: a synchronous `fn` costs no promise). */
+  private runHeld<T>(held: HeldKey, fn: (lock: Lock) => Promise<T> | T): Promise<T> | T {
+    let result: Promise<T> | T;
     try {
-      return await this.runHolding(held, () => fn(held.lock));
-    } finally {
-      const released = held.release();
-      if (released !== DONE) await released;
+      result = this.runHolding(held, () => fn(held.lock));
+    } catch (error) {
+      return releaseAndThrow(held, error);
+    }
+    return releaseAfter(held, result);
+  }
+
+  /** The provider's promise (the options go as they are: it reads only its own fields); a synchronous throw rejects it. */
+  private acquireFromProvider(key: string, options: RunOptions): Promise<Lock> {
+    try {
+      if (options.mode !== 'reject') return this.provider.acquire(key, options as ProviderAcquireOptions);
+      return this.provider.tryAcquire(key, options).then((lock) => lock ?? Promise.reject(new LockBusyError(key, 'held')));
+    } catch (error) {
+      return Promise.reject(error);
     }
   }
 
-  private async tryOrBusy(key: string, options: AcquireOptions): Promise<Lock> {
-    const lock = await this.provider.tryAcquire(key, options);
-    if (!lock) throw new LockBusyError(key, 'held');
-    return lock;
+  private holding(key: string, lock: Lock, since: number | undefined, handler: string | undefined, reentrant: boolean): HeldLock {
+    if (since !== undefined) this.metrics?.acquired(key, since);
+    return new HeldLock(lock, handler, this.logger, reentrant, this.metrics);
+  }
+
+  private acquireFailed(key: string, since: number | undefined, error: unknown, handler: string | undefined): never {
+    if (since !== undefined) this.metrics?.failed(key, since, error);
+    if (error instanceof SerializedError && handler) error.attachHandler(handler);
+    throw error;
   }
 }
 

@@ -16,6 +16,41 @@ export interface Deadline {
   fire(): void;
 }
 
+/**
+ * A deadline that waits in line behind others of the same delay (see
+ * `DeadlineQueue.addInLine`): the queue links it, so it needs these fields.
+ */
+export interface LinedDeadline {
+  /** When it is due (`performance.now()` time); set by the queue. */
+  at: number;
+  /** The line it waits in; undefined once fired or cancelled. */
+  line: DeadlineLine | undefined;
+  before: LinedDeadline | undefined;
+  after: LinedDeadline | undefined;
+  fire(): void;
+}
+
+/**
+ * The deadlines of one delay, in the order they were added, which is their time
+ * order: adding and cancelling one is linking and unlinking it. The line is a
+ * single entry of the heap, due when its first deadline is; a first deadline that
+ * leaves makes the line due early, and it then only re-schedules itself.
+ */
+export class DeadlineLine implements Deadline {
+  at = 0;
+  index = -1;
+  first: LinedDeadline | undefined = undefined;
+  last: LinedDeadline | undefined = undefined;
+  constructor(
+    private readonly queue: DeadlineQueue,
+    readonly delayMs: number,
+  ) {}
+
+  fire(): void {
+    this.queue.fireLine(this);
+  }
+}
+
 /** Options of a {@link DeadlineQueue}. */
 export interface DeadlineQueueOptions {
   /**
@@ -30,13 +65,16 @@ export interface DeadlineQueueOptions {
 
 /**
  * Many deadlines, one timer. Waiters, command bounds and renewals get a heap entry
- * instead of a `setTimeout` each: a hundred waiters cost one timer, and the timer
+ * (or, for the many of one delay, a place in that delay's line) instead of a `setTimeout` each: a hundred waiters cost one timer, and the timer
  * is created in the provider's own async scope, so it never pins a request's
  * AsyncLocalStorage context. With no deadline pending there is no timer at all.
  * A deadline beyond what a timer takes costs one wake-up per 24.8 days.
  */
 export class DeadlineQueue {
   private readonly heap: Deadline[] = [];
+  /** The lines in the heap, by delay (see `addInLine`). */
+  private readonly lines = new Map<number, DeadlineLine>();
+  private inLines = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private readonly scope: AsyncResource;
@@ -49,7 +87,7 @@ export class DeadlineQueue {
   }
 
   get size(): number {
-    return this.heap.length;
+    return this.heap.length - this.lines.size + this.inLines;
   }
 
   /** Whether a timer is armed (tests check that an idle queue holds none). */
@@ -69,10 +107,84 @@ export class DeadlineQueue {
    */
   add(entry: Deadline, delayMs: number): void {
     entry.at = performance.now() + delayMs;
+    this.insert(entry);
+  }
+
+  /** Puts `entry`, its `at` set, in the heap. */
+  private insert(entry: Deadline): void {
     entry.index = this.heap.length;
     this.heap.push(entry);
     this.up(entry.index);
     if (entry.at < this.timerAt) this.arm();
+  }
+
+  /**
+   * Schedules `entry` behind the earlier ones of the same delay: O(1) to add and to
+   * cancel (`cancelInLine`) whatever the number pending, where a heap entry costs
+   * O(log n). For the waiters of a lock, whose delay is mostly the same `waitTimeoutMs`.
+   */
+  addInLine(entry: LinedDeadline, delayMs: number): void {
+    entry.at = performance.now() + delayMs;
+    let line = this.lines.get(delayMs);
+    if (!line) {
+      line = new DeadlineLine(this, delayMs);
+      this.lines.set(delayMs, line);
+    }
+    entry.line = line;
+    entry.before = line.last;
+    entry.after = undefined;
+    if (line.last) line.last.after = entry;
+    else line.first = entry;
+    line.last = entry;
+    this.inLines++;
+    if (line.index < 0) {
+      // Its first deadline, not this one: a callback of the firing line may add to it.
+      line.at = line.first!.at;
+      this.insert(line);
+    }
+  }
+
+  /** Cancels an `addInLine` deadline; nothing if it fired or was cancelled. */
+  cancelInLine(entry: LinedDeadline): void {
+    const line = entry.line;
+    if (!line) return;
+    this.unlinkFromLine(line, entry);
+    // An empty line leaves the heap (and, when it was the last entry, the timer goes).
+    if (!line.first && this.lines.get(line.delayMs) === line) {
+      this.lines.delete(line.delayMs);
+      this.cancel(line);
+    }
+  }
+
+  /** @internal A line is due: fires its due deadlines, then waits for its new first one. */
+  fireLine(line: DeadlineLine): void {
+    // Timers may fire up to a millisecond early relative to performance.now().
+    const now = performance.now() + 1;
+    for (let entry = line.first; entry && entry.at <= now; entry = line.first) {
+      this.unlinkFromLine(line, entry);
+      try {
+        entry.fire();
+      } catch {
+        // As in expire: nobody to report to.
+      }
+    }
+    if (this.lines.get(line.delayMs) !== line) return; // emptied while firing
+    if (!line.first) {
+      this.lines.delete(line.delayMs);
+      return;
+    }
+    if (line.index >= 0) return; // back in the heap already: a callback added to it
+    line.at = line.first.at;
+    this.insert(line);
+  }
+
+  private unlinkFromLine(line: DeadlineLine, entry: LinedDeadline): void {
+    if (entry.before) entry.before.after = entry.after;
+    else line.first = entry.after;
+    if (entry.after) entry.after.before = entry.before;
+    else line.last = entry.before;
+    entry.line = entry.before = entry.after = undefined;
+    this.inLines--;
   }
 
   /**
@@ -99,6 +211,8 @@ export class DeadlineQueue {
   clear(): void {
     for (const entry of this.heap) entry.index = -1;
     this.heap.length = 0;
+    for (const line of this.lines.values()) while (line.first) this.unlinkFromLine(line, line.first);
+    this.lines.clear();
     this.arm();
   }
 

@@ -1,4 +1,4 @@
-import { DeadlineQueue, type Deadline } from './deadline-queue';
+import { DeadlineQueue, type LinedDeadline } from './deadline-queue';
 import type { PendingBudget } from './pending-budget';
 
 /** The errors a waiter may end with; one object per provider, called only when needed. */
@@ -26,19 +26,21 @@ interface KeyEntry {
 }
 
 /**
- * One caller in a key's line. It is its own deadline (no closure, no heap entry of
- * its own), and listens to an abort signal only when it was given one: waiting
- * costs this object and the caller's promise.
+ * One caller in a key's line. It is its own deadline (no closure; it waits in the
+ * line of its delay, O(1) in and out, not in the heap), and listens to an abort
+ * signal only when it was given one: waiting costs this object and the caller's promise.
  */
-class Waiter implements Deadline {
+class Waiter implements LinedDeadline {
   prev: Waiter | undefined = undefined;
   next: Waiter | undefined = undefined;
   at = 0;
-  index = -1;
-  resolve!: () => void;
+  line: LinedDeadline['line'] = undefined;
+  before: LinedDeadline | undefined = undefined;
+  after: LinedDeadline | undefined = undefined;
+  resolve!: (granted: unknown) => void;
   reject!: (error: unknown) => void;
   constructor(
-    private readonly queue: KeyedWaitQueue,
+    private readonly queue: KeyedWaitQueue<unknown>,
     readonly entry: KeyEntry,
     readonly timeoutMs: number,
     readonly maxPending: number,
@@ -57,9 +59,15 @@ class Waiter implements Deadline {
   }
 }
 
+/**
+ * The entry of every key held with nobody waiting (frozen: it is shared): taking a
+ * free key allocates nothing; the first waiter gives the key an entry of its own.
+ */
+const HELD: KeyEntry = Object.freeze({ key: '', first: undefined, last: undefined, waiting: 0 }) as KeyEntry;
+
 /** The waiter whose promise is being made: lets one shared executor fill in its resolvers. */
 let settling: Waiter | undefined;
-const captureResolvers = (resolve: () => void, reject: (error: unknown) => void): void => {
+const captureResolvers = (resolve: (granted: unknown) => void, reject: (error: unknown) => void): void => {
   settling!.resolve = resolve;
   settling!.reject = reject;
 };
@@ -73,14 +81,22 @@ const captureResolvers = (resolve: () => void, reject: (error: unknown) => void)
  * list, so a waiter that times out or is aborted leaves at once (O(1)), and
  * release hands the key straight to the head waiter (no barging: a newcomer sees
  * the key held until the head has taken it). An idle key leaves nothing behind.
+ *
+ * `T` is what a waiter's promise resolves with: what `grant` makes for the key at
+ * the hand-off (the in-memory provider's lock, so that its waiter needs no
+ * continuation of its own to make one), or nothing without `grant`.
  */
-export class KeyedWaitQueue {
+export class KeyedWaitQueue<T = void> {
   private readonly entries = new Map<string, KeyEntry>();
 
-  /** `budget`: the provider's `maxPendingTotal`, shared by the waiters of every key (none: unbounded). */
+  /**
+   * @param budget the provider's `maxPendingTotal`, shared by the waiters of every key (none: unbounded)
+   * @param grant called at each hand-off, as the head waiter becomes the holder; its result resolves that waiter's promise
+   */
   constructor(
     private readonly deadlines: DeadlineQueue = new DeadlineQueue(),
     private readonly budget?: PendingBudget,
+    private readonly grant?: (key: string) => T,
   ) {}
 
   /** Keys held or waited for (0 when idle: nothing is retained). */
@@ -99,7 +115,7 @@ export class KeyedWaitQueue {
   /** Takes the key if nobody holds or waits for it. */
   tryTake(key: string): boolean {
     if (this.entries.has(key)) return false;
-    this.entries.set(key, { key, first: undefined, last: undefined, waiting: 0 });
+    this.entries.set(key, HELD);
     return true;
   }
 
@@ -108,32 +124,33 @@ export class KeyedWaitQueue {
    * when the key is handed over, in arrival order. The promise rejects with the
    * timeout or busy error, or with the signal's reason; the caller then holds nothing.
    */
-  take(key: string, options: WaitOptions): Promise<void> | undefined {
+  take(key: string, options: WaitOptions): Promise<T> | undefined {
     return this.wait(key, options.timeoutMs, options.maxPending, options.signal, options);
   }
 
   /** {@link take} without an options object per call: what the in-memory provider's hot path uses. */
-  wait(key: string, timeoutMs: number, maxPending: number, signal: AbortSignal | undefined, errors: WaitErrors): Promise<void> | undefined {
+  wait(key: string, timeoutMs: number, maxPending: number, signal: AbortSignal | undefined, errors: WaitErrors): Promise<T> | undefined {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const entry = this.entries.get(key);
+    let entry = this.entries.get(key);
     if (!entry) {
-      this.entries.set(key, { key, first: undefined, last: undefined, waiting: 0 });
+      this.entries.set(key, HELD);
       return undefined;
     }
     if (timeoutMs <= 0) return Promise.reject(errors.timeoutError(key, timeoutMs));
     if (entry.waiting >= maxPending) return Promise.reject(errors.busyError(key, maxPending));
     if (this.budget && !this.budget.take()) return Promise.reject(this.budget.busyError(key));
 
-    const waiter = new Waiter(this, entry, timeoutMs, maxPending, signal, errors);
+    if (entry === HELD) this.entries.set(key, (entry = { key, first: undefined, last: undefined, waiting: 0 }));
+    const waiter = new Waiter(this as KeyedWaitQueue<unknown>, entry, timeoutMs, maxPending, signal, errors);
     settling = waiter;
-    const promise = new Promise<void>(captureResolvers);
+    const promise = new Promise<T>(captureResolvers as (resolve: (value: T) => void, reject: (error: unknown) => void) => void);
     settling = undefined;
     waiter.prev = entry.last;
     if (entry.last) entry.last.next = waiter;
     else entry.first = waiter;
     entry.last = waiter;
     entry.waiting++;
-    this.deadlines.add(waiter, timeoutMs);
+    this.deadlines.addInLine(waiter, timeoutMs);
     signal?.addEventListener('abort', waiter, { once: true });
     return promise;
   }
@@ -151,7 +168,7 @@ export class KeyedWaitQueue {
       return false;
     }
     this.unlink(head);
-    head.resolve();
+    head.resolve(this.grant?.(key));
     return true;
   }
 
@@ -204,7 +221,7 @@ export class KeyedWaitQueue {
     waiter.prev = waiter.next = undefined;
     entry.waiting--;
     this.budget?.give();
-    this.deadlines.cancel(waiter);
+    this.deadlines.cancelInLine(waiter);
     waiter.signal?.removeEventListener('abort', waiter);
   }
 }

@@ -30,8 +30,9 @@ const WAIT_ERRORS: WaitErrors = {
 
 /**
  * Locks inside one process: a strict FIFO queue per key. Uncontended it costs a
- * Map entry and no timer; waiting costs a list node and a heap entry; an idle key
- * costs nothing. Leases are meaningless here (a holder cannot crash without the
+ * Map entry and no timer; waiting costs a list node, which is also its deadline
+ * (in its delay's line: O(1) in and out), its promise, and an abort listener only
+ * with a signal; an idle key costs nothing. Leases are meaningless here (a holder cannot crash without the
  * whole process), so held locks never expire: `leaseMs` is accepted and ignored,
  * with one debug note per instance (docs/lease.md).
  */
@@ -40,10 +41,10 @@ export class InMemoryLockProvider
   implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
 {
   private readonly deadlines = new DeadlineQueue();
-  private readonly queue: KeyedWaitQueue;
+  private readonly queue: KeyedWaitQueue<InMemoryLock>;
   // Counted, not kept: nothing here visits held locks one by one, and each is released once (LockState).
   private readonly held = new HeldLocks<InMemoryLock>(false, false);
-  private lastToken = 0n;
+  private lastToken = 0;
   private readonly leaseNote = new IgnoredLeaseNote(
     new Logger(SERIALIZED_LOGGER_CONTEXT),
     'InMemoryLockProvider',
@@ -53,8 +54,9 @@ export class InMemoryLockProvider
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
   private readonly onRelease = (lock: InMemoryLock): void => {
-    this.held.delete(lock);
+    // The next holder (if any) is counted before this one leaves: a drain never sees a handed-over key as idle.
     this.queue.release(lock.key);
+    this.held.delete(lock);
   };
 
   constructor(options: InMemoryLockProviderOptions = {}) {
@@ -62,7 +64,9 @@ export class InMemoryLockProvider
     this.waitTimeoutMs = options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = options.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
     this.shutdownGraceMs = options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
-    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal));
+    this.queue = new KeyedWaitQueue(this.deadlines, new PendingBudget(options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal), (key) =>
+      this.grant(key),
+    );
   }
 
   /** `@Idempotent`'s records, in this process like the locks. */
@@ -80,21 +84,28 @@ export class InMemoryLockProvider
     return this.deadlines.armed;
   }
 
-  async acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
+  /**
+   * Not an `async` function: a free key costs one settled promise, and a waiter's
+   * promise is the queue's own, resolved with its lock at the hand-off (no
+   * continuation here between the release and the caller).
+   */
+  acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#acquire');
-    if (invalid) throw invalid;
+    if (invalid) return Promise.reject(invalid);
     this.leaseNote.check(options.leaseMs, key);
-    this.held.assertOpen(key);
-    const waiting = this.queue.wait(key, options.waitTimeoutMs ?? this.waitTimeoutMs, options.maxPending ?? this.maxPending, options.signal, WAIT_ERRORS);
-    if (waiting) {
-      await waiting;
+    if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
+    const signal = options.signal;
+    const waiting = this.queue.wait(key, options.waitTimeoutMs ?? this.waitTimeoutMs, options.maxPending ?? this.maxPending, signal, WAIT_ERRORS);
+    if (!waiting) return Promise.resolve(this.grant(key));
+    if (!signal) return waiting;
+    return waiting.then((lock) => {
       // Handed over in the same tick the caller gave up: pass it on, never run.
-      if (options.signal?.aborted) {
-        this.queue.release(key);
-        throw options.signal.reason;
+      if (signal.aborted) {
+        lock.releaseNow();
+        throw signal.reason;
       }
-    }
-    return this.grant(key);
+      return lock;
+    });
   }
 
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {

@@ -7,12 +7,20 @@ const RELEASED = Promise.resolve();
 
 /** A key held in this process. Nothing can take it away, so it never expires nor is lost. */
 export class InMemoryLock extends LockState implements Lock {
+  /**
+   * @param token the fencing token as a number (exact up to 2^53: 285 years at a
+   *   million acquisitions a second); a bigint is made only when someone reads it
+   */
   constructor(
     readonly key: string,
-    readonly fencingToken: bigint,
+    private readonly token: number,
     private readonly onRelease: (lock: InMemoryLock) => void,
   ) {
     super();
+  }
+
+  get fencingToken(): bigint {
+    return BigInt(this.token);
   }
 
   async extend(): Promise<void> {
