@@ -16,7 +16,7 @@ import { SerializedMetrics } from './observability/serialized.metrics';
 const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
 
 /** An already settled release: what `HeldLock.release` returns when nothing is left to wait for. */
-const DONE: Promise<void> = Promise.resolve();
+export const DONE: Promise<void> = Promise.resolve();
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
