@@ -32,6 +32,8 @@ export interface LoadResult {
   requestsPerSec: number;
   p50: number;
   p99: number;
+  /** Requests completed. */
+  requests: number;
   /** Non-2xx answers, errors and timeouts. */
   bad: number;
 }
@@ -53,6 +55,7 @@ export async function load(url: string, path: (i: number) => string, connections
     requestsPerSec: result.requests.total / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    requests: result.requests.total,
     bad: result.non2xx + result.errors + result.timeouts,
   };
 }

@@ -2,7 +2,9 @@
  * Scenario 6: the example app in a process of its own (so the load generator and
  * the server do not share an event loop), on Express, with the library's
  * in-memory or Redis driver, plus a no-op-interceptor probe route. Replies with
- * its port; closes on request.
+ * its port; reports the CPU time it used so far (`cpu`: user + system, µs) so the
+ * scenario can tell what a request costs the server from what the load generator
+ * and the rest of the host took; closes on request.
  */
 import type { INestApplication } from '@nestjs/common';
 import { createApp } from '../../src/app.factory';
@@ -24,6 +26,10 @@ serveRequests(async (message: Message): Promise<Message | undefined> => {
       await app.listen(0, '127.0.0.1');
       const address = app.getHttpServer().address() as { port: number };
       return { type: 'started', port: address.port };
+    }
+    case 'cpu': {
+      const { user, system } = process.cpuUsage();
+      return { type: 'cpu', micros: user + system };
     }
     case 'close':
       await app?.close();

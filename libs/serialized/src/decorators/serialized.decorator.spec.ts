@@ -22,6 +22,12 @@ class Jobs {
     return job.data.n;
   }
 
+  @Serialized('0')
+  double(n: number): number {
+    if (n < 0) throw new Error('negative');
+    return n * 2;
+  }
+
   @Serialized('1', { scope: 'charge' })
   async charge(_amount: number, accountId: string): Promise<string> {
     return accountId;
@@ -61,6 +67,16 @@ describe('@Serialized on a method that is not a route handler', () => {
     await expect(new Jobs().charge(1, 'acc')).rejects.toThrow(
       '@Serialized on Jobs#charge: no LockService on this instance. Import SerializedModule.forRoot()',
     );
+  });
+
+  it('returns a Promise from a direct call, even of a synchronous method (a throw becomes a rejection)', async () => {
+    const jobs = withLocks();
+    const result: unknown = jobs.double(2);
+    expect(result).toBeInstanceOf(Promise);
+    await expect(result).resolves.toBe(4);
+    const failed: unknown = jobs.double(-1);
+    expect(failed).toBeInstanceOf(Promise);
+    await expect(failed).rejects.toThrow('negative');
   });
 
   it('reads argument N when the path starts with its index', async () => {

@@ -72,19 +72,26 @@ function decorateMethod(
     defaultScope: `${className}.${String(propertyKey)}`,
   };
 
-  const serialized = async function (this: Record<symbol, LockService | undefined>, ...args: unknown[]): Promise<unknown> {
+  const direct = async (instance: object, lockService: LockService, args: unknown[]): Promise<unknown> => {
+    // A BullMQ job never waits for its key inside a worker slot: it is parked instead (docs/bullmq.md).
+    if (isBullmqJob(args[0])) return runSerializedJob({ lockService, metadata, handler, instance, method: original, decorated: serialized, args });
+    const value = await resolveArgumentsKey(metadata.parsedKey, args, handler);
+    return lockService.run(lockKeyOf(metadata, value), () => original.apply(instance, args), runOptionsOf(metadata, handler));
+  };
+  // Not async itself: the call Nest makes under the interceptor returns what the method returns,
+  // with no promise of its own added (every request pays for one); every other call gets a Promise.
+  const serialized = function (this: Record<symbol, LockService | undefined>, ...args: unknown[]): unknown {
     const lockService = this?.[SERIALIZED_LOCK_SERVICE];
     if (!lockService) {
-      throw new Error(
-        `@Serialized on ${handler}: no LockService on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`,
+      return Promise.reject(
+        new Error(
+          `@Serialized on ${handler}: no LockService on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`,
+        ),
       );
     }
     // Called by Nest under SerializedInterceptor, which holds the key already (metadata/handler.handshake.ts).
     if (lockService.handshake()?.claim(serialized)) return original.apply(this, args);
-    // A BullMQ job never waits for its key inside a worker slot: it is parked instead (docs/bullmq.md).
-    if (isBullmqJob(args[0])) return runSerializedJob({ lockService, metadata, handler, instance: this, method: original, decorated: serialized, args });
-    const value = await resolveArgumentsKey(metadata.parsedKey, args, handler);
-    return lockService.run(lockKeyOf(metadata, value), () => original.apply(this, args), runOptionsOf(metadata, handler));
+    return direct(this, lockService, args);
   };
   Object.defineProperty(serialized, 'name', { value: original.name });
   // Decorators applied before this one (written below it) put their metadata on the original.

@@ -27,3 +27,11 @@ export function watchClientGone(ctx: ExecutionContext, onGone: () => void): () =
 }
 
 function noop(): void {}
+
+/** Why a waiter left: its client disconnected or unsubscribed. */
+export class ClientGoneError extends Error {
+  override readonly name = 'ClientGoneError';
+  constructor(handler: string) {
+    super(`The caller of ${handler} left before it got the lock`);
+  }
+}

@@ -6,16 +6,14 @@ import {
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
-import { Observable, type Subscription } from 'rxjs';
-import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
+import { Observable } from 'rxjs';
 import { SerializedError } from '../errors';
-import { resolveContextKey } from '../key/context-key.resolver';
-import { LockService, type HeldKey } from '../lock.service';
-import { HandlerHandshake } from '../metadata/handler.handshake';
+import { LockService } from '../lock.service';
 import { SerializedMetadataAccessor } from '../metadata/serialized-metadata.accessor';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { BackendOutageLog } from './backend-outage.log';
-import { watchClientGone } from './client-gone';
+import { SerializedCall, type SerializedCallHost } from './serialized.call';
+import { planSerializedRoute, SerializedRoutePlans, type SerializedRoutePlan } from './serialized-route.plan';
 import { statusOf } from './serialized-error.mapper';
 
 /**
@@ -36,6 +34,9 @@ import { statusOf } from './serialized-error.mapper';
 export class SerializedInterceptor implements NestInterceptor {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   private readonly outages: BackendOutageLog;
+  // The metadata is fixed once the decorators ran: each handler's is read and prepared once.
+  private readonly plans = new SerializedRoutePlans();
+  private readonly host: SerializedCallHost;
 
   constructor(
     private readonly lockService: LockService,
@@ -43,67 +44,22 @@ export class SerializedInterceptor implements NestInterceptor {
     @Optional() outages?: BackendOutageLog,
   ) {
     this.outages = outages ?? new BackendOutageLog(this.logger);
+    this.host = {
+      lockService,
+      logger: this.logger,
+      toTransport: (error, handler, held) => this.toTransport(error, handler, held),
+      recovered: () => this.outages.recovered(),
+    };
   }
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const metadata = this.metadata.get(ctx.getHandler(), ctx.getClass());
+    const handler = ctx.getHandler();
+    const cls = ctx.getClass();
+    let plan = this.plans.get(handler, cls);
+    if (plan === undefined) this.plans.set(handler, cls, (plan = this.plan(handler, cls)));
     // Undecorated, or another SerializedInterceptor (APP_INTERCEPTOR and the decorator's) already holds the key for this call.
-    if (!metadata || this.lockService.handshake()?.isPendingFor(ctx.getHandler())) return next.handle();
-    const handler = `${ctx.getClass().name}#${ctx.getHandler().name}`;
-
-    return new Observable<unknown>((subscriber) => {
-      const waiting = new AbortController();
-      const stopWatching = watchClientGone(ctx, () => {
-        this.logger.debug(`Client left while waiting (${handler}); it leaves the queue`);
-        waiting.abort(new ClientGoneError(handler));
-      });
-      let held: HeldKey | undefined;
-      let inner: Subscription | undefined;
-      let done = false;
-      let acquiring = true;
-
-      const finish = (emit: () => void): void => {
-        if (done) return;
-        done = true;
-        const release = held?.release() ?? Promise.resolve();
-        held = undefined;
-        // Release before the response goes out, so a client's next request finds the key free.
-        void release.then(emit);
-      };
-
-      (async () => {
-        const value = await resolveContextKey(metadata.parsedKey, ctx, handler);
-        const acquired = await this.lockService.acquire(lockKeyOf(metadata, value), runOptionsOf(metadata, handler, waiting.signal));
-        acquiring = false;
-        stopWatching();
-        if (subscriber.closed || done) return acquired.release();
-        held = acquired;
-        inner = this.lockService.runHolding(acquired, () =>
-          next.handle().subscribe({
-            next: (result) => subscriber.next(result),
-            error: (error) => finish(() => subscriber.error(this.toTransport(error, handler, true))),
-            complete: () => {
-              this.outages.recovered();
-              finish(() => subscriber.complete());
-            },
-          }),
-          new HandlerHandshake(ctx.getHandler()),
-        );
-      })().catch((error) => {
-        acquiring = false;
-        stopWatching();
-        if (error instanceof ClientGoneError) return; // nobody is listening
-        if (!subscriber.closed) subscriber.error(this.toTransport(error, handler, false));
-      });
-
-      return () => {
-        stopWatching();
-        // Only a caller still waiting has anything to abort; an Error (and its stack) per request is not free.
-        if (acquiring) waiting.abort(new ClientGoneError(handler));
-        inner?.unsubscribe();
-        finish(() => undefined);
-      };
-    });
+    if (!plan || this.lockService.handshake()?.isPendingFor(handler)) return next.handle();
+    return new Observable<unknown>((subscriber) => new SerializedCall(this.host, plan, ctx, next, subscriber).teardown);
   }
 
   /**
@@ -116,12 +72,10 @@ export class SerializedInterceptor implements NestInterceptor {
     else if (held) this.outages.recovered();
     return error;
   }
-}
 
-/** Why a waiter left: its client disconnected or unsubscribed. */
-class ClientGoneError extends Error {
-  override readonly name = 'ClientGoneError';
-  constructor(handler: string) {
-    super(`The caller of ${handler} left before it got the lock`);
+  private plan(handler: object, cls: object): SerializedRoutePlan | null {
+    const metadata = this.metadata.get(handler, cls);
+    if (!metadata) return null;
+    return planSerializedRoute(metadata, `${(cls as { name: string }).name}#${(handler as { name: string }).name}`);
   }
 }

@@ -9,47 +9,74 @@ import { keyValueOf, readPath } from './key-value';
  * and Fastify alike.
  */
 export async function resolveContextKey(key: ParsedSerializationKey, ctx: ExecutionContext, handler: string): Promise<string> {
-  if (key.kind === 'function') {
-    const value = await (key.fn as (c: ExecutionContext) => unknown)(ctx);
-    return keyValueOf(key, value, ['the value returned by the key function'], handler);
-  }
-  const type = ctx.getType<string>();
-  if (type === 'http') return resolveRequestKey(key, key.segments, ctx.switchToHttp().getRequest(), handler);
-  if (type === 'graphql') {
-    const [, args, gqlContext] = ctx.getArgs();
-    return resolveRequestKey(key, key.segments, { ...gqlContext?.req, params: args, user: gqlContext?.req?.user }, handler);
-  }
-  // rpc and ws: the key is a path into the message payload.
-  const data = type === 'rpc' ? ctx.switchToRpc().getData() : ctx.switchToWs().getData();
-  return keyValueOf(key, readPath(data, key.segments), [`data.${key.text}`], handler);
+  return contextKeyResolver(key, handler)(ctx);
 }
 
-function resolveRequestKey(
-  key: ParsedSerializationKey,
-  segments: readonly string[],
-  request: Record<string, unknown>,
-  handler: string,
-): string | Promise<string> {
-  const text = key.text;
-  if (segments.length === 1) {
-    const lookedIn: string[] = [];
-    for (const source of NAME_LOOKUP_ORDER) {
-      lookedIn.push(`${source}.${text}`);
-      const found = readPath(request?.[source], segments);
-      if (found !== undefined && found !== null && found !== '') return keyValueOf(key, found, lookedIn, handler);
+/**
+ * Reads the key from a context: the value, or a promise of it when the key
+ * function or `transform` is async. Throws (synchronously) what
+ * {@link resolveContextKey} rejects with.
+ */
+export type ContextKeyResolver = (ctx: ExecutionContext) => string | Promise<string>;
+
+/**
+ * {@link resolveContextKey} prepared once per handler (the interceptor caches it):
+ * what does not depend on the request — the lookup order, the names of the places
+ * looked in, the path's source — is worked out here rather than on every request.
+ */
+export function contextKeyResolver(key: ParsedSerializationKey, handler: string): ContextKeyResolver {
+  if (key.kind === 'function') {
+    const fn = key.fn as (c: ExecutionContext) => unknown;
+    const lookedIn = ['the value returned by the key function'];
+    return (ctx) => {
+      const value = fn(ctx);
+      return isThenable(value) ? Promise.resolve(value).then((v) => keyValueOf(key, v, lookedIn, handler)) : keyValueOf(key, value, lookedIn, handler);
+    };
+  }
+  const fromRequest = requestKeyResolver(key, handler);
+  const dataLookedIn: Record<string, readonly string[]> = { rpc: [`data.${key.text}`], ws: [`data.${key.text}`] };
+  return (ctx) => {
+    const type = ctx.getType<string>();
+    if (type === 'http') return fromRequest(ctx.switchToHttp().getRequest());
+    if (type === 'graphql') {
+      const [, args, gqlContext] = ctx.getArgs();
+      return fromRequest({ ...gqlContext?.req, params: args, user: gqlContext?.req?.user });
     }
-    return keyValueOf(key, undefined, lookedIn, handler);
+    // rpc and ws: the key is a path into the message payload.
+    const data = type === 'rpc' ? ctx.switchToRpc().getData() : ctx.switchToWs().getData();
+    return keyValueOf(key, readPath(data, key.segments), dataLookedIn[type] ?? [`data.${key.text}`], handler);
+  };
+}
+
+type RequestKeyResolver = (request: Record<string, unknown> | undefined) => string | Promise<string>;
+
+function requestKeyResolver(key: ParsedSerializationKey & { kind: 'path' }, handler: string): RequestKeyResolver {
+  const { text, segments } = key;
+  if (segments.length === 1) {
+    // The error names every place looked in up to where the search stopped.
+    const lookedIn = NAME_LOOKUP_ORDER.map((_, i) => NAME_LOOKUP_ORDER.slice(0, i + 1).map((source) => `${source}.${text}`));
+    return (request) => {
+      for (let i = 0; i < NAME_LOOKUP_ORDER.length; i++) {
+        const found = readPath(request?.[NAME_LOOKUP_ORDER[i]], segments);
+        if (found !== undefined && found !== null && found !== '') return keyValueOf(key, found, lookedIn[i], handler);
+      }
+      return keyValueOf(key, undefined, lookedIn[lookedIn.length - 1], handler);
+    };
   }
   const source = segments[0] as RequestSource;
   if (!(REQUEST_SOURCES as readonly string[]).includes(source)) {
     // A programming error (500), not a client one: the key names no request source.
-    throw new TypeError(
-      `@Serialized("${text}") on ${handler}: "${segments[0]}" is not a request source; a path on a route handler starts with one of ${REQUEST_SOURCES.join(', ')}`,
-    );
+    // Thrown per request, as before: the same key may serve a transport that reads a payload.
+    const message = `@Serialized("${text}") on ${handler}: "${segments[0]}" is not a request source; a path on a route handler starts with one of ${REQUEST_SOURCES.join(', ')}`;
+    return () => {
+      throw new TypeError(message);
+    };
   }
-  const found =
-    source === 'headers'
-      ? readPath(request?.headers, [segments.slice(1).join('.').toLowerCase()])
-      : readPath(request?.[source], segments.slice(1));
-  return keyValueOf(key, found, [`${source === 'user' ? 'req.user' : source}.${segments.slice(1).join('.')}`], handler);
+  const rest = source === 'headers' ? [segments.slice(1).join('.').toLowerCase()] : segments.slice(1);
+  const lookedIn = [`${source === 'user' ? 'req.user' : source}.${segments.slice(1).join('.')}`];
+  return (request) => keyValueOf(key, readPath(request?.[source], rest), lookedIn, handler);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

@@ -1,0 +1,127 @@
+import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
+import type { Observer, Subscriber, Subscription } from 'rxjs';
+import { escapeLockKeyPart } from '../key/lock-key';
+import { DONE } from '../internal/release-after';
+import type { HeldKey, LockService } from '../lock.service';
+import { HandlerHandshake } from '../metadata/handler.handshake';
+import { ClientGoneError, watchClientGone } from './client-gone';
+import type { SerializedRoutePlan } from './serialized-route.plan';
+
+/** What the calls of one interceptor share. */
+export interface SerializedCallHost {
+  readonly lockService: LockService;
+  readonly logger: Logger;
+  /** The error as it goes on to the exception filters (and the outage log): see `SerializedInterceptor`. */
+  toTransport(error: unknown, handler: string, held: boolean): unknown;
+  /** A call that held its lock completed: the backend works. */
+  recovered(): void;
+}
+
+/**
+ * One subscription to a serialized handler: resolves the key, waits for the lock
+ * (leaving the queue if the client goes), runs the handler holding it, and
+ * releases it before the result goes out. One object with methods rather than a
+ * closure per step: this runs on every request.
+ */
+export class SerializedCall implements Observer<unknown> {
+  private readonly waiting = new AbortController();
+  private stopWatching: () => void;
+  private held: HeldKey | undefined;
+  private inner: Subscription | undefined;
+  private done = false;
+  private acquiring = true;
+
+  constructor(
+    private readonly host: SerializedCallHost,
+    private readonly plan: SerializedRoutePlan,
+    private readonly ctx: ExecutionContext,
+    private readonly callHandler: CallHandler,
+    private readonly subscriber: Subscriber<unknown>,
+  ) {
+    this.stopWatching = watchClientGone(ctx, this.clientGone);
+    let value: string | Promise<string>;
+    try {
+      value = plan.resolveKey(ctx);
+    } catch (error) {
+      this.failed(error);
+      return;
+    }
+    if (typeof value === 'string') this.acquire(value);
+    else value.then((resolved) => this.acquire(resolved), (error: unknown) => this.failed(error));
+  }
+
+  /** What the subscriber's teardown runs: the client left, or the response is complete. */
+  readonly teardown = (): void => {
+    this.stopWatching();
+    // Only a caller still waiting has anything to abort; an Error (and its stack) per request is not free.
+    if (this.acquiring) this.waiting.abort(new ClientGoneError(this.plan.handler));
+    this.inner?.unsubscribe();
+    this.finish(undefined);
+  };
+
+  // The handler's Observable, seen while holding the lock.
+  next(result: unknown): void {
+    this.subscriber.next(result);
+  }
+
+  error(error: unknown): void {
+    if (this.done) return;
+    this.finish(this.host.toTransport(error, this.plan.handler, true), true);
+  }
+
+  complete(): void {
+    this.host.recovered();
+    this.finish(undefined, false);
+  }
+
+  private readonly clientGone = (): void => {
+    this.host.logger.debug(`Client left while waiting (${this.plan.handler}); it leaves the queue`);
+    this.waiting.abort(new ClientGoneError(this.plan.handler));
+  };
+
+  private acquire(value: string): void {
+    const { plan } = this;
+    const key = `${plan.scopePart}:${escapeLockKeyPart(value)}`;
+    this.host.lockService.acquire(key, { ...plan.runOptions, signal: this.waiting.signal }).then(
+      (held) => this.acquired(held),
+      (error: unknown) => this.failed(error),
+    );
+  }
+
+  private acquired(held: HeldKey): void {
+    this.acquiring = false;
+    this.stopWatching();
+    if (this.subscriber.closed || this.done) {
+      void held.release();
+      return;
+    }
+    this.held = held;
+    this.inner = this.host.lockService.runHolding(held, () => this.callHandler.handle().subscribe(this), new HandlerHandshake(this.ctx.getHandler()));
+  }
+
+  /** Key resolution or acquisition failed: the handler does not run. */
+  private failed(error: unknown): void {
+    this.acquiring = false;
+    this.stopWatching();
+    if (error instanceof ClientGoneError) return; // nobody is listening
+    if (!this.subscriber.closed) this.subscriber.error(this.host.toTransport(error, this.plan.handler, false));
+  }
+
+  /**
+   * Releases, then ends the subscriber (`failed` says how; `undefined` ends
+   * nothing: the subscriber is gone). Release comes before the response goes out,
+   * so a client's next request finds the key free; a release that already
+   * completed (in memory) costs no extra tick.
+   */
+  private finish(error: unknown, failed?: boolean): void {
+    if (this.done) return;
+    this.done = true;
+    const held = this.held;
+    this.held = undefined;
+    const released = held ? held.release() : DONE;
+    if (failed === undefined) return;
+    const end = failed ? () => this.subscriber.error(error) : () => this.subscriber.complete();
+    if (released === DONE) end();
+    else void released.then(end);
+  }
+}
