@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { LockLostError, RedisLockProvider, type Lock } from 'nestjs-serialized';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId, waitFor } from '../support/timing';
+import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /** Local hand-off inside one process: what it hands on, and what a local holder learns when Redis loses the key. */
 describe('RedisLockProvider local hand-off', () => {
@@ -18,12 +19,7 @@ describe('RedisLockProvider local hand-off', () => {
 
   afterAll(async () => {
     await Promise.all([provider.close(), other.close()]);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
 

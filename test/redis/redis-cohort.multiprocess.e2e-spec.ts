@@ -3,6 +3,7 @@ import { RedisLockProvider } from 'nestjs-serialized';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
 import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
+import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
  * Local hand-off (lock cohorting) across real OS processes: a process holding a
@@ -55,12 +56,7 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
   afterAll(async () => {
     await Promise.all([...strict, ...cohort].map((w) => w.stop()));
     await local.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
 

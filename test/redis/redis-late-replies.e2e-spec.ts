@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { RedisLockProvider, type Lock } from 'nestjs-serialized';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId, waitFor } from '../support/timing';
+import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
  * A reply read after the lease it granted ran out never makes this process a
@@ -40,12 +41,7 @@ describe('RedisLockProvider: replies read after their lease ran out', () => {
 
   afterAll(async () => {
     await Promise.all(providers.map((p) => p.close()));
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
 

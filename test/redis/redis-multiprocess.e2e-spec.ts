@@ -3,6 +3,7 @@ import { RedisLockProvider } from 'nestjs-serialized';
 import { WorkerProcess } from '../support/processes';
 import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
+import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
  * Several real OS processes sharing one Redis: exclusion, global arrival order,
@@ -57,12 +58,7 @@ describe('RedisLockProvider across OS processes', () => {
     await Promise.all(all.map((w) => w.stop()));
     await local.close();
     // Only this suite's keys: the shared Redis is never flushed.
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
 

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { RedisLockProvider, type Lock } from 'nestjs-serialized';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId, waitFor } from '../support/timing';
+import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
  * A rolling deploy: instances of the previous library version (protocol 1, the
@@ -42,12 +43,7 @@ describe('RedisLockProvider protocol 2 next to protocol 1 (rolling deploy)', () 
 
   afterAll(async () => {
     await provider.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
 

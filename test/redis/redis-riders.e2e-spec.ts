@@ -3,6 +3,7 @@ import { LockTimeoutError, RedisLockProvider, type Lock } from 'nestjs-serialize
 import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
 import { ThrowawayRedis } from './support/throwaway-redis';
+import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /** Commands Redis ran since the last `CONFIG RESETSTAT`, scripts' own commands included (INFO commandstats). */
 async function commandsRun(redis: Redis): Promise<number> {
@@ -40,12 +41,7 @@ describe('RedisLockProvider riders (waiters without a place of their own while t
 
   afterAll(async () => {
     await Promise.all([provider.close(), other.close()]);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
 

@@ -3,6 +3,7 @@ import { RedisLockProvider } from 'nestjs-serialized';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId, waitFor } from '../support/timing';
+import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
  * A waiter whose own process blocks its event loop for longer than the heart-beat
@@ -35,12 +36,7 @@ describe('RedisLockProvider: a waiter whose process stalls past the heart-beat t
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));
     await local.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
 
