@@ -36,7 +36,7 @@ export interface LocalHandoffHost {
  * Local hand-off (lock cohorting, Dice, Marathe & Shavit, PPoPP 2012): when a
  * holder releases a key that a caller of this process waits for, the server lock
  * stays on its session and passes to that caller in-process, with the next token
- * of the block the grant reserved — no unlock and lock round trips. After
+ * of its session's block (`SessionTokens`) — no unlock and lock round trips. After
  * `maxLocalHandOffs` in a row (or when the block runs out) the key goes back to
  * the server, whose queue then serves the other processes' sessions first.
  * `strict` asks the server at each release whether another session waits (one
