@@ -151,13 +151,13 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
       await first.release();
       const second = await provider.acquire('k');
       await second.release();
-      // Each draw reserves a block of 1024 tokens for local hand-offs.
-      expect([first.fencingToken, second.fencingToken]).toEqual([1n, 1025n]);
+      // A draw reserves a block of 1024 tokens: the session takes the next one while nobody else drew.
+      expect([first.fencingToken, second.fencingToken]).toEqual([1n, 2n]);
       const [row] = await pg.query<{ last_value: string; increment_by: string }>(
         `SELECT last_value::text, increment_by::text FROM pg_sequences WHERE schemaname = 'public' AND sequencename = $1`,
         [name],
       );
-      expect(row).toEqual({ last_value: '1025', increment_by: '1024' });
+      expect(row).toEqual({ last_value: '1', increment_by: '1024' });
     });
 
     it('widens a sequence of an earlier version (increment 1) so that one draw reserves a block; tokens keep increasing', async () => {

@@ -9,7 +9,5 @@ export type HandoffMode = 'strict' | 'cohort';
 
 /** The run of local holders one server grant started: shared by every holder of that run. */
 export interface Cohort {
-  /** The last fencing token of the block the grant's `nextval` reserved. */
-  readonly blockEnd: bigint;
   readonly mode: HandoffMode;
 }

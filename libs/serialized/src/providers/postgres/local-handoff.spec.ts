@@ -3,14 +3,14 @@ import type { LockConnection } from './lock-connection';
 
 describe('LocalHandoffs', () => {
   const host = {} as LocalHandoffHost;
-  const session = (tokenBlock: number) => ({ tokenBlock }) as LockConnection;
+  const session = (block: number) => ({ tokens: { block } }) as unknown as LockConnection;
 
-  it('reserves the block the sequence increment gives, and none with increment 1 or with hand-offs off', () => {
+  it('starts a run on a session with a block of tokens, and none with increment 1 or with hand-offs off', () => {
     const handoffs = new LocalHandoffs(host, {}, () => undefined);
-    expect(handoffs.cohortOf(2049n, session(1024))).toEqual({ blockEnd: 3072n, mode: 'cohort' });
-    expect(handoffs.cohortOf(7n, session(1))).toBeUndefined();
-    expect(new LocalHandoffs(host, { maxLocalHandOffs: 0 }, () => undefined).cohortOf(7n, session(1024))).toBeUndefined();
-    expect(new LocalHandoffs(host, { handoff: 'strict' }, () => undefined).cohortOf(7n, session(1024))).toEqual({ blockEnd: 1030n, mode: 'strict' });
+    expect(handoffs.cohortOf(session(1024))).toEqual({ mode: 'cohort' });
+    expect(handoffs.cohortOf(session(1))).toBeUndefined();
+    expect(new LocalHandoffs(host, { maxLocalHandOffs: 0 }, () => undefined).cohortOf(session(1024))).toBeUndefined();
+    expect(new LocalHandoffs(host, { handoff: 'strict' }, () => undefined).cohortOf(session(1024))).toEqual({ mode: 'strict' });
   });
 
   it('refuses invalid options with a message naming them', () => {

@@ -16,7 +16,7 @@ export interface HandedLock {
   readonly key: string;
   readonly lockKey: string;
   readonly connection: LockConnection;
-  /** The token of the holder that let go. */
+  /** The token the next holder takes: reserved from the session's block when the holder let go. */
   readonly token: bigint;
   readonly cohort: Cohort;
   /** Local hand-offs so far in this run, this one included. */
@@ -36,7 +36,7 @@ export interface LocalHandoffHost {
  * Local hand-off (lock cohorting, Dice, Marathe & Shavit, PPoPP 2012): when a
  * holder releases a key that a caller of this process waits for, the server lock
  * stays on its session and passes to that caller in-process, with the next token
- * of the block the grant reserved — no unlock and lock round trips. After
+ * of its session's block (`SessionTokens`) — no unlock and lock round trips. After
  * `maxLocalHandOffs` in a row (or when the block runs out) the key goes back to
  * the server, whose queue then serves the other processes' sessions first.
  * `strict` asks the server at each release whether another session waits (one
@@ -61,9 +61,9 @@ export class LocalHandoffs {
   }
 
   /** The run a server grant starts, or none when the session's sequence reserves no block (increment 1) or hand-offs are off. */
-  cohortOf(token: bigint, connection: LockConnection, mode = this.mode): Cohort | undefined {
-    if (connection.tokenBlock < 2 || this.max < 1) return undefined;
-    return { blockEnd: token + BigInt(connection.tokenBlock) - 1n, mode };
+  cohortOf(connection: LockConnection, mode = this.mode): Cohort | undefined {
+    if (connection.tokens.block < 2 || this.max < 1) return undefined;
+    return { mode };
   }
 
   /** Releases a holder's lock: to the next caller of this process when it may, else on the server. */
@@ -109,7 +109,7 @@ export class LocalHandoffs {
     }
     // The new holder's own mode, if it gave one, decides its release; the block and the count carry on.
     const cohort = mode && mode !== handed.cohort.mode ? { ...handed.cohort, mode } : handed.cohort;
-    return this.host.grant(handed.key, handed.token + 1n, handed.lockKey, handed.connection, cohort, handed.handoffs);
+    return this.host.grant(handed.key, handed.token, handed.lockKey, handed.connection, cohort, handed.handoffs);
   }
 
   /** The caller whose turn came gave up (aborted, shutdown): the lock goes to the next caller, or back to the server. */
@@ -131,14 +131,15 @@ export class LocalHandoffs {
 
   private eligible(lock: PostgresLock): boolean {
     const { cohort, connection } = lock;
-    if (!cohort || lock.handoffs >= this.max || lock.fencingToken >= cohort.blockEnd) return false;
+    if (!cohort || lock.handoffs >= this.max || !connection.tokens.available) return false;
     return !lock.lost && !connection.dead && !this.host.held.closing && this.host.queue.waiting(lock.key) > 0;
   }
 
   private handOff(lock: PostgresLock): void {
     const { connection } = lock;
     connection.holders.delete(lock);
-    const handed = { key: lock.key, lockKey: lock.lockKey, connection, token: lock.fencingToken, cohort: lock.cohort!, handoffs: lock.handoffs + 1 };
+    // The token is taken now, while the key is held: larger than every token this session gave before.
+    const handed = { key: lock.key, lockKey: lock.lockKey, connection, token: connection.tokens.take()!, cohort: lock.cohort!, handoffs: lock.handoffs + 1 };
     this.pending.set(lock.key, handed);
     // The head of the local queue now owns the key; it picks the lock up with `take`.
     this.host.queue.release(lock.key);

@@ -6,6 +6,7 @@ import type { LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { PING, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
 import { StatementBatch } from './statement.batch';
+import { SessionTokens } from './session-tokens';
 
 /** How the lock sessions of one provider are opened. */
 export interface LockSessionSettings {
@@ -73,8 +74,8 @@ export class LockConnection implements Watched {
   uses = 0;
   /** Whether one use has it to itself (a blocking lock wait). @internal */
   exclusive = false;
-  /** Tokens one `nextval` reserves (the sequence's increment): local holders after t take t + 1 … t + tokenBlock − 1. */
-  tokenBlock = 1;
+  /** The fencing tokens its last `nextval` reserved, for its grants and local hand-offs. */
+  readonly tokens = new SessionTokens();
   // Deadlines of the statements in flight, oldest first (pg answers in order).
   private readonly deadlines: number[] = [];
   private tail: Promise<void> = Promise.resolve();
@@ -287,7 +288,7 @@ function noop(): void {}
 
 function batchesOf(connection: LockConnection, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
   return {
-    tries: new StatementBatch(connection, statements.tryLock, statements.tryLockMany),
+    tries: new StatementBatch(connection, (key) => statements.tryLock(key, connection.tokens.offer()), statements.tryLockMany),
     unlocks: new StatementBatch(connection, statements.unlock, statements.unlockMany),
   };
 }

@@ -24,7 +24,7 @@ export async function openLockSession(
   }
   const { connection, sequenceIncrement } = opened;
   const sequencePresent = sequenceIncrement !== 0;
-  connection.tokenBlock = Math.max(1, sequenceIncrement);
+  connection.tokens.block = Math.max(1, sequenceIncrement);
   if (!sequencePresent || (sequenceIncrement < TOKEN_BLOCK && settings.createSchema)) {
     try {
       if (!settings.createSchema) {
@@ -36,7 +36,7 @@ export async function openLockSession(
       if (sequencePresent) await widenSequence(connection, settings.sequence);
       else await createSequence(connection, settings.sequence);
       const [increment] = await connection.query({ text: SEQUENCE_INCREMENT, values: [settings.sequence], rowMode: 'array' });
-      connection.tokenBlock = Math.max(1, Number(increment ?? 1));
+      connection.tokens.block = Math.max(1, Number(increment ?? 1));
     } catch (error) {
       connection.kill(error as Error);
       throw error;

@@ -5,10 +5,12 @@ import type { LockConnection } from './lock-connection';
 import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
 import { lockStatements } from './postgres-lock.statements';
+import { SessionTokens } from './session-tokens';
 
 /** A session that answers each statement with the next scripted outcome. */
 class ScriptedConnection {
   readonly pid = 42;
+  readonly tokens = new SessionTokens();
   dead: Error | undefined;
   exclusive = false;
   readonly sent: { lockTimeout: unknown; serverWaitMs: number }[] = [];
@@ -66,7 +68,7 @@ describe('LockAttempt', () => {
     const { promise } = attempt(connection, 'wait', Number.MAX_SAFE_INTEGER);
     await expect(promise).resolves.toEqual({ key: 'k', fencingToken: 7n });
     expect(connection.sent).toEqual([
-      { lockTimeout: undefined, serverWaitMs: 0 },
+      { lockTimeout: null, serverWaitMs: 0 },
       { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
       { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
     ]);

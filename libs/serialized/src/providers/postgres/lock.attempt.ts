@@ -211,7 +211,10 @@ export class LockAttempt implements ConnectionRequest {
       return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
     }
     if (this.ownSession) this.host.pool.share(connection);
-    this.finish(undefined, this.host.grant(this.key, BigInt(token as string), this.lockKey, connection, this.handoff));
+    const fencingToken = BigInt(token as string);
+    // A draw starts the session's next block of tokens (see SessionTokens).
+    connection.tokens.granted(fencingToken);
+    this.finish(undefined, this.host.grant(this.key, fencingToken, this.lockKey, connection, this.handoff));
   }
 
   private failed(connection: LockConnection, error: unknown): void {

@@ -243,7 +243,7 @@ export class PostgresLockProvider
 
   /** @internal */
   grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, from?: Cohort | HandoffMode, handoffs = 0): PostgresLock {
-    const cohort = typeof from === 'object' ? from : this.handoffs.cohortOf(fencingToken, connection, from);
+    const cohort = typeof from === 'object' ? from : this.handoffs.cohortOf(connection, from);
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, cohort, handoffs);
     connection.holders.add(lock);
     this.held.add(lock);

@@ -25,9 +25,13 @@ describe('postgres lock statements', () => {
     );
   });
 
-  it('draws a token on tryLock only when the lock was taken', () => {
+  it('settles a token on tryLock only when the lock was taken: the offered one while no session drew since, else a draw', () => {
     const { tryLock, unlock } = lockStatements('seq');
-    expect(tryLock('7').text).toMatch(/CASE WHEN pg_try_advisory_lock\(\$1::bigint\) THEN nextval/);
+    expect(tryLock('7').text).toMatch(
+      /CASE WHEN pg_try_advisory_lock\(\$1::bigint\) THEN CASE WHEN pg_sequence_last_value\('"seq"'::regclass\) = \$2::bigint THEN \$3::text ELSE nextval/,
+    );
+    expect(tryLock('7').values).toEqual(['7', null, null]);
+    expect(tryLock('7', { drawn: '1025', token: '1030' }).values).toEqual(['7', '1025', '1030']);
     expect(unlock('7')).toMatchObject({ text: 'SELECT pg_advisory_unlock($1::bigint)', values: ['7'] });
   });
 

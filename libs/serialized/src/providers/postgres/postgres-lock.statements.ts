@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { QueryArrayConfig } from 'pg';
+import type { TokenOffer } from './session-tokens';
 
 /**
  * The increment the fencing sequence gets: one `nextval` reserves this many
@@ -15,8 +16,12 @@ export interface LockStatements {
   readonly sequence: string;
   /** `$1` lock key, `$2` lock_timeout (e.g. `'2500ms'`) → [token text, backend pid]. */
   lock(lockKey: string, lockTimeout: string): QueryArrayConfig;
-  /** `$1` lock key → [token text or null when busy, backend pid]. */
-  tryLock(lockKey: string): QueryArrayConfig;
+  /**
+   * `$1` lock key, `$2`/`$3` the session's offer (or nulls) → [token text or null
+   * when busy, backend pid]. The token is the offered one while the sequence's last
+   * value is still the offer's draw, else a new draw.
+   */
+  tryLock(lockKey: string, offer?: TokenOffer): QueryArrayConfig;
   /** `$1` lock key → [whether this session held it]. */
   unlock(lockKey: string): QueryArrayConfig;
   /**
@@ -52,7 +57,9 @@ export function quoteSequenceName(name: string): string {
  *   order set_config → pg_advisory_lock → set_config (back to 0) → nextval).
  *   Holders are granted one after the other, so their tokens strictly increase
  *   across every session.
- * - tryLock: `nextval` runs only when the lock was taken (CASE evaluates lazily).
+ * - tryLock: the token is settled only when the lock was taken (CASE evaluates
+ *   lazily): the session's offered token while no session drew since its block
+ *   began (`pg_sequence_last_value`, a read: no WAL), else `nextval`.
  * - Both return `pg_backend_pid()`, so every acquisition re-checks that the
  *   statement ran on the session the connection was opened on (a transaction
  *   pooler would route statements to different sessions).
@@ -71,7 +78,8 @@ export function lockStatements(fencingSequence: string): LockStatements {
     `SELECT set_config('lock_timeout', '0', true) FROM (` +
     `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true) OFFSET 0) AS wait OFFSET 0` +
     `) AS locked OFFSET 0) AS granted`;
-  const tryText = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${nextToken} END, pg_backend_pid()`;
+  const lastDrawn = `pg_sequence_last_value('${sequence.replace(/'/g, "''")}'::regclass)`;
+  const tryText = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN CASE WHEN ${lastDrawn} = $2::bigint THEN $3::text ELSE ${nextToken} END END, pg_backend_pid()`;
   const unlockText = 'SELECT pg_advisory_unlock($1::bigint)';
   // pg_locks shows a bigint advisory key as classid (high 32 bits), objid (low 32 bits), objsubid 1.
   const unlockIfWaitedText =
@@ -89,7 +97,7 @@ export function lockStatements(fencingSequence: string): LockStatements {
   return {
     sequence,
     lock: (lockKey, lockTimeout) => ({ name: name('lock'), text: lockText, values: [lockKey, lockTimeout], rowMode: 'array' }),
-    tryLock: (lockKey) => ({ name: name('try'), text: tryText, values: [lockKey], rowMode: 'array' }),
+    tryLock: (lockKey, offer) => ({ name: name('try-offer'), text: tryText, values: [lockKey, offer?.drawn ?? null, offer?.token ?? null], rowMode: 'array' }),
     unlock: (lockKey) => ({ name: 'nestjs-serialized:unlock', text: unlockText, values: [lockKey], rowMode: 'array' }),
     unlockIfWaited: (lockKey) => ({ name: 'nestjs-serialized:unlock-if-waited', text: unlockIfWaitedText, values: [lockKey], rowMode: 'array' }),
     tryLockMany: (lockKeys) => ({ name: name('try-many'), text: tryManyText, values: [lockKeys], rowMode: 'array' }),
