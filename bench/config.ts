@@ -13,13 +13,15 @@ export interface BenchConfig {
 
 export const FULL: BenchConfig = {
   mode: 'full',
-  uncontended: { rounds: 7, warmupMs: 50, durationMs: 150 },
+  // Windows long enough for a 2-statement PostgreSQL loop to settle (150 ms after 50 ms swung 0.5–0.9× its floor).
+  uncontended: { rounds: 7, warmupMs: 200, durationMs: 400 },
   hotKey: { rounds: 5, waiters: 100, warmupMs: 100, durationMs: 400, drainTimeoutMs: 30_000 },
   hotKeyProcesses: { rounds: 4, processes: 4, waitersPerProcess: 25, warmupMs: 150, durationMs: 700, drainTimeoutMs: 30_000 },
   // Redis and PostgreSQL: one round — the polling peers need ~25 s per 80,000 operations.
   manyKeys: { rounds: { memory: 3, redis: 1, postgres: 1 }, keys: { memory: 10_000, redis: 10_000, postgres: 10_000 }, opsPerKey: 8, timeoutMs: 45_000 },
   memory: { rounds: 2, keys: 1_000_000, heldKeys: 50_000, batch: 1000 },
-  http: { rounds: 3, connections: 32, durationSec: 2, warmupRequests: 1000 },
+  // Five rounds: on a shared host one route's samples spread 1.6k–4.2k req/s over three.
+  http: { rounds: 5, connections: 32, durationSec: 2, warmupRequests: 1000 },
 };
 
 export const QUICK: BenchConfig = {
