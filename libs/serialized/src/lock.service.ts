@@ -127,6 +127,22 @@ export class LockService {
   }
 
   /**
+   * {@link acquire} without its promise when `key` is free and taken at once (the
+   * interceptor's fast path, as {@link run} has); `undefined` otherwise — a held or
+   * joined key, a bad key or option — and the caller goes through `acquire`.
+   * @internal
+   */
+  acquireNow(key: string, options: RunOptions): HeldKey | undefined {
+    if (typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || validateAcquireOptions(options, options.handler ?? 'LockService#acquire')) return undefined;
+    const reentrant = options.reentrant ?? this.reentrant;
+    if (reentrant && this.isHeld(key)) return undefined; // it joins the holder: acquire's path
+    const lock = this.provider.acquireNow(key, options);
+    if (!lock) return undefined;
+    this.metrics?.acquiredAtOnce(key);
+    return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
+  }
+
+  /**
    * Runs `fn` in an async context where `held` counts as held, so a nested
    * `run`/`@Serialized` on the same key runs at once instead of deadlocking —
    * unless `held` was acquired with `reentrant: false`: then nothing inside joins
