@@ -1,9 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { performance } from 'node:perf_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
-import { redactUrls } from './internal/redact';
 import { DONE, releaseAfter, releaseAndThrow } from './internal/release-after';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
@@ -11,11 +9,14 @@ import { LockProvider } from './lock.provider';
 import { hasLoneSurrogate } from './key/lock-key';
 import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
+import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
 
 // The locks of a context outside any section; the options of a call that gives none (never written to).
 const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
 const NO_OPTIONS: RunOptions = Object.freeze({});
+
+export type { HeldKey } from './held-lock';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -38,15 +39,6 @@ export interface RunOptions extends AcquireOptions {
    * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
    */
   reentrant?: boolean;
-}
-
-/** A key held by the current call, as `LockService.acquire` returns it. */
-export interface HeldKey {
-  readonly lock: Lock;
-  /** True when an enclosing call already held the key: `release()` then does nothing. */
-  readonly reentrant: boolean;
-  /** Releases the key (idempotent). Never throws: a failed release is logged; the lease ends it. */
-  release(): Promise<void>;
 }
 
 interface LockContext {
@@ -132,6 +124,22 @@ export class LockService {
       (lock) => this.holding(key, lock, since, options.handler, reentrant),
       (error: unknown) => this.acquireFailed(key, since, error, options.handler),
     );
+  }
+
+  /**
+   * {@link acquire} without its promise when `key` is free and taken at once (the
+   * interceptor's fast path, as {@link run} has); `undefined` otherwise — a held or
+   * joined key, a bad key or option — and the caller goes through `acquire`.
+   * @internal
+   */
+  acquireNow(key: string, options: RunOptions): HeldKey | undefined {
+    if (typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || validateAcquireOptions(options, options.handler ?? 'LockService#acquire')) return undefined;
+    const reentrant = options.reentrant ?? this.reentrant;
+    if (reentrant && this.isHeld(key)) return undefined; // it joins the holder: acquire's path
+    const lock = this.provider.acquireNow(key, options);
+    if (!lock) return undefined;
+    this.metrics?.acquiredAtOnce(key);
+    return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
   }
 
   /**
@@ -241,60 +249,4 @@ export class LockService {
     if (error instanceof SerializedError && handler) error.attachHandler(handler);
     throw error;
   }
-}
-
-/** A key this call acquired; it is also what nested calls find in the async context. */
-class HeldLock implements HeldKey {
-  readonly reentrant = false;
-  /** False once released: a nested call that outlives the holder must not count it as held. */
-  active = true;
-  /** When it was acquired (for the hold-time histogram; 0 without metrics). */
-  private readonly since: number;
-
-  constructor(
-    readonly lock: Lock,
-    private readonly handler: string | undefined,
-    private readonly logger: Logger,
-    /** Whether calls inside the holder's async context may join it (`reentrant`). */
-    readonly joinable: boolean,
-    private readonly metrics?: SerializedMetrics,
-  ) {
-    this.since = metrics ? performance.now() : 0;
-  }
-
-  /**
-   * The one release path. Returns {@link DONE} itself when the release is already
-   * complete (always for a lock with `releaseNow`), so callers on the fast path can
-   * skip awaiting it; the promise never rejects.
-   */
-  release(): Promise<void> {
-    if (!this.active) return DONE;
-    this.active = false;
-    const lost = this.lock.lost;
-    this.metrics?.released(this.lock.key, this.since, lost !== undefined);
-    if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
-    try {
-      if (this.lock.releaseNow) {
-        this.lock.releaseNow();
-        return DONE;
-      }
-      return this.lock.release().then(undefined, (error: unknown) => this.couldNotRelease(error));
-    } catch (error) {
-      this.couldNotRelease(error);
-      return DONE;
-    }
-  }
-
-  private couldNotRelease(error: unknown): void {
-    // The work is done; failing the call now would lose its result. The lease ends the lock.
-    this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`);
-  }
-}
-
-function activeLock(entry: HeldLock | undefined): Lock | undefined {
-  return entry?.active ? entry.lock : undefined;
-}
-
-function describe(key: string, handler: string | undefined): string {
-  return handler ? `lock "${key}" (in ${handler})` : `lock "${key}"`;
 }

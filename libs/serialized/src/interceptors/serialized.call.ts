@@ -82,7 +82,11 @@ export class SerializedCall implements Observer<unknown> {
   private acquire(value: string): void {
     const { plan } = this;
     const key = `${plan.scopePart}:${escapeLockKeyPart(value)}`;
-    this.host.lockService.acquire(key, { ...plan.runOptions, signal: this.waiting.signal }).then(
+    const options = { ...plan.runOptions, signal: this.waiting.signal };
+    // A free key is taken synchronously: the handler runs without waiting for a promise of the lock.
+    const now = this.host.lockService.acquireNow(key, options);
+    if (now) return this.acquired(now);
+    this.host.lockService.acquire(key, options).then(
       (held) => this.acquired(held),
       (error: unknown) => this.failed(error),
     );

@@ -1,0 +1,71 @@
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '@nestjs/common';
+import { redactUrls } from './internal/redact';
+import { DONE } from './internal/release-after';
+import type { Lock } from './lock.interface';
+import type { SerializedMetrics } from './observability/serialized.metrics';
+
+/** A key held by the current call, as `LockService.acquire` returns it. */
+export interface HeldKey {
+  readonly lock: Lock;
+  /** True when an enclosing call already held the key: `release()` then does nothing. */
+  readonly reentrant: boolean;
+  /** Releases the key (idempotent). Never throws: a failed release is logged; the lease ends it. */
+  release(): Promise<void>;
+}
+
+/** A key this call acquired; it is also what nested calls find in the async context. */
+export class HeldLock implements HeldKey {
+  readonly reentrant = false;
+  /** False once released: a nested call that outlives the holder must not count it as held. */
+  active = true;
+  /** When it was acquired (for the hold-time histogram; 0 without metrics). */
+  private readonly since: number;
+
+  constructor(
+    readonly lock: Lock,
+    private readonly handler: string | undefined,
+    private readonly logger: Logger,
+    /** Whether calls inside the holder's async context may join it (`reentrant`). */
+    readonly joinable: boolean,
+    private readonly metrics?: SerializedMetrics,
+  ) {
+    this.since = metrics ? performance.now() : 0;
+  }
+
+  /**
+   * The one release path. Returns {@link DONE} itself when the release is already
+   * complete (always for a lock with `releaseNow`), so callers on the fast path can
+   * skip awaiting it; the promise never rejects.
+   */
+  release(): Promise<void> {
+    if (!this.active) return DONE;
+    this.active = false;
+    const lost = this.lock.lost;
+    this.metrics?.released(this.lock.key, this.since, lost !== undefined);
+    if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
+    try {
+      if (this.lock.releaseNow) {
+        this.lock.releaseNow();
+        return DONE;
+      }
+      return this.lock.release().then(undefined, (error: unknown) => this.couldNotRelease(error));
+    } catch (error) {
+      this.couldNotRelease(error);
+      return DONE;
+    }
+  }
+
+  private couldNotRelease(error: unknown): void {
+    // The work is done; failing the call now would lose its result. The lease ends the lock.
+    this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`);
+  }
+}
+
+export function activeLock(entry: HeldLock | undefined): Lock | undefined {
+  return entry?.active ? entry.lock : undefined;
+}
+
+function describe(key: string, handler: string | undefined): string {
+  return handler ? `lock "${key}" (in ${handler})` : `lock "${key}"`;
+}
