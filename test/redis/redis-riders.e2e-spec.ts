@@ -3,18 +3,8 @@ import { LockTimeoutError, RedisLockProvider, type Lock } from 'nestjs-serialize
 import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
 import { ThrowawayRedis } from './support/throwaway-redis';
+import { commandsRun } from './support/commands-run';
 import { deleteKeysWithPrefix } from './support/delete-keys';
-
-/** Commands Redis ran since the last `CONFIG RESETSTAT`, scripts' own commands included (INFO commandstats). */
-async function commandsRun(redis: Redis): Promise<number> {
-  const info = await redis.info('commandstats');
-  let total = 0;
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    // The test's own questions are not the provider's.
-    if (!['info', 'config', 'ping', 'client', 'hello', 'select'].includes(match[1])) total += Number(match[2]);
-  }
-  return total;
-}
 
 /**
  * Riders: while this process holds a key, its new waiters of that key wait in the

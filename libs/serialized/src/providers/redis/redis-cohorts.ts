@@ -4,7 +4,7 @@ import type { HeldLocks } from '../../internal/held-locks';
 import type { RedisLockKeys } from './redis-keyspace';
 import { RedisLock, type RedisLockContext } from './redis-lock';
 import { Tenure } from './redis-tenure';
-import { QUEUED, type RedisWaiter } from './redis-waiter';
+import type { RedisWaiter } from './redis-waiter';
 
 /**
  * How a held key passes to the next waiter: `strict` (default) keeps global
@@ -30,10 +30,8 @@ export interface CohortHost extends RedisLockContext {
   settle(waiter: RedisWaiter): void;
   /** Gives up `token`'s place, or passes the key on if `token` holds it. */
   leave(key: string, keys: RedisLockKeys, token: string): void;
-  /** The riders of `key` (no place in Redis) take places of their own: the tenure they rode on ended. */
+  /** The riders at the front of `key`'s waiters (no place in Redis) take places of their own: the tenure they rode on ended. */
   unride(key: string): void;
-  /** This process hears its wake-up channel (a remote waiter's notice would reach it). */
-  readonly listening: boolean;
 }
 
 
@@ -92,6 +90,9 @@ export class RedisCohorts {
       const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
       this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(block.last), floor));
       this.tenureKeys.set(token, key);
+    } else {
+      // No tenure to serve them: the riders that rode on the granted waiter's place take places of their own.
+      this.host.unride(key);
     }
     const lock = new RedisLock(this.host, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
     lock.handoff = handoff;
@@ -108,30 +109,24 @@ export class RedisCohorts {
     if (tenure && floor > 0 && floor < tenure.floor) tenure.floor = floor;
   }
 
-  /** A waiter of another process queued at `place` behind the holder `owner` (a message on this process's channel). */
-  noticed(owner: string, place: number): boolean {
+  /** A waiter of another process queued at `place` behind the holder `owner` (a message on this process's channel): the key, if `owner` is a tenure's. */
+  noticed(owner: string, place: number): string | undefined {
     const key = this.tenureKeys.get(owner);
     if (key !== undefined) this.learned(key, place);
-    return key !== undefined;
+    return key;
   }
 
   /**
-   * A new waiter rides on this process's tenure of its key (no place in Redis)
-   * when the mode allows: see the class comment. True: it is linked as a rider.
+   * A new waiter of a key this process holds may ride on the tenure (no place in
+   * Redis): see the class comment. The caller has checked local arrival order.
    */
-  ride(waiter: RedisWaiter): boolean {
+  mayRide(waiter: RedisWaiter): boolean {
     const queue = waiter.queue;
     const tenure = this.tenures.get(queue.key);
-    // Local arrival order: nobody of this process may be on the way to a place.
-    if (!tenure || this.held.closing || !this.host.listening || queue.pending !== queue.queued + 1) return false;
+    if (!tenure) return false;
     // No waiter of another process known; or (cohort) a token of this block left for every local waiter ahead.
     const cohort = (waiter.handoff ?? this.mode) === 'cohort';
-    if (tenure.floor !== Infinity && !(cohort && BigInt(queue.queued) < tenure.last - tenure.issued)) return false;
-    waiter.rider = true;
-    waiter.phase = QUEUED;
-    queue.link(waiter);
-    queue.riders++;
-    return true;
+    return tenure.floor === Infinity || (cohort && BigInt(queue.queued) < tenure.last - tenure.issued);
   }
 
   /**
@@ -228,10 +223,11 @@ export class RedisCohorts {
     const next = new RedisLock(this.host, key, tenure.keys, tenure.token, fence, waiter.leaseMs, px, since);
     next.handoff = waiter.handoff;
     this.held.add(next);
-    this.host.settle(waiter);
     waiter.granted = true;
+    this.host.settle(waiter);
     waiter.resolve(next);
-    if (waiter.queue.riders > Number(tenure.last - fence)) {
+    const left = Number(tenure.last - fence);
+    if (waiter.queue.riders > left && waiter.queue.frontRiders(left + 1) > left) {
       tenure.askRefill(this.host.connection, this.host.scripts, waiter.leaseMs, (floor) => this.learned(key, floor), (s) => this.forget(s));
     }
   }

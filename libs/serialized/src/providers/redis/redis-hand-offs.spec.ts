@@ -35,6 +35,7 @@ function setUp(options: { respondedAt?: number } = {}) {
       waiter.phase = SETTLED;
       waiters.delete(waiter.token);
     },
+    unplace: (waiter) => waiter.queue.unlink(waiter),
     leave: (_key, _keys, token) => events.push(`leave ${token}`),
     enqueueAgain: (waiter) => {
       waiters.delete(waiter.token);

@@ -15,8 +15,10 @@ export interface HandOffHost {
   handedOver(handOff: HandOff, since: number): void;
   /** A waiter of another process queued at `place` behind `owner`, a holder of this process. */
   noticed(owner: string, place: number): void;
-  /** The waiter is done waiting (it then resolves or rejects). */
+  /** The waiter is done waiting (it then resolves or rejects; `granted` is set first when it got the key). */
   settle(waiter: RedisWaiter): void;
+  /** The waiter's place leaves this process's list without the key (the riders behind it take places of their own). */
+  unplace(waiter: RedisWaiter): void;
   /** Gives up `token`'s place, or passes the key on if `token` holds it. Never throws. */
   leave(key: string, keys: RedisLockKeys, token: string): void;
   /** Gives the waiter a new owner token (the old one is then unknown) and sends its acquisition again. */
@@ -99,15 +101,16 @@ export class RedisHandOffs {
       this.confirm(waiter, fence);
       return;
     }
-    this.host.settle(waiter);
+    // Granted before settled: the riders behind its place stay, to be served by its tenure.
     waiter.granted = true;
+    this.host.settle(waiter);
     waiter.resolve(this.host.lockFor(waiter, fence, px, since, block));
   }
 
   private confirm(waiter: RedisWaiter, fence: number): void {
     const { key, keys } = waiter.queue;
     const token = waiter.token;
-    if (waiter.phase === QUEUED) waiter.queue.unlink(waiter);
+    if (waiter.phase === QUEUED) this.host.unplace(waiter);
     waiter.phase = CONFIRMING;
     waiter.fence = fence;
     this.grants.confirm(key, keys, token, waiter.leaseMs).then(
@@ -142,7 +145,7 @@ export class RedisHandOffs {
       waiter.reject(new LockTimeoutError(key, waiter.waitTimeoutMs));
       return;
     }
-    if (waiter.phase === QUEUED) waiter.queue.unlink(waiter);
+    if (waiter.phase === QUEUED) this.host.unplace(waiter);
     waiter.phase = SENDING;
     waiter.fence = 0;
     this.host.enqueueAgain(waiter);

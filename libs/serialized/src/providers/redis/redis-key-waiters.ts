@@ -6,14 +6,18 @@ export interface LinkedWaiter<W extends LinkedWaiter<W>> {
   readonly token: string;
   /** Linked without a place in Redis (a rider). */
   rider: boolean;
+  /** A rider's waiter with a place it joined behind (undefined: it joined this process's tenure). */
+  anchor: W | undefined;
   prev: W | undefined;
   next: W | undefined;
 }
 
 /**
  * This process's waiters of one key: the first level of the two. Every waiter has
- * its own place in the Redis queue (global arrival order), or rides on this
- * process's tenure of the key without one (`RedisCohorts.ride`), but the process talks
+ * its own place in the Redis queue (global arrival order), or rides without one
+ * (`RedisCohorts.ride`) on this process's tenure of the key (the riders at the front)
+ * or on the place of the waiter right before it (a run of riders behind that
+ * waiter, served when it gets the key), but the process talks
  * about the key with one voice: one heart-beat / safety check for all of them, one
  * wake-up at the holder's lease end. Exists only while someone of this process
  * waits for the key.
@@ -25,6 +29,10 @@ export class RedisKeyWaiters<W extends LinkedWaiter<W>> {
   queued = 0;
   /** Of those, riders: no place in Redis (see `RedisCohorts.ride`). */
   riders = 0;
+  /** Waiters (not linked) waiting for the reply to `leader`'s enqueue call before they ride or queue. */
+  following = 0;
+  /** The waiter whose enqueue call went out last (newcomers follow it while it is on its way). */
+  leader: W | undefined;
   first: W | undefined;
   last: W | undefined;
   /** The next heart-beat / safety check. */
@@ -63,16 +71,28 @@ export class RedisKeyWaiters<W extends LinkedWaiter<W>> {
     this.queued--;
   }
 
-  /** Unlinks the riders (their tenure ended: they take places of their own), in arrival order. */
-  takeRiders(): W[] {
+  /**
+   * Unlinks a run of riders, in arrival order: those right behind `after` (a waiter
+   * with a place that is leaving without the key: they rode on that place), or with
+   * `after` undefined those at the front (their tenure ended). They take places of
+   * their own.
+   */
+  takeRun(after?: W): W[] {
     const riders: W[] = [];
-    for (let w = this.first; w; w = w.next) if (w.rider) riders.push(w);
+    for (let w = after ? after.next : this.first; w && w.rider; w = w.next) riders.push(w);
     for (const w of riders) {
       this.unlink(w);
       w.rider = false;
     }
-    this.riders = 0;
+    this.riders -= riders.length;
     return riders;
+  }
+
+  /** Riders at the front (those a tenure serves before any waiter with a place), counted up to `limit`. */
+  frontRiders(limit: number): number {
+    let count = 0;
+    for (let w = this.first; w && w.rider && count < limit; w = w.next) count++;
+    return count;
   }
 
   /** Waiters with a place in the Redis queue. */

@@ -116,8 +116,9 @@ export class RedisSafetyChecks {
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
   private failed(queue: KeyWaiters, error: unknown): void {
     queue.checking = false;
-    // Riders too: their tenure cannot renew without Redis either.
-    for (let waiter = queue.first; waiter; waiter = queue.first) {
+    // Riders too: their tenure cannot renew without Redis either. From the last: a rider
+    // goes before the place it rides on would send it to Redis for a place of its own.
+    for (let waiter = queue.last; waiter; waiter = queue.last) {
       // Its place expires with its heart-beats if Redis stays away.
       this.host.dropWaiter(
         waiter,

@@ -44,7 +44,17 @@ export class RedisWaiter implements RedisCallOptions, LinkedWaiter<RedisWaiter> 
   handoff: RedisHandOffMode | undefined;
   /** It has no place in Redis: it waits for a local hand-off from this process's tenure (see `RedisCohorts.ride`). */
   rider = false;
-  /** Place of a waiter of another process queued behind it as the holder, told before this process knew it held the key. */
+  /** A rider's waiter with a place it rides behind (undefined: it rides on this process's tenure). */
+  anchor: RedisWaiter | undefined = undefined;
+  /** The waiter on its way to a place whose reply this one waits for (it then rides behind it, or queues). */
+  following: RedisWaiter | undefined = undefined;
+  /** Newcomers waiting for this one's reply, in arrival order. */
+  followers: RedisWaiter[] | undefined = undefined;
+  /**
+   * Place of a waiter of another process queued behind it: told as the tail of the
+   * queue (no rider may join its place from then on), or as the holder before this
+   * process knew it held the key.
+   */
   notice = Infinity;
   /** Settled by being handed the key (not by giving up). */
   granted = false;

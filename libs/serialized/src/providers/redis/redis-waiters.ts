@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
-import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import type { HeldLocks } from '../../internal/held-locks';
@@ -10,17 +9,18 @@ import type { OwnerTokens } from './owner-tokens';
 import type { RedisConnection } from './redis-connection';
 import type { RedisGrantCheck } from './redis-grant-check';
 import { RedisCohorts, type CohortHost, type GrantBlock, type RedisHandOffMode } from './redis-cohorts';
+import { RedisEnqueues, type EnqueueHost } from './redis-enqueues';
 import { RedisHandOffs, type HandOffHost } from './redis-hand-offs';
 import { RedisKeyWaiters } from './redis-key-waiters';
 import type { RedisKeyspace, RedisLockKeys } from './redis-keyspace';
 import { RedisLeaves } from './redis-leaves';
-import { RedisLock, type RedisLockContext } from './redis-lock';
+import type { RedisLock, RedisLockContext } from './redis-lock';
+import { RedisRiders, type RiderHost } from './redis-riders';
 import { RedisSafetyChecks, type SafetyCheckHost } from './redis-safety-checks';
 import type { RedisScripts } from './redis-scripts';
-import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED, type KeyWaiters, type WaitRequest } from './redis-waiter';
+import { CONFIRMING, QUEUED, RedisWaiter, SETTLED, type KeyWaiters, type WaitRequest } from './redis-waiter';
 import { RedisWaitBudgets, type WaitBudgetHost } from './redis-wait-budgets';
 import { RedisWakeUps } from './redis-wake-ups';
-import type { AcquireResult } from './scripts/acquire.script';
 import type { HandOff } from './scripts/hand-off';
 
 /** What the waiter state machine works with (built once by the provider). */
@@ -48,7 +48,7 @@ export interface RedisWaitersParts {
  * ({@link RedisSafetyChecks}); every hand-off, whatever carried it, comes through
  * {@link handedOver}.
  */
-export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, WaitBudgetHost, CohortHost {
+export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, WaitBudgetHost, CohortHost, RiderHost, EnqueueHost {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
@@ -57,17 +57,21 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   private readonly checks: RedisSafetyChecks;
   private readonly wakeUps: RedisWakeUps;
   readonly cohorts: RedisCohorts;
+  private readonly riders: RedisRiders;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, KeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly byToken = new Map<string, RedisWaiter>();
   private readonly budgets: RedisWaitBudgets;
+  private readonly enqueues: RedisEnqueues;
 
   constructor(private readonly parts: RedisWaitersParts) {
     ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines } = parts);
     this.budgets = new RedisWaitBudgets(parts.deadlines, parts.connection, this);
     this.handOffs = new RedisHandOffs(this, parts.grants, parts.stalls);
     this.cohorts = new RedisCohorts(parts.handoff, this, parts.held, (key) => this.keys.get(key)?.first);
+    this.riders = new RedisRiders(this, this.cohorts);
+    this.enqueues = new RedisEnqueues(parts.connection, parts.scripts, parts.stalls, this);
     this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
     this.checks = new RedisSafetyChecks(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
@@ -100,7 +104,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
       waiter.onAbort = () => this.giveUp(waiter, signal.reason);
       signal.addEventListener('abort', waiter.onAbort, { once: true });
     }
-    if (!this.cohorts.ride(waiter)) this.enqueue(waiter);
+    if (!this.riders.ride(waiter)) this.enqueue(waiter);
     return waiter.promise;
   }
 
@@ -111,20 +115,29 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   noticed(owner: string, place: number): void {
-    const waiter = this.cohorts.noticed(owner, place) ? undefined : this.byToken.get(owner);
-    // Handed the key, but its news has not come yet (a reply on the other connection, or being confirmed).
+    const tenureKey = this.cohorts.noticed(owner, place);
+    // Handed the key but its news has not come yet (a reply on the other connection, or being
+    // confirmed), or the waiter the other process's waiter queued behind.
+    const waiter = tenureKey === undefined ? this.byToken.get(owner) : undefined;
     if (waiter) waiter.notice = Math.min(waiter.notice, place);
+    const key = tenureKey ?? waiter?.queue.key;
+    if (key !== undefined) this.riders.queuedBehind(this.keys.get(key), place);
   }
 
   get listening(): boolean {
     return this.wakeUps.listening;
   }
 
+  get closing(): boolean {
+    return this.parts.held.closing;
+  }
+
   unride(key: string): void {
-    for (const waiter of this.keys.get(key)?.takeRiders() ?? []) {
-      waiter.phase = SENDING;
-      this.enqueue(waiter);
-    }
+    this.riders.unride(this.keys.get(key));
+  }
+
+  unplace(waiter: RedisWaiter): void {
+    this.riders.requeue(this.riders.detach(waiter));
   }
 
   /** The lock no longer counts as held. */
@@ -154,7 +167,12 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   settle(waiter: RedisWaiter): void {
     if (waiter.phase === SETTLED) return;
     const queue = waiter.queue;
-    if (waiter.phase === QUEUED) queue.unlink(waiter);
+    let orphans: RedisWaiter[] | undefined;
+    if (waiter.phase === QUEUED) {
+      // Leaving its place without the key: the riders behind it lose what they rode on.
+      if (!waiter.rider && !waiter.granted) orphans = this.riders.detach(waiter);
+      else queue.unlink(waiter);
+    } else this.riders.unfollow(waiter);
     if (waiter.rider) queue.riders--;
     waiter.phase = SETTLED;
     queue.pending--;
@@ -163,6 +181,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
     if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
     waiter.deadline = waiter.onAbort = undefined;
+    if (orphans?.length) this.riders.requeue(orphans);
     this.closeKeyIfIdle(queue);
   }
 
@@ -210,81 +229,24 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   /** Sends the waiter's acquisition (mode "wait") under its current owner token. */
-  private enqueue(waiter: RedisWaiter): void {
-    const { key, keys } = waiter.queue;
-    const { token, leaseMs } = waiter;
-    let sentAt = -Infinity;
-    // From now on a hand-off message may come for it, and has to be dated.
-    this.parts.stalls.start();
-    this.connection
-      .run(
-        key,
-        (client) => {
-          sentAt = performance.now();
-          return this.scripts.acquire.run(client, { keys, token, leaseMs, mode: 'wait' });
-        },
-        // Given up while still queued in this process: never sent, nothing to undo (`waiter.skip()`).
-        waiter,
-      )
-      .then(
-        (result) => this.enqueued(waiter, token, result, sentAt),
-        (error: unknown) => this.enqueueFailed(waiter, token, error),
-      );
+  enqueue(waiter: RedisWaiter): void {
+    this.enqueues.send(waiter);
   }
 
-  private enqueued(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
-    if (result.handed) this.handedOver(result.handed, sentAt);
-    const { key, keys } = waiter.queue;
-    if (result.status === 'queued') this.cohorts.learned(key, result.floor);
-    const { status } = result;
-    // An earlier attempt of a waiter that now waits under a new token: undo it.
-    if (waiter.token !== token) {
-      if (status !== 'busy') this.leave(key, keys, token);
-      return;
-    }
-    if (waiter.phase === SETTLED) {
-      // Handed the key by a message that overtook this reply (nothing to do), or it
-      // gave up meanwhile (shutdown): undo what the call took.
-      if (!waiter.granted && status !== 'busy') this.leave(key, keys, token);
-      return;
-    }
-    // Handed the key by a message that overtook this reply; Redis is being asked whether it still holds.
-    if (waiter.phase === CONFIRMING) return;
-    if (status === 'granted') return this.handOffs.grant(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: 0 });
-    if (status !== 'queued') {
-      this.settle(waiter);
-      waiter.reject(new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }));
-      this.leave(key, keys, token);
-      return;
-    }
-    waiter.fence = result.fence;
-    // Its budget (started: it has a deadline) ran out while the reply was on its way (see `RedisWaitBudgets.waitEnded`).
-    if (waiter.deadline && performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
-      return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
-    }
-    // It was let through in case it became the holder, and it did not: one waiter too many.
-    if (waiter.queue.queued >= waiter.maxPending) {
-      return this.giveUp(waiter, new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }), true);
-    }
-    // Its deadline and abort listener run since the call; it now has a place.
+  /** Its acquisition's reply gave the waiter a place in Redis. */
+  placed(waiter: RedisWaiter, holderPttl: number): void {
     waiter.phase = QUEUED;
     waiter.queue.link(waiter);
     this.wakeUps.ensure();
-    this.checks.schedule(waiter.queue, result.pttl);
+    this.checks.schedule(waiter.queue, holderPttl);
   }
 
-  private enqueueFailed(waiter: RedisWaiter, token: string, error: unknown): void {
-    const { key, keys } = waiter.queue;
-    if (waiter.token === token) {
-      // Handed the key by a message that overtook this failure: it holds it.
-      if (waiter.granted) return;
-      if (waiter.phase !== SETTLED) {
-        this.settle(waiter);
-        waiter.reject(error);
-      }
-    }
-    // It may have run: undo whatever it took.
-    if (this.connection.mayHaveRun(error)) this.leave(key, keys, token);
+  learned(key: string, floor: number): void {
+    this.cohorts.learned(key, floor);
+  }
+
+  lead(waiter: RedisWaiter): void {
+    this.riders.lead(waiter);
   }
 
   /** A waiter leaves: rejected at once; its place in Redis is given up behind the scenes. */

@@ -17,7 +17,8 @@
 --   handed: a waiter the call passed the free key to on its way ('' when none)
 -- Queued behind a holder of another process: that process is told by a message
 -- "<owner> <place>" on its channel (its riders stay ahead of this waiter only while it
--- has not heard).
+-- has not heard); so is the process of the waiter it queued behind, when that is
+-- another process again ("<waiter> <place>").
 local lock, queue, beats, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, lease, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local block = tonumber(ARGV[8])
@@ -50,12 +51,23 @@ end
 if mode ~= 'wait' then return {-1, 0, redis.call('PTTL', lock), h_member, h_fence, h_px, h_last, h_floor, 0, -1} end
 
 local fence = next_fence(counter)
+-- The waiter it queues behind, if of another process (and not of the holder's, which
+-- the notice below reaches): its process may be letting new waiters of its own ride
+-- on that place (see redis-cohorts.ts) and learns that one of another process now
+-- waits behind it.
+local tail = redis.call('ZRANGE', queue, -1, -1)[1]
 redis.call('ZADD', queue, fence, token)
 redis.call('ZADD', beats, now + heartbeat, token)
 redis.call('PEXPIRE', queue, heartbeat * 2)
 redis.call('PEXPIRE', beats, heartbeat * 2)
 local floor = -1
 local owner_session = string.match(owner, '^([^:]+):')
+if tail and string.match(tail, PROTOCOL_2) then
+  local tail_session = string.match(tail, '^([^:]+):')
+  if tail_session ~= session and tail_session ~= owner_session then
+    redis.call('PUBLISH', channel .. tail_session, tail .. ' ' .. string.format('%.0f', fence))
+  end
+end
 if owner_session == session then
   -- A short look (every queued waiter of the holder's process pays for it); -1 when
   -- it sees only the process's own: the holder's process learns nothing from it.
