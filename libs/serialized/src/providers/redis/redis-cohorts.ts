@@ -49,8 +49,8 @@ export interface CohortHost extends RedisLockContext {
  * another process that queues behind the holder tells it by a message.
  *
  * Riders: while this process holds the key and knows of no waiter of another
- * process queued (or, `cohort`, while its block has a token left for every local
- * waiter), a new waiter takes no place in Redis at all: it waits in this process
+ * process queued (or rides behind a place of its own, see {@link RedisRiders}),
+ * a new waiter takes no place in Redis at all: it waits in this process
  * and is served by a local hand-off. When the block runs out with riders waiting,
  * the release keeps the key with a fresh block for them (and learns whether a
  * waiter of another process is queued, in case its notice was lost). When the
@@ -68,6 +68,8 @@ export class RedisCohorts {
 
   constructor(
     private readonly mode: RedisHandOffMode,
+    /** Cohort mode: local hand-offs in a row while a waiter of another process is known to be queued. */
+    private readonly maxLocalHandOffs: number,
     private readonly host: CohortHost,
     private readonly held: HeldLocks<RedisLock>,
     /** This process's first waiter of a key with a place in the Redis queue. */
@@ -121,12 +123,8 @@ export class RedisCohorts {
    * Redis): see the class comment. The caller has checked local arrival order.
    */
   mayRide(waiter: RedisWaiter): boolean {
-    const queue = waiter.queue;
-    const tenure = this.tenures.get(queue.key);
-    if (!tenure) return false;
-    // No waiter of another process known; or (cohort) a token of this block left for every local waiter ahead.
-    const cohort = (waiter.handoff ?? this.mode) === 'cohort';
-    return tenure.floor === Infinity || (cohort && BigInt(queue.queued) < tenure.last - tenure.issued);
+    // No waiter of another process known to be queued.
+    return this.tenures.get(waiter.queue.key)?.floor === Infinity;
   }
 
   /**
@@ -160,8 +158,12 @@ export class RedisCohorts {
   private next(lock: RedisLock, tenure: Tenure): RedisWaiter | undefined {
     const waiter = this.firstQueued(lock.key);
     if (!waiter || waiter.signal?.aborted) return undefined;
-    if (!waiter.rider && (lock.handoff ?? this.mode) === 'strict' && !(waiter.fence < tenure.floor)) return undefined;
-    return waiter;
+    // Ahead of every waiter of another process: a rider (it joined while none was known, or rides
+    // behind a place none was known to be queued behind), or a place before the first of them.
+    if (waiter.rider || waiter.fence < tenure.floor) return waiter;
+    // Cohort: also a place behind one, until `maxLocalHandOffs` were served while a waiter of
+    // another process was known to be queued (the riders behind such a place go with it).
+    return (lock.handoff ?? this.mode) === 'cohort' && tenure.ahead < this.maxLocalHandOffs ? waiter : undefined;
   }
 
   /**
@@ -215,6 +217,7 @@ export class RedisCohorts {
 
   private serve(key: string, tenure: Tenure, waiter: RedisWaiter, fence: bigint, px: number, since: number): void {
     this.handOffs++;
+    if (tenure.floor !== Infinity) tenure.ahead++;
     if (!waiter.rider) {
       tenure.served.push(waiter.token);
       this.served.set(waiter.token, { key, keys: tenure.keys });

@@ -94,7 +94,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const stalls = new EventLoopStallMonitor(Math.min(100, Math.max(10, heartbeatMs / 15)), 'nestjs-serialized.redis-stalls');
     this.waiters = new RedisWaiters({
       connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, grants, stalls, heartbeatMs, logger: this.logger,
-      budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)), handoff: this.options.handoff,
+      budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)), handoff: this.options.handoff, maxLocalHandOffs: this.options.maxLocalHandOffs,
     });
     this.try = new RedisTryAcquire(this.waiters, keyspace, tokens, grants);
     this.connection.onReconnect(() => {

@@ -47,15 +47,18 @@ export class RedisRiders {
     if (anchor && anchor.phase === QUEUED && !anchor.rider) {
       // Behind this process's last place: only while nobody of another process is known to be queued behind it.
       if (anchor.notice !== Infinity) return false;
-      waiter.anchor = anchor;
-    } else {
-      if (!this.cohorts.mayRide(waiter)) return false;
-      waiter.anchor = undefined;
+      return this.link(waiter, anchor);
     }
+    return this.cohorts.mayRide(waiter) && this.link(waiter, undefined);
+  }
+
+  /** Links `waiter` as a rider behind `anchor`'s place, or on the tenure (`anchor` undefined). */
+  private link(waiter: RedisWaiter, anchor: RedisWaiter | undefined): true {
+    waiter.anchor = anchor;
     waiter.rider = true;
     waiter.phase = QUEUED;
-    queue.link(waiter);
-    queue.riders++;
+    waiter.queue.link(waiter);
+    waiter.queue.riders++;
     return true;
   }
 

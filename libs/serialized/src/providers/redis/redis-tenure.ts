@@ -22,6 +22,8 @@ export class Tenure {
   issued: bigint;
   /** Queue place of the first waiter of another process known to be queued (Infinity: none). */
   floor: number;
+  /** Local hand-offs since a waiter of another process became known to be queued (cohort mode's bound). */
+  ahead = 0;
   /** Owner tokens of the waiters served in-process (their places leave the queue at the release). */
   served: string[] = [];
   /** The next block: being reserved, reserved, or not to be asked for again (the key was not ours). */

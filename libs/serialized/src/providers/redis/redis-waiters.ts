@@ -35,6 +35,8 @@ export interface RedisWaitersParts {
   readonly stalls: EventLoopStallMonitor;
   readonly heartbeatMs: number;
   readonly handoff: RedisHandOffMode;
+  /** Cohort mode's bound on local hand-offs in a row ahead of a known waiter of another process. */
+  readonly maxLocalHandOffs: number;
   readonly logger: Logger;
   /** `maxPendingTotal`: a waiter holds a place from its call until it settles. */
   readonly budget: PendingBudget;
@@ -69,7 +71,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines } = parts);
     this.budgets = new RedisWaitBudgets(parts.deadlines, parts.connection, this);
     this.handOffs = new RedisHandOffs(this, parts.grants, parts.stalls);
-    this.cohorts = new RedisCohorts(parts.handoff, this, parts.held, (key) => this.keys.get(key)?.first);
+    this.cohorts = new RedisCohorts(parts.handoff, parts.maxLocalHandOffs, this, parts.held, (key) => this.keys.get(key)?.first);
     this.riders = new RedisRiders(this, this.cohorts);
     this.enqueues = new RedisEnqueues(parts.connection, parts.scripts, parts.stalls, this);
     this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
