@@ -197,6 +197,23 @@ describe('RedisLockProvider riders on a queued place (a batch of one process\'s 
     await waitFor(async () => (await redis.exists(keys.lock, keys.queue, keys.heartbeats)) === 0, 10_000, 'nothing left of the lock');
   });
 
+  it('maxLocalHandOffs: 0 (local hand-off off): nobody rides — each waiter of a burst takes a place of its own', async () => {
+    const key = uniqueId('off');
+    const off = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix, maxLocalHandOffs: 0 });
+    try {
+      await listening(off, uniqueId('off-warm-up'));
+      const keys = off.redisKeysOf(key);
+      const holder = await other.acquire(key);
+      const burst = Array.from({ length: 10 }, () => off.acquire(key, { waitTimeoutMs: 20_000 }).then((lock) => lock.release()));
+      await waitFor(async () => (await redis.zcard(keys.queue)) === 10, 10_000, 'ten places');
+      await holder.release();
+      await Promise.all(burst);
+      expect(off.localHandOffs).toBe(0);
+    } finally {
+      await off.close();
+    }
+  });
+
   it('a burst of 50 waiters in one tick while another instance holds the key: one place in Redis, the rest follow its reply and ride behind it; all served in arrival order', async () => {
     const key = uniqueId('burst');
     const keys = provider.redisKeysOf(key);

@@ -88,9 +88,11 @@ export class RedisCohorts {
     const previous = this.tenures.get(key);
     if (previous) for (const served of previous.served) this.host.leave(key, previous.keys, served);
     this.drop(key);
-    if (block && block.last > fence) {
+    // The block's size is the granting script's caller's setting: this process uses no more of it than its own allows.
+    const last = block ? Math.min(block.last, fence + this.maxLocalHandOffs) : fence;
+    if (block && last > fence) {
       const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
-      this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(block.last), floor));
+      this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(last), floor));
       this.tenureKeys.set(token, key);
     } else {
       // No tenure to serve them: the riders that rode on the granted waiter's place take places of their own.
@@ -116,6 +118,11 @@ export class RedisCohorts {
     const key = this.tenureKeys.get(owner);
     if (key !== undefined) this.learned(key, place);
     return key;
+  }
+
+  /** Local hand-off is on (`maxLocalHandOffs` > 0): without it nobody rides. */
+  get on(): boolean {
+    return this.maxLocalHandOffs > 0;
   }
 
   /**

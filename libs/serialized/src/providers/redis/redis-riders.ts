@@ -31,7 +31,7 @@ export class RedisRiders {
   /** A new waiter rides, or follows a waiter on its way to Redis. False: it takes a place of its own. */
   ride(waiter: RedisWaiter): boolean {
     const queue = waiter.queue;
-    if (this.host.closing || !this.host.listening) return false;
+    if (this.host.closing || !this.host.listening || !this.cohorts.on) return false;
     if (queue.pending !== queue.queued + queue.following + 1) {
       // Someone of this process is on the way to a place (nobody may get ahead of it):
       // the newcomer waits for its reply, then rides behind it or queues.
