@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { Logger, type CallHandler, type ExecutionContext } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
 import { LockService } from '../lock.service';
@@ -32,7 +33,7 @@ describe('SerializedCall', () => {
   }
 
   const call = (callHandler: CallHandler): Observable<unknown> =>
-    new Observable<unknown>((subscriber) => new SerializedCall(host, plan, ctx, callHandler, subscriber).teardown);
+    new Observable<unknown>((subscriber) => new SerializedCall(host, plan, ctx, callHandler, subscriber));
 
   it('runs the handler on a free key before the subscription returns (no promise tick for the lock), and releases after it completes', async () => {
     const events: string[] = [];
@@ -74,5 +75,64 @@ describe('SerializedCall', () => {
       await done;
       expect(lockService.current('s:a')).toBe(outer);
     });
+  });
+  /** An HTTP context whose response records the listeners put on it; `gone()` closes the connection unfinished. */
+  function httpCtx() {
+    const response = Object.assign(new EventEmitter(), { writableFinished: false });
+    const request = { socket: { destroyed: false } };
+    const context = {
+      getType: () => 'http',
+      getHandler: () => handlerFn,
+      getClass: () => Object,
+      switchToHttp: () => ({ getRequest: () => request, getResponse: () => response }),
+    } as unknown as ExecutionContext;
+    const watched: string[] = [];
+    response.on('newListener', (event: string) => watched.push(event));
+    return { context, response, watched, gone: () => response.emit('close') };
+  }
+
+  it('watches the client only while waiting: none for a free key, a watch removed once a held key is acquired', async () => {
+    const { context, response, watched } = httpCtx();
+    const events: string[] = [];
+    const free = new Subject<unknown>();
+    const done = new Promise<void>((resolve) =>
+      new Observable<unknown>((subscriber) => new SerializedCall(host, plan, context, handler(events, free), subscriber)).subscribe({ complete: resolve }),
+    );
+    expect(watched).toEqual([]); // taken at once: the connection was never watched
+    free.complete();
+    await done;
+
+    const holder = await provider.acquire('s:a');
+    const queued = new Subject<unknown>();
+    const second = new Promise<void>((resolve) =>
+      new Observable<unknown>((subscriber) => new SerializedCall(host, plan, context, handler(events, queued), subscriber)).subscribe({ complete: resolve }),
+    );
+    expect(watched).toEqual(['close']); // waiting: a client that leaves leaves the queue
+    expect(response.listenerCount('close')).toBe(1);
+    await holder.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(response.listenerCount('close')).toBe(0);
+    expect(events).toEqual(['handler:s:a', 'handler:s:a']);
+    queued.complete();
+    await second;
+  });
+
+  it('takes nothing for a client that left while its key was being resolved (async key)', async () => {
+    const { context, gone } = httpCtx();
+    let resolveKey!: (key: string) => void;
+    const asyncPlan: SerializedRoutePlan = { ...plan, resolveKey: () => new Promise<string>((resolve) => (resolveKey = resolve)) };
+    const events: string[] = [];
+    const errors: unknown[] = [];
+    new Observable<unknown>((subscriber) => new SerializedCall(host, asyncPlan, context, handler(events, new Subject()), subscriber)).subscribe({
+      error: (error: unknown) => errors.push(error),
+    });
+    gone();
+    resolveKey('a');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual([]); // the handler never ran
+    expect(errors).toEqual([]); // nobody is listening
+    const free = provider.acquireNow('s:a');
+    expect(free).toBeDefined(); // and the key was not taken
+    await free!.release();
   });
 });

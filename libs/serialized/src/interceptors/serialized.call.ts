@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import type { Observer, Subscriber, Subscription } from 'rxjs';
+import type { Observer, Subscriber, Subscription, Unsubscribable } from 'rxjs';
 import { escapeLockKeyPart } from '../key/lock-key';
 import { DONE } from '../internal/release-after';
 import type { HeldKey, LockService } from '../lock.service';
@@ -20,12 +20,16 @@ export interface SerializedCallHost {
 /**
  * One subscription to a serialized handler: resolves the key, waits for the lock
  * (leaving the queue if the client goes), runs the handler holding it, and
- * releases it before the result goes out. One object with methods rather than a
- * closure per step: this runs on every request.
+ * releases it before the result goes out. It is also the subscription's teardown
+ * (`unsubscribe`). One object with methods rather than a closure per step: this
+ * runs on every request. What only a waiting call needs — the abort signal, the
+ * watch on the client's connection, the options carrying the signal — is made
+ * only when the key is not taken at once.
  */
-export class SerializedCall implements Observer<unknown> {
-  private readonly waiting = new AbortController();
-  private stopWatching: () => void;
+export class SerializedCall implements Observer<unknown>, Unsubscribable {
+  /** Aborts the wait; made when the call has to wait (an async key, or a key not free at once). */
+  private waiting: AbortController | undefined;
+  private stopWatching: () => void = noop;
   private held: HeldKey | undefined;
   private inner: Subscription | undefined;
   private done = false;
@@ -38,7 +42,6 @@ export class SerializedCall implements Observer<unknown> {
     private readonly callHandler: CallHandler,
     private readonly subscriber: Subscriber<unknown>,
   ) {
-    this.stopWatching = watchClientGone(ctx, this.clientGone);
     let value: string | Promise<string>;
     try {
       value = plan.resolveKey(ctx);
@@ -46,18 +49,22 @@ export class SerializedCall implements Observer<unknown> {
       this.failed(error);
       return;
     }
-    if (typeof value === 'string') this.acquire(value);
-    else value.then((resolved) => this.acquire(resolved), (error: unknown) => this.failed(error));
+    if (typeof value === 'string') {
+      this.acquire(value);
+      return;
+    }
+    this.wait();
+    value.then((resolved) => this.acquire(resolved), (error: unknown) => this.failed(error));
   }
 
-  /** What the subscriber's teardown runs: the client left, or the response is complete. */
-  readonly teardown = (): void => {
+  /** The subscriber's teardown: the client left, or the response is complete. */
+  unsubscribe(): void {
     this.stopWatching();
     // Only a caller still waiting has anything to abort; an Error (and its stack) per request is not free.
-    if (this.acquiring) this.waiting.abort(new ClientGoneError(this.plan.handler));
+    if (this.acquiring && this.waiting) this.waiting.abort(new ClientGoneError(this.plan.handler));
     this.inner?.unsubscribe();
     this.finish(undefined);
-  };
+  }
 
   // The handler's Observable, seen while holding the lock.
   next(result: unknown): void {
@@ -74,18 +81,30 @@ export class SerializedCall implements Observer<unknown> {
     this.finish(undefined, false);
   }
 
-  private readonly clientGone = (): void => {
+  private clientGone(): void {
     this.host.logger.debug(`Client left while waiting (${this.plan.handler}); it leaves the queue`);
-    this.waiting.abort(new ClientGoneError(this.plan.handler));
-  };
+    this.waiting!.abort(new ClientGoneError(this.plan.handler));
+  }
+
+  /** The call is about to wait: from now a client that leaves aborts it (once only). */
+  private wait(): AbortSignal {
+    if (this.waiting) return this.waiting.signal;
+    this.waiting = new AbortController();
+    this.stopWatching = watchClientGone(this.ctx, () => this.clientGone());
+    return this.waiting.signal;
+  }
 
   private acquire(value: string): void {
+    if (this.done) return; // unsubscribed while its key was being resolved
     const { plan } = this;
     const key = `${plan.scopePart}:${escapeLockKeyPart(value)}`;
-    const options = { ...plan.runOptions, signal: this.waiting.signal };
-    // A free key is taken synchronously: the handler runs without waiting for a promise of the lock.
+    // A free key is taken synchronously: the handler runs without waiting for a promise of the
+    // lock, and nothing that only a waiting call needs (signal, client watch, options) is made.
+    // After an async key the call waits already: its signal goes along (a client gone meanwhile takes nothing).
+    let options = this.waiting ? { ...plan.runOptions, signal: this.waiting.signal } : plan.runOptions;
     const now = this.host.lockService.acquireNow(key, options);
     if (now) return this.acquired(now);
+    if (!this.waiting) options = { ...plan.runOptions, signal: this.wait() };
     this.host.lockService.acquire(key, options).then(
       (held) => this.acquired(held),
       (error: unknown) => this.failed(error),
@@ -129,3 +148,5 @@ export class SerializedCall implements Observer<unknown> {
     else void released.then(end);
   }
 }
+
+function noop(): void {}

@@ -59,7 +59,7 @@ export class SerializedInterceptor implements NestInterceptor {
     if (plan === undefined) this.plans.set(handler, cls, (plan = this.plan(handler, cls)));
     // Undecorated, or another SerializedInterceptor (APP_INTERCEPTOR and the decorator's) already holds the key for this call.
     if (!plan || this.lockService.handshake()?.isPendingFor(handler)) return next.handle();
-    return new Observable<unknown>((subscriber) => new SerializedCall(this.host, plan, ctx, next, subscriber).teardown);
+    return new Observable<unknown>((subscriber) => new SerializedCall(this.host, plan, ctx, next, subscriber));
   }
 
   /**
