@@ -2,7 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
-import { DONE, releaseAfter, releaseAndThrow } from './internal/release-after';
+import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release-after';
+import { heldIn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock-context';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
@@ -12,8 +13,7 @@ import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
 
-// The locks of a context outside any section; the options of a call that gives none (never written to).
-const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
+// The options of a call that gives none (never written to): nothing to validate.
 const NO_OPTIONS: RunOptions = Object.freeze({});
 
 export type { HeldKey } from './held-lock';
@@ -39,14 +39,6 @@ export interface RunOptions extends AcquireOptions {
    * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
    */
   reentrant?: boolean;
-}
-
-interface LockContext {
-  readonly locks: ReadonlyMap<string, HeldLock>;
-  /** The section entered last: what {@link LockService.current} returns without a key. */
-  readonly innermost: HeldKey;
-  /** Set by `SerializedInterceptor` around the handler it calls (see `metadata/handler.handshake.ts`). */
-  readonly handshake: HandlerHandshake | undefined;
 }
 
 /**
@@ -86,20 +78,38 @@ export class LockService {
    * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = NO_OPTIONS): Promise<T> {
-    const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
-    if (invalid) return Promise.reject(invalid);
+    if (options !== NO_OPTIONS) {
+      const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
+      if (invalid) return Promise.reject(invalid);
+    }
     const reentrant = options.reentrant ?? this.reentrant;
-    const joining = reentrant && this.isHeld(key); // then it takes the usual path (it joins the holder)
+    // Read once: the same store decides joining and is what the section's context links to.
+    const store = reentrant ? this.context.getStore() : undefined;
+    const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
     const lock = joining ? undefined : this.provider.acquireNow(key, options);
     if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
+    const held = new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
+    if (!reentrant) return this.runFree(held, fn);
+    // As runHolding: the lock is entered in the async context (the store read above is still current).
+    let result: Promise<T> | T;
     try {
-      const result = this.runHeld(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics), fn);
-      return result instanceof Promise ? result : Promise.resolve(result);
+      this.context.enterWith({ held, outer: outerOf(store), innermost: held, handshake: undefined });
+      result = fn(lock);
     } catch (error) {
-      return Promise.reject(error);
+      this.context.enterWith(store as LockContext);
+      return rejectAfterRelease(held, error);
     }
+    if (isPromiseLike(result)) {
+      this.context.enterWith(store as LockContext);
+      return releaseWhenSettled(held, result);
+    }
+    // A section that ended synchronously may leave its context in place (released, it answers as `store` does):
+    // putting `store` back would cost a second AsyncLocalStorage frame.
+    if (!mayOutlive(store)) this.context.enterWith(store as LockContext);
+    const settled = releaseReturning(held, result);
+    return settled instanceof Promise ? settled : Promise.resolve(settled);
   }
 
   /**
@@ -117,7 +127,7 @@ export class LockService {
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
     if (invalid) return Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
-    const entry = reentrant ? this.context.getStore()?.locks.get(key) : undefined;
+    const entry = reentrant ? heldIn(this.context.getStore(), key) : undefined;
     if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
     const since = this.metrics?.waiting(key);
     return this.acquireFromProvider(key, options).then(
@@ -157,20 +167,18 @@ export class LockService {
     if (held.reentrant) {
       // A call joining an enclosing holder: the same lock, entered again.
       if (handshake === undefined && store?.innermost.lock === held.lock) return fn();
-      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
     }
     if (!(held as HeldLock).joinable) {
       if (handshake === undefined) return fn();
-      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
     }
-    const locks = new Map(store?.locks);
-    locks.set(held.lock.key, held as HeldLock);
-    return this.context.run({ locks, innermost: held, handshake }, fn);
+    return runWithContext(this.context, { held: held as HeldLock, outer: outerOf(store), innermost: held, handshake }, store, fn);
   }
 
   /** Whether the current async context holds `key`. */
   isHeld(key: string): boolean {
-    return this.context.getStore()?.locks.get(key)?.active === true;
+    return heldIn(this.context.getStore(), key) !== undefined;
   }
 
   /**
@@ -186,14 +194,12 @@ export class LockService {
     const store = this.context.getStore();
     if (!store) return undefined;
     const inner = store.innermost;
-    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in `locks`.
-    const innerActive = inner instanceof HeldLock ? inner.active : activeLock(store.locks.get(inner.lock.key)) === inner.lock;
-    if (key !== undefined) return innerActive && inner.lock.key === key ? inner.lock : activeLock(store.locks.get(key));
+    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in the chain heldIn walks.
+    const innerActive = inner instanceof HeldLock ? inner.active : activeLock(heldIn(store, inner.lock.key)) === inner.lock;
+    if (key !== undefined) return innerActive && inner.lock.key === key ? inner.lock : activeLock(heldIn(store, key));
     if (innerActive) return inner.lock;
-    // The innermost section ended while this context lives on: the one around it.
-    let outer: Lock | undefined;
-    for (const entry of store.locks.values()) outer = activeLock(entry) ?? outer;
-    return outer;
+    // The innermost section ended while this context lives on: the nearest one around it still held.
+    return innermostActive(store);
   }
 
   /**
@@ -216,6 +222,18 @@ export class LockService {
       (lock) => this.runHeld(this.holding(key, lock, since, options.handler, reentrant), fn),
       (error: unknown) => this.acquireFailed(key, since, error, options.handler),
     );
+  }
+
+  /** `run`'s section for a lock nobody may join: `fn` runs in the caller's async context. */
+  private runFree<T>(held: HeldLock, fn: (lock: Lock) => Promise<T> | T): Promise<T> {
+    let result: Promise<T> | T;
+    try {
+      result = fn(held.lock);
+    } catch (error) {
+      return rejectAfterRelease(held, error);
+    }
+    const settled = releaseAfter(held, result);
+    return settled instanceof Promise ? settled : Promise.resolve(settled);
   }
 
   /** Runs `fn` holding `held` and releases it (see `releaseAfter`: a synchronous `fn` costs no promise). */
@@ -248,5 +266,14 @@ export class LockService {
     if (since !== undefined) this.metrics?.failed(key, since, error);
     if (error instanceof SerializedError && handler) error.attachHandler(handler);
     throw error;
+  }
+}
+
+/** The promise `run` returns when its section threw synchronously: rejected once the key is released. */
+function rejectAfterRelease(held: HeldKey, error: unknown): Promise<never> {
+  try {
+    return releaseAndThrow(held, error);
+  } catch (thrown) {
+    return Promise.reject(thrown);
   }
 }

@@ -88,6 +88,8 @@ const captureResolvers = (resolve: (granted: unknown) => void, reject: (error: u
  */
 export class KeyedWaitQueue<T = void> {
   private readonly entries = new Map<string, KeyEntry>();
+  /** Entries of their own (a key someone waited for since it was taken); none: every entry is `HELD`. */
+  private lined = 0;
 
   /**
    * @param budget the provider's `maxPendingTotal`, shared by the waiters of every key (none: unbounded)
@@ -120,6 +122,14 @@ export class KeyedWaitQueue<T = void> {
   }
 
   /**
+   * {@link tryTake} for a key the caller has just found free with {@link isHeld},
+   * nothing having run in between: one Map write instead of a second look-up.
+   */
+  takeFree(key: string): void {
+    this.entries.set(key, HELD);
+  }
+
+  /**
    * Takes the key at once (returns `undefined`) or returns a promise that resolves
    * when the key is handed over, in arrival order. The promise rejects with the
    * timeout or busy error, or with the signal's reason; the caller then holds nothing.
@@ -140,7 +150,10 @@ export class KeyedWaitQueue<T = void> {
     if (entry.waiting >= maxPending) return Promise.reject(errors.busyError(key, maxPending));
     if (this.budget && !this.budget.take()) return Promise.reject(this.budget.busyError(key));
 
-    if (entry === HELD) this.entries.set(key, (entry = { key, first: undefined, last: undefined, waiting: 0 }));
+    if (entry === HELD) {
+      this.entries.set(key, (entry = { key, first: undefined, last: undefined, waiting: 0 }));
+      this.lined++;
+    }
     const waiter = new Waiter(this as KeyedWaitQueue<unknown>, entry, timeoutMs, maxPending, signal, errors);
     settling = waiter;
     const promise = new Promise<T>(captureResolvers as (resolve: (value: T) => void, reject: (error: unknown) => void) => void);
@@ -160,10 +173,16 @@ export class KeyedWaitQueue<T = void> {
    * its entry is gone. Returns whether a waiter took it.
    */
   release(key: string): boolean {
+    // Nobody waits for any key (the uncontended case): one Map operation.
+    if (this.lined === 0) {
+      this.entries.delete(key);
+      return false;
+    }
     const entry = this.entries.get(key);
     if (!entry) return false;
     const head = entry.first;
     if (!head) {
+      if (entry !== HELD) this.lined--;
       this.entries.delete(key);
       return false;
     }
