@@ -65,6 +65,9 @@ class Waiter implements LinedDeadline {
  */
 const HELD: KeyEntry = Object.freeze({ key: '', first: undefined, last: undefined, waiting: 0 }) as KeyEntry;
 
+/** The key of the entry that keeps `entries` from ever being empty (no string is it). */
+const IDLE: unique symbol = Symbol('idle');
+
 /** The waiter whose promise is being made: lets one shared executor fill in its resolvers. */
 let settling: Waiter | undefined;
 const captureResolvers = (resolve: (granted: unknown) => void, reject: (error: unknown) => void): void => {
@@ -87,7 +90,12 @@ const captureResolvers = (resolve: (granted: unknown) => void, reject: (error: u
  * continuation of its own to make one), or nothing without `grant`.
  */
 export class KeyedWaitQueue<T = void> {
-  private readonly entries = new Map<string, KeyEntry>();
+  /**
+   * Held keys, and one entry that is no key (`IDLE`): V8 shrinks a Map emptied by
+   * `delete` — a runtime call and a new table — so without it every uncontended
+   * take-and-release of a lone key would pay that twice over.
+   */
+  private readonly entries = new Map<string | typeof IDLE, KeyEntry>([[IDLE, HELD]]);
   /** Entries of their own (a key someone waited for since it was taken); none: every entry is `HELD`. */
   private lined = 0;
 
@@ -103,7 +111,7 @@ export class KeyedWaitQueue<T = void> {
 
   /** Keys held or waited for (0 when idle: nothing is retained). */
   get size(): number {
-    return this.entries.size;
+    return this.entries.size - 1;
   }
 
   isHeld(key: string): boolean {
