@@ -169,6 +169,22 @@ describe('LockService: the async context of sections', () => {
     expect(token).toBeGreaterThan(first);
   });
 
+  it('a waiter handed the key runs its synchronous section as its own: nested calls join it, and after it the key is free', async () => {
+    let release!: () => void;
+    const holder = service.run('k', () => new Promise<void>((resolve) => (release = resolve)));
+    let spawned!: Promise<boolean>;
+    const waiter = service.run('k', (lock) => {
+      spawned = new Promise((resolve) => setTimeout(() => resolve(service.isHeld('k')), 0));
+      return [service.isHeld('k'), service.current() === lock];
+    });
+    release();
+    await holder;
+    await expect(waiter).resolves.toEqual([true, true]);
+    expect(seen(service, 'k')).toEqual({ current: undefined, held: [] });
+    await expect(spawned).resolves.toBe(false);
+    await expect(service.run('k', () => 'free', { mode: 'reject' })).resolves.toBe('free');
+  });
+
   it('work that spawns work on and on keeps only the sections still held in its context', async () => {
     let depth = 0;
     const lengths: number[] = [];

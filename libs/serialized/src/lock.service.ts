@@ -87,29 +87,15 @@ export class LockService {
     const store = reentrant ? this.context.getStore() : undefined;
     const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
     const lock = joining ? undefined : this.provider.acquireNow(key, options);
-    if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining);
+    if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
-    const held = new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
-    if (!reentrant) return this.runFree(held, fn);
-    // As runHolding: the lock is entered in the async context (the store read above is still current).
-    let result: Promise<T> | T;
     try {
-      this.context.enterWith({ held, outer: outerOf(store), innermost: held, handshake: undefined });
-      result = fn(lock);
+      const result = this.runSection(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics), fn, store);
+      return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
-      this.context.enterWith(store as LockContext);
-      return rejectAfterRelease(held, error);
+      return Promise.reject(error);
     }
-    if (isPromiseLike(result)) {
-      this.context.enterWith(store as LockContext);
-      return releaseWhenSettled(held, result);
-    }
-    // A section that ended synchronously may leave its context in place (released, it answers as `store` does):
-    // putting `store` back would cost a second AsyncLocalStorage frame.
-    if (!mayOutlive(store)) this.context.enterWith(store as LockContext);
-    const settled = releaseReturning(held, result);
-    return settled instanceof Promise ? settled : Promise.resolve(settled);
   }
 
   /**
@@ -212,28 +198,57 @@ export class LockService {
   }
 
   /** `run` for a key that was not free: one continuation between the provider's promise and `fn`, no async function. */
-  private acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions, reentrant: boolean, joining: boolean): Promise<T> {
+  private acquireAndRun<T>(
+    key: string,
+    fn: (lock: Lock) => Promise<T> | T,
+    options: RunOptions,
+    reentrant: boolean,
+    joining: boolean,
+    store: LockContext | undefined,
+  ): Promise<T> {
     // Joining an enclosing holder, or a key that acquire refuses: acquire's path.
     if (joining || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
       return this.acquire(key, options).then((held) => this.runHeld(held, fn));
     }
     const since = this.metrics?.waiting(key);
     return this.acquireFromProvider(key, options).then(
-      (lock) => this.runHeld(this.holding(key, lock, since, options.handler, reentrant), fn),
+      // The reaction runs in the caller's async context, where `store` was read.
+      (lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store),
       (error: unknown) => this.acquireFailed(key, since, error, options.handler),
     );
   }
 
-  /** `run`'s section for a lock nobody may join: `fn` runs in the caller's async context. */
-  private runFree<T>(held: HeldLock, fn: (lock: Lock) => Promise<T> | T): Promise<T> {
+  /**
+   * Runs `fn` holding `held`, a lock acquired for this call, and releases it: in a
+   * context of its own when nested calls may join it (`runHolding` without a
+   * handshake), in the caller's otherwise. `store` is the caller's context. A
+   * section that ends synchronously may leave its context in place (see
+   * {@link mayOutlive}): putting `store` back would cost a second frame of the
+   * AsyncLocalStorage, as much as entering.
+   */
+  private runSection<T>(held: HeldLock, fn: (lock: Lock) => Promise<T> | T, store: LockContext | undefined): Promise<T> | T {
     let result: Promise<T> | T;
+    if (!held.joinable) {
+      try {
+        result = fn(held.lock);
+      } catch (error) {
+        return releaseAndThrow(held, error);
+      }
+      return releaseAfter(held, result);
+    }
     try {
+      this.context.enterWith({ held, outer: outerOf(store), innermost: held, handshake: undefined });
       result = fn(held.lock);
     } catch (error) {
-      return rejectAfterRelease(held, error);
+      this.context.enterWith(store as LockContext);
+      return releaseAndThrow(held, error);
     }
-    const settled = releaseAfter(held, result);
-    return settled instanceof Promise ? settled : Promise.resolve(settled);
+    if (isPromiseLike(result)) {
+      this.context.enterWith(store as LockContext);
+      return releaseWhenSettled(held, result);
+    }
+    if (!mayOutlive(store)) this.context.enterWith(store as LockContext);
+    return releaseReturning(held, result);
   }
 
   /** Runs `fn` holding `held` and releases it (see `releaseAfter`: a synchronous `fn` costs no promise). */
@@ -266,14 +281,5 @@ export class LockService {
     if (since !== undefined) this.metrics?.failed(key, since, error);
     if (error instanceof SerializedError && handler) error.attachHandler(handler);
     throw error;
-  }
-}
-
-/** The promise `run` returns when its section threw synchronously: rejected once the key is released. */
-function rejectAfterRelease(held: HeldKey, error: unknown): Promise<never> {
-  try {
-    return releaseAndThrow(held, error);
-  } catch (thrown) {
-    return Promise.reject(thrown);
   }
 }
