@@ -2,7 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
-import { DONE, releaseAfter, releaseAndThrow } from './internal/release-after';
+import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release-after';
+import { heldIn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock-context';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
@@ -12,8 +13,7 @@ import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
 
-// The locks of a context outside any section; the options of a call that gives none (never written to).
-const NO_LOCKS: ReadonlyMap<string, HeldLock> = new Map<string, HeldLock>();
+// The options of a call that gives none (never written to): nothing to validate.
 const NO_OPTIONS: RunOptions = Object.freeze({});
 
 export type { HeldKey } from './held-lock';
@@ -39,14 +39,6 @@ export interface RunOptions extends AcquireOptions {
    * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
    */
   reentrant?: boolean;
-}
-
-interface LockContext {
-  readonly locks: ReadonlyMap<string, HeldLock>;
-  /** The section entered last: what {@link LockService.current} returns without a key. */
-  readonly innermost: HeldKey;
-  /** Set by `SerializedInterceptor` around the handler it calls (see `metadata/handler.handshake.ts`). */
-  readonly handshake: HandlerHandshake | undefined;
 }
 
 /**
@@ -86,16 +78,20 @@ export class LockService {
    * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = NO_OPTIONS): Promise<T> {
-    const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
-    if (invalid) return Promise.reject(invalid);
+    if (options !== NO_OPTIONS) {
+      const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
+      if (invalid) return Promise.reject(invalid);
+    }
     const reentrant = options.reentrant ?? this.reentrant;
-    const joining = reentrant && this.isHeld(key); // then it takes the usual path (it joins the holder)
+    // Read once: the same store decides joining and is what the section's context links to.
+    const store = reentrant ? this.context.getStore() : undefined;
+    const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
     const lock = joining ? undefined : this.provider.acquireNow(key, options);
-    if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining);
+    if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
     try {
-      const result = this.runHeld(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics), fn);
+      const result = this.runSection(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics), fn, store);
       return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error);
@@ -117,7 +113,7 @@ export class LockService {
     const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
     if (invalid) return Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
-    const entry = reentrant ? this.context.getStore()?.locks.get(key) : undefined;
+    const entry = reentrant ? heldIn(this.context.getStore(), key) : undefined;
     if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
     const since = this.metrics?.waiting(key);
     return this.acquireFromProvider(key, options).then(
@@ -157,20 +153,18 @@ export class LockService {
     if (held.reentrant) {
       // A call joining an enclosing holder: the same lock, entered again.
       if (handshake === undefined && store?.innermost.lock === held.lock) return fn();
-      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
     }
     if (!(held as HeldLock).joinable) {
       if (handshake === undefined) return fn();
-      return this.context.run({ locks: store?.locks ?? NO_LOCKS, innermost: held, handshake }, fn);
+      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
     }
-    const locks = new Map(store?.locks);
-    locks.set(held.lock.key, held as HeldLock);
-    return this.context.run({ locks, innermost: held, handshake }, fn);
+    return runWithContext(this.context, { held: held as HeldLock, outer: outerOf(store), innermost: held, handshake }, store, fn);
   }
 
   /** Whether the current async context holds `key`. */
   isHeld(key: string): boolean {
-    return this.context.getStore()?.locks.get(key)?.active === true;
+    return heldIn(this.context.getStore(), key) !== undefined;
   }
 
   /**
@@ -186,14 +180,12 @@ export class LockService {
     const store = this.context.getStore();
     if (!store) return undefined;
     const inner = store.innermost;
-    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in `locks`.
-    const innerActive = inner instanceof HeldLock ? inner.active : activeLock(store.locks.get(inner.lock.key)) === inner.lock;
-    if (key !== undefined) return innerActive && inner.lock.key === key ? inner.lock : activeLock(store.locks.get(key));
+    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in the chain heldIn walks.
+    const innerActive = inner instanceof HeldLock ? inner.active : activeLock(heldIn(store, inner.lock.key)) === inner.lock;
+    if (key !== undefined) return innerActive && inner.lock.key === key ? inner.lock : activeLock(heldIn(store, key));
     if (innerActive) return inner.lock;
-    // The innermost section ended while this context lives on: the one around it.
-    let outer: Lock | undefined;
-    for (const entry of store.locks.values()) outer = activeLock(entry) ?? outer;
-    return outer;
+    // The innermost section ended while this context lives on: the nearest one around it still held.
+    return innermostActive(store);
   }
 
   /**
@@ -206,16 +198,57 @@ export class LockService {
   }
 
   /** `run` for a key that was not free: one continuation between the provider's promise and `fn`, no async function. */
-  private acquireAndRun<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions, reentrant: boolean, joining: boolean): Promise<T> {
+  private acquireAndRun<T>(
+    key: string,
+    fn: (lock: Lock) => Promise<T> | T,
+    options: RunOptions,
+    reentrant: boolean,
+    joining: boolean,
+    store: LockContext | undefined,
+  ): Promise<T> {
     // Joining an enclosing holder, or a key that acquire refuses: acquire's path.
     if (joining || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
       return this.acquire(key, options).then((held) => this.runHeld(held, fn));
     }
     const since = this.metrics?.waiting(key);
     return this.acquireFromProvider(key, options).then(
-      (lock) => this.runHeld(this.holding(key, lock, since, options.handler, reentrant), fn),
+      // The reaction runs in the caller's async context, where `store` was read.
+      (lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store),
       (error: unknown) => this.acquireFailed(key, since, error, options.handler),
     );
+  }
+
+  /**
+   * Runs `fn` holding `held`, a lock acquired for this call, and releases it: in a
+   * context of its own when nested calls may join it (`runHolding` without a
+   * handshake), in the caller's otherwise. `store` is the caller's context. A
+   * section that ends synchronously may leave its context in place (see
+   * {@link mayOutlive}): putting `store` back would cost a second frame of the
+   * AsyncLocalStorage, as much as entering.
+   */
+  private runSection<T>(held: HeldLock, fn: (lock: Lock) => Promise<T> | T, store: LockContext | undefined): Promise<T> | T {
+    let result: Promise<T> | T;
+    if (!held.joinable) {
+      try {
+        result = fn(held.lock);
+      } catch (error) {
+        return releaseAndThrow(held, error);
+      }
+      return releaseAfter(held, result);
+    }
+    try {
+      this.context.enterWith({ held, outer: outerOf(store), innermost: held, handshake: undefined });
+      result = fn(held.lock);
+    } catch (error) {
+      this.context.enterWith(store as LockContext);
+      return releaseAndThrow(held, error);
+    }
+    if (isPromiseLike(result)) {
+      this.context.enterWith(store as LockContext);
+      return releaseWhenSettled(held, result);
+    }
+    if (!mayOutlive(store)) this.context.enterWith(store as LockContext);
+    return releaseReturning(held, result);
   }
 
   /** Runs `fn` holding `held` and releases it (see `releaseAfter`: a synchronous `fn` costs no promise). */

@@ -14,10 +14,11 @@ export const DONE: Promise<void> = Promise.resolve();
  * next waiter is handed the key without a turn of the microtask queue.
  */
 export function releaseAfter<T>(held: Releasable, result: Promise<T> | T): Promise<T> | T {
-  if (!(result instanceof Promise) && typeof (result as PromiseLike<T> | null)?.then !== 'function') {
-    const released = held.release();
-    return released === DONE ? result : released.then(() => result as T);
-  }
+  return isPromiseLike(result) ? releaseWhenSettled(held, result) : releaseReturning(held, result);
+}
+
+/** {@link releaseAfter} for a section that returned a promise (or thenable): released when it settles. */
+export function releaseWhenSettled<T>(held: Releasable, result: PromiseLike<T>): Promise<T> {
   return Promise.resolve(result).then(
     (value) => {
       const released = held.release();
@@ -27,9 +28,20 @@ export function releaseAfter<T>(held: Releasable, result: Promise<T> | T): Promi
   );
 }
 
+/** {@link releaseAfter} for a section that returned `value` synchronously: released at once. */
+export function releaseReturning<T>(held: Releasable, value: T): Promise<T> | T {
+  const released = held.release();
+  return released === DONE ? value : released.then(() => value);
+}
+
 /** Releases `held` after its section threw `error`, then throws it (or rejects with it, once a pending release settles). */
 export function releaseAndThrow(held: Releasable, error: unknown): Promise<never> {
   const released = held.release();
   if (released === DONE) throw error;
   return released.then(() => Promise.reject(error));
+}
+
+/** Whether a section's result is still to settle: a promise or any thenable. */
+export function isPromiseLike<T>(result: Promise<T> | PromiseLike<T> | T): result is PromiseLike<T> {
+  return result instanceof Promise || typeof (result as PromiseLike<unknown> | null)?.then === 'function';
 }

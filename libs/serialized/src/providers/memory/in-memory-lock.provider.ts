@@ -124,7 +124,8 @@ export class InMemoryLockProvider
     if (this.held.closing || this.queue.isHeld(key)) return undefined;
     if (validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
     this.leaseNote.check(options?.leaseMs, key);
-    if (!this.queue.tryTake(key)) return undefined;
+    // Still free: nothing since isHeld could take it (the note above only logs, and only once with a leaseMs).
+    this.queue.takeFree(key);
     return this.grant(key);
   }
 
