@@ -4,16 +4,8 @@ import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
 import { commandsRun } from './support/commands-run';
 import { deleteKeysWithPrefix } from './support/delete-keys';
+import { listening } from './support/listening';
 import { ThrowawayRedis } from './support/throwaway-redis';
-
-/** The provider hears its wake-up channel once it has waited once: riders need it (a remote waiter's notice comes that way). */
-async function listening(provider: RedisLockProvider, key: string): Promise<void> {
-  const holder = await provider.acquire(key);
-  const waiter = provider.acquire(key, { waitTimeoutMs: 10_000 });
-  await provider.ping(5000);
-  await holder.release();
-  await (await waiter).release();
-}
 
 /**
  * Riders on a queued place: while this process's last place in the Redis queue has

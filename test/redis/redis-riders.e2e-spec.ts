@@ -5,6 +5,7 @@ import { sleep, uniqueId, waitFor } from '../support/timing';
 import { ThrowawayRedis } from './support/throwaway-redis';
 import { commandsRun } from './support/commands-run';
 import { deleteKeysWithPrefix } from './support/delete-keys';
+import { listening } from './support/listening';
 
 /**
  * Riders: while this process holds a key, its new waiters of that key wait in the
@@ -21,12 +22,7 @@ describe('RedisLockProvider riders (waiters without a place of their own while t
     redis = new Redis(TEST_REDIS_URL);
     provider = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix, maxLocalHandOffs: 2 });
     other = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix });
-    // The provider hears its wake-up channel once it has waited once (riders need it: that is how a remote waiter's notice comes).
-    const holder = await provider.acquire('warm-up');
-    const waiter = provider.acquire('warm-up', { waitTimeoutMs: 10_000 });
-    await provider.ping(5000);
-    await holder.release();
-    await (await waiter).release();
+    await listening(provider, 'warm-up');
   });
 
   afterAll(async () => {

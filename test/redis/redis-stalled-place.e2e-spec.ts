@@ -1,9 +1,6 @@
-import { Redis } from 'ioredis';
-import { RedisLockProvider } from 'nestjs-serialized';
-import { WorkerProcess, type WorkerMessage } from '../support/processes';
-import { TEST_REDIS_URL } from '../support/services';
-import { uniqueId, waitFor } from '../support/timing';
-import { deleteKeysWithPrefix } from './support/delete-keys';
+import type { WorkerProcess } from '../support/processes';
+import { waitFor } from '../support/timing';
+import { ThreeLockWorkers } from './support/three-lock-workers';
 
 /**
  * A waiter whose own process blocks its event loop for longer than the heart-beat
@@ -13,46 +10,28 @@ import { deleteKeysWithPrefix } from './support/delete-keys';
  * still holds), so Redis still has W's place: once W's loop turns again it must
  * neither fail nor take a new place behind X, and it runs before X.
  */
-const WORKER = 'test/redis/workers/lock.worker.ts';
 const HEARTBEAT_MS = 1000;
 const STALL_MS = 4 * HEARTBEAT_MS;
 
 describe('RedisLockProvider: a waiter whose process stalls past the heart-beat tolerance keeps its place', () => {
-  const prefix = uniqueId('stalled-place');
-  let redis: Redis;
-  let local: RedisLockProvider;
-  let workers: WorkerProcess[] = [];
+  let scene: ThreeLockWorkers;
 
   beforeAll(async () => {
-    redis = new Redis(TEST_REDIS_URL);
-    // Only to name the Redis keys; it never takes a lock.
-    local = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix });
-    workers = ['H', 'W', 'X'].map((name) =>
-      WorkerProcess.start(name, WORKER, { REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: '30000', HEARTBEAT_MS: String(HEARTBEAT_MS) }),
-    );
-    await Promise.all(workers.map((w) => w.waitForType('ready', 120_000)));
+    scene = await ThreeLockWorkers.start('stalled-place', HEARTBEAT_MS);
   }, 150_000);
 
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await local.close();
-    await deleteKeysWithPrefix(redis, prefix);
-    await redis.quit();
-  });
+  afterAll(() => scene.close());
 
   it('runs in arrival order after its stall: H, W, X, no failure, no overlap', async () => {
+    const { redis, workers } = scene;
     const [h, w, x] = workers;
     const key = 'stall:place';
-    const keys = local.redisKeysOf(key);
-    const names = { key, insideKey: `${prefix}-data:inside`, overlapKey: `${prefix}-data:overlaps`, orderKey: `${prefix}-data:order` };
+    const keys = scene.keysOf(key);
+    const names = scene.names(key);
+    const section = scene.section.bind(scene);
+    const release = scene.release.bind(scene);
     const session = (worker: WorkerProcess): string => (worker.messages.find((m) => m.type === 'ready')!.session as string) + ':';
     const queue = (): Promise<string[]> => redis.zrange(keys.queue, 0, -1);
-    const section = (worker: WorkerProcess, id: string): Promise<WorkerMessage> =>
-      worker.waitFor((m) => (m.type === 'entered' || m.type === 'failed') && m.id === id, 60_000);
-    const release = async (worker: WorkerProcess, id: string): Promise<void> => {
-      worker.send({ type: 'release', id });
-      await worker.waitFor((m) => m.type === 'released' && m.id === id, 30_000);
-    };
     const serverMs = async (): Promise<number> => {
       const [s, us] = await redis.time();
       return Number(s) * 1000 + Math.floor(Number(us) / 1000);

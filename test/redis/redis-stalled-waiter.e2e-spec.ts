@@ -1,9 +1,5 @@
-import { Redis } from 'ioredis';
-import { RedisLockProvider } from 'nestjs-serialized';
-import { WorkerProcess, type WorkerMessage } from '../support/processes';
-import { TEST_REDIS_URL } from '../support/services';
-import { uniqueId, waitFor } from '../support/timing';
-import { deleteKeysWithPrefix } from './support/delete-keys';
+import { waitFor } from '../support/timing';
+import { ThreeLockWorkers } from './support/three-lock-workers';
 
 /**
  * A waiter whose own event loop stalls past its hand-off lease must not run on
@@ -14,46 +10,27 @@ import { deleteKeysWithPrefix } from './support/delete-keys';
  * then W reads the stale message. W must not enter while X holds the key: it
  * confirms with Redis, learns the key is no longer its own, and waits again.
  */
-const WORKER = 'test/redis/workers/lock.worker.ts';
 const HEARTBEAT_MS = 2000; // the hand-off lease (leases are 30 s)
 const STALL_MS = 6000; // three hand-off leases
 
 describe('RedisLockProvider: a waiter whose event loop stalls past its hand-off', () => {
-  const prefix = uniqueId('stalled-waiter');
-  let redis: Redis;
-  let local: RedisLockProvider;
-  let workers: WorkerProcess[] = [];
+  let scene: ThreeLockWorkers;
 
   beforeAll(async () => {
-    redis = new Redis(TEST_REDIS_URL);
-    // Only to name the Redis keys; it never takes a lock.
-    local = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix });
-    workers = ['H', 'W', 'X'].map((name) =>
-      WorkerProcess.start(name, WORKER, { REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: '30000', HEARTBEAT_MS: String(HEARTBEAT_MS) }),
-    );
-    await Promise.all(workers.map((w) => w.waitForType('ready', 120_000)));
+    scene = await ThreeLockWorkers.start('stalled-waiter', HEARTBEAT_MS);
   }, 150_000);
 
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await local.close();
-    await deleteKeysWithPrefix(redis, prefix);
-    await redis.quit();
-  });
+  afterAll(() => scene.close());
 
   it('never runs on an expired hand-off: no overlap with the next holder, fencing tokens strictly increasing in the order sections ran', async () => {
-    const [h, w, x] = workers;
+    const [h, w, x] = scene.workers;
+    const { redis } = scene;
     const key = 'stall:hand-off';
-    const keys = local.redisKeysOf(key);
-    const names = { key, insideKey: `${prefix}-data:inside`, overlapKey: `${prefix}-data:overlaps`, orderKey: `${prefix}-data:order` };
-    const queued = (count: number): Promise<void> =>
-      waitFor(async () => (await redis.zcard(keys.queue)) === count, 20_000, `${count} queued waiters`);
-    const section = (worker: WorkerProcess, id: string): Promise<WorkerMessage> =>
-      worker.waitFor((m) => (m.type === 'entered' || m.type === 'failed') && m.id === id, 60_000);
-    const release = async (worker: WorkerProcess, id: string): Promise<void> => {
-      worker.send({ type: 'release', id });
-      await worker.waitFor((m) => m.type === 'released' && m.id === id, 30_000);
-    };
+    const keys = scene.keysOf(key);
+    const names = scene.names(key);
+    const queued = (count: number): Promise<void> => scene.queued(key, count);
+    const section = scene.section.bind(scene);
+    const release = scene.release.bind(scene);
 
     h.send({ type: 'section', id: 'H', ...names });
     expect(await section(h, 'H')).toMatchObject({ type: 'entered' });
@@ -83,11 +60,7 @@ describe('RedisLockProvider: a waiter whose event loop stalls past its hand-off'
     expect(await section(w, 'W')).toMatchObject({ type: 'entered' });
     await release(w, 'W');
 
-    const order = (await redis.lrange(names.orderKey, 0, -1)).map((entry) => entry.split(' '));
-    const overlaps = Number((await redis.get(names.overlapKey)) ?? 0);
-    const fences = order.map(([, fence]) => BigInt(fence));
-    const notIncreasing = order.filter((_, i) => i > 0 && fences[i] <= fences[i - 1]).map((entry) => entry.join(' '));
-    expect({ overlaps, ran: order.map(([id]) => id), notIncreasing }).toEqual({ overlaps: 0, ran: ['H', 'X', 'W'], notIncreasing: [] });
+    expect(await scene.outcome(names)).toEqual({ overlaps: 0, ran: ['H', 'X', 'W'], notIncreasing: [] });
     expect(await redis.exists(keys.lock, keys.queue, keys.heartbeats)).toBe(0);
   }, 180_000);
 });
