@@ -38,6 +38,12 @@ export interface ContractSubject {
    * advisory locks, map entries, timers. Must be 0.
    */
   leftovers(provider: LockProvider): Promise<number>;
+  /**
+   * Locks the backend shows for this provider that nobody in it owns — no holder,
+   * hand-off, attempt or release of its own — found and released now. Must be 0
+   * after every check (PostgreSQL: the session audit). Providers without sessions omit it.
+   */
+  unownedLocks?(provider: LockProvider): Promise<number>;
   /** Optional clean-up after the whole suite (close shared clients). */
   afterAll?(): Promise<void>;
 }
@@ -80,7 +86,10 @@ export function describeLockProviderContract(subject: ContractSubject): void {
     afterEach(async () => {
       const providers = [...open];
       open.clear();
+      // Whatever the check left running, no lock on the backend may be without an owner.
+      const unowned = subject.unownedLocks ? await Promise.all(providers.map((p) => subject.unownedLocks!(p))) : [];
       await Promise.all(providers.map((p) => p.close()));
+      expect({ unownedLocks: unowned.reduce((sum, n) => sum + n, 0) }).toEqual({ unownedLocks: 0 });
     });
     afterAll(async () => {
       await subject.afterAll?.();

@@ -30,6 +30,7 @@ describeLockProviderContract({
     const postgres = provider as PostgresLockProvider;
     return (await (await inspect()).advisoryLocks(postgres.applicationName)) + postgres.activeKeys;
   },
+  unownedLocks: (provider: LockProvider) => (provider as PostgresLockProvider).auditLocks(),
   afterAll: async () => {
     await inspector?.close();
   },

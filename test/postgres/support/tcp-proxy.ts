@@ -8,6 +8,9 @@ import { closeServer, freeLocalPort, listenLocal, viaLocalPort } from '../../sup
 class DelayedPipe {
   private readonly queue: { chunk: Buffer; dueAt: number }[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Chunks kept back by `hold` (written as one chunk by `flush`), and whether the far side closed meanwhile. */
+  private held: Buffer[] | undefined;
+  private endAfterFlush = false;
 
   constructor(
     private readonly to: net.Socket,
@@ -21,12 +24,35 @@ class DelayedPipe {
   }
 
   push(chunk: Buffer): void {
+    if (this.held) return void this.held.push(chunk);
     const latency = this.latencyMs();
     if (latency <= 0 && this.queue.length === 0) return this.write(chunk);
     // Never before an earlier chunk: lowering the latency must not reorder bytes.
     const last = this.queue[this.queue.length - 1];
     this.queue.push({ chunk, dueAt: Math.max(Date.now() + latency, last?.dueAt ?? 0) });
     this.schedule();
+  }
+
+  /** Keeps every later chunk back until `flush`. */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  get holding(): boolean {
+    return this.held !== undefined;
+  }
+
+  /** The far side closed while held: close this side only after the held bytes went out. */
+  closeAfterFlush(): void {
+    this.endAfterFlush = true;
+  }
+
+  /** Writes what was held as one chunk (so the receiver reads it in one go), then closes if the far side did. */
+  flush(): void {
+    const held = this.held;
+    this.held = undefined;
+    if (held?.length) this.write(Buffer.concat(held));
+    if (this.endAfterFlush) this.to.end();
   }
 
   stop(): void {
@@ -57,7 +83,7 @@ class DelayedPipe {
  * session staying alive), or refuse connections (server down).
  */
 export class TcpProxy {
-  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; toServer: DelayedPipe; toClient: DelayedPipe }>();
+  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; upstreamClosed: boolean; toServer: DelayedPipe; toClient: DelayedPipe }>();
   private server: net.Server | undefined;
   private silent = false;
   private latencyMs = 0;
@@ -107,6 +133,23 @@ export class TcpProxy {
     this.latencyMs = ms;
   }
 
+  /**
+   * Keeps every byte the server sends from now on (the server's close too) until
+   * {@link flushToClients}: replies and whatever follows them then reach the client
+   * in one read, as they do when they cross a slow path close together.
+   */
+  holdToClients(): void {
+    for (const pair of this.pairs) pair.toClient.hold();
+  }
+
+  /** Sends what {@link holdToClients} kept, one chunk per connection, then the server's close if it came. */
+  flushToClients(): void {
+    for (const pair of [...this.pairs]) {
+      pair.toClient.flush();
+      if (pair.upstreamClosed) this.pairs.delete(pair);
+    }
+  }
+
   /** Chunks held back by the latency right now, per direction. */
   get pending(): { toServer: number; toClient: number } {
     let toServer = 0;
@@ -132,6 +175,7 @@ export class TcpProxy {
     const pair = {
       client,
       upstream,
+      upstreamClosed: false,
       toServer: new DelayedPipe(upstream, latency, () => this.forwarded.toServer++),
       toClient: new DelayedPipe(client, latency, () => this.forwarded.toClient++),
     };
@@ -149,10 +193,16 @@ export class TcpProxy {
     upstream.on('data', (chunk) => {
       if (!this.silent) pair.toClient.push(chunk);
     });
+    // While the server's bytes are held, its close waits behind them (flushToClients sends both).
+    const upstreamGone = (): void => {
+      if (!pair.toClient.holding) return close();
+      pair.upstreamClosed = true;
+      pair.toClient.closeAfterFlush();
+    };
     client.on('close', close);
-    upstream.on('close', close);
+    upstream.on('close', upstreamGone);
     client.on('error', close);
-    upstream.on('error', close);
+    upstream.on('error', upstreamGone);
   }
 }
 

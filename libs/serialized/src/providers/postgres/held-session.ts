@@ -28,7 +28,7 @@ export async function unlockSession(
   if (connection.dead) return undefined; // the session ended, and its locks with it
   let unlocked: unknown;
   try {
-    [unlocked] = onlyIfWaited ? await connection.query(statements.unlockIfWaited(lock.lockKey)) : await connection.unlock(statements, lock.lockKey);
+    [unlocked] = onlyIfWaited ? await connection.unlockIfWaited(statements, lock.lockKey) : await connection.unlock(statements, lock.lockKey);
     if (onlyIfWaited && unlocked === null) return KEPT;
   } catch (error) {
     pool.discard(connection, error instanceof Error ? error : new Error(String(error)));

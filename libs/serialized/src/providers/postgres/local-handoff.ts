@@ -90,6 +90,13 @@ export class LocalHandoffs {
     }
   }
 
+  /** The lock keys handed on this session and not yet taken (the session audit counts them as owned). */
+  handedOn(connection: LockConnection): Set<string> {
+    const keys = new Set<string>();
+    for (const handed of this.pending.values()) if (handed.connection === connection) keys.add(handed.lockKey);
+    return keys;
+  }
+
   /** The caller whose turn came: the server lock handed to it, if one was. */
   take(key: string): HandedLock | undefined {
     const handed = this.pending.get(key);

@@ -64,6 +64,12 @@ export class LockConnectionPool {
     return this.idle.length;
   }
 
+  /** Open sessions that are neither ending nor waiting in the server's lock queue (a blocking wait has its session to itself). */
+  *shareable(): IterableIterator<LockConnection> {
+    for (const connection of this.idle) if (!connection.dead) yield connection;
+    for (const connection of this.busy) if (!connection.dead && !connection.exclusive) yield connection;
+  }
+
   /** Requests queued for a connection. */
   get waiting(): number {
     return this.waiters.size;

@@ -4,8 +4,9 @@ import type { PgModule } from './pg-driver.loader';
 import type { QueryWatchdog, Watched } from './query.watchdog';
 import type { LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
-import { PING, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
+import { GIVE_BACK_IF_HELD, PING, SESSION_AUDIT, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
 import { StatementBatch } from './statement.batch';
+import { SessionClaims } from './session-claims';
 import { SessionTokens } from './session-tokens';
 
 /** How the lock sessions of one provider are opened. */
@@ -50,6 +51,16 @@ interface ClientInternals {
 }
 
 
+/** An advisory lock the server showed on a session that nobody in this process stands behind (given back by the audit). */
+export interface UnownedLock {
+  readonly pid: number;
+  readonly lockKey: string;
+  /** The key it was claimed for, when a statement of this process took it. */
+  readonly key: string | undefined;
+}
+
+const LOCK_NOT_AVAILABLE = '55P03';
+
 /** The outcome of opening a session. */
 export interface OpenedSession {
   readonly connection: LockConnection;
@@ -76,6 +87,9 @@ export class LockConnection implements Watched {
   exclusive = false;
   /** The fencing tokens its last `nextval` reserved, for its grants and local hand-offs. */
   readonly tokens = new SessionTokens();
+  // What the session holds by this process's statements (written only by the lock statements below).
+  private readonly claims = new SessionClaims();
+  private auditing = false;
   // Deadlines of the statements in flight, oldest first (pg answers in order).
   private readonly deadlines: number[] = [];
   private tail: Promise<void> = Promise.resolve();
@@ -158,14 +172,115 @@ export class LockConnection implements Watched {
     }
   }
 
-  /** `pg_try_advisory_lock` (and the token) for `lockKey`, batched with other keys' tries → [token or null, pid]. */
-  tryLock(statements: LockStatements, lockKey: string): Promise<unknown[]> {
-    return (this.batches ??= batchesOf(this, statements)).tries.run(lockKey);
+  /**
+   * `pg_try_advisory_lock` (and the token) for `lockKey`, batched with other keys'
+   * tries → [token or null, pid]. A reply read after the session ended grants
+   * nothing (it rejects with why the session ended): the server freed the lock with
+   * the session, and another session may hold it by now.
+   */
+  async tryLock(statements: LockStatements, lockKey: string, key: string): Promise<unknown[]> {
+    this.claims.claim(lockKey, key);
+    // An error leaves the claim: the caller gives the key back (unlock) or ends the session.
+    const row = await (this.batches ??= batchesOf(this, statements)).tries.run(lockKey);
+    if (row[0] === null || row[0] === undefined) this.claims.drop(lockKey);
+    if (this.dead) throw this.dead;
+    return row;
+  }
+
+  /**
+   * The blocking wait: `pg_advisory_lock` bounded on the server by `lock_timeout`
+   * (`serverWaitMs`) → [token, pid]. PostgreSQL may end the wait with "lock
+   * timeout" (55P03) although it granted the lock in that instant — the timeout's
+   * interrupt stays pending after the grant, and a session-level lock outlives the
+   * statement — so a timed-out wait gives back whatever it took before it rejects;
+   * the session is then clean for its next use. A session where that cannot be made
+   * sure of is ended.
+   */
+  async lockWait(statements: LockStatements, lockKey: string, key: string, serverWaitMs: number): Promise<unknown[]> {
+    this.claims.claim(lockKey, key);
+    let row: unknown[];
+    try {
+      row = await this.query(statements.lock(lockKey, `${serverWaitMs}ms`), serverWaitMs);
+    } catch (error) {
+      if ((error as { code?: string })?.code === LOCK_NOT_AVAILABLE && !this.dead) await this.giveBackAfterTimeout(lockKey, error as Error);
+      throw error;
+    }
+    if (this.dead) throw this.dead;
+    return row;
   }
 
   /** `pg_advisory_unlock` of `lockKey`, batched with other keys' unlocks → [whether it was held]. */
-  unlock(statements: LockStatements, lockKey: string): Promise<unknown[]> {
-    return (this.batches ??= batchesOf(this, statements)).unlocks.run(lockKey);
+  async unlock(statements: LockStatements, lockKey: string): Promise<unknown[]> {
+    this.claims.unlocking(lockKey);
+    try {
+      const row = await (this.batches ??= batchesOf(this, statements)).unlocks.run(lockKey);
+      // Unlocked, or it was not held: the session holds it no more either way.
+      this.claims.drop(lockKey);
+      return row;
+    } finally {
+      this.claims.unlocked(lockKey);
+    }
+  }
+
+  /** Strict local hand-off: unlocks only if another session waits → [true/false as unlock, or null: kept]. */
+  async unlockIfWaited(statements: LockStatements, lockKey: string): Promise<unknown[]> {
+    this.claims.unlocking(lockKey);
+    try {
+      const row = await this.query(statements.unlockIfWaited(lockKey));
+      if (row[0] !== null && row[0] !== undefined) this.claims.drop(lockKey);
+      return row;
+    } finally {
+      this.claims.unlocked(lockKey);
+    }
+  }
+
+  /**
+   * Registers `holder` as holding a lock on this session. A session that has
+   * already ended tells it at once: it will not be told later.
+   */
+  hold(holder: SessionHolder): void {
+    if (this.dead) return holder.sessionLost(this.dead);
+    this.holders.add(holder);
+  }
+
+  /**
+   * The session audit, which is also its liveness check: asks the server which
+   * advisory locks the session holds and gives back, at once, each one that no claim
+   * of this process stands behind — taken by no statement of ours, or claimed by one
+   * whose owner is gone (`owners`, asked when the audit is sent, says which claimed
+   * keys someone still holds, waits for or hands on). Resolves with what it gave
+   * back. A session that turns out not to be the one it was opened on is ended.
+   */
+  async audit(owners: () => (lockKey: string) => boolean): Promise<UnownedLock[]> {
+    if (this.dead || this.auditing) return [];
+    this.auditing = true;
+    let owned = new Set<string>();
+    let claimed = new Set<string>();
+    try {
+      const [row] = await this.queryRows(() => {
+        // Read when the audit goes on the wire: every statement before it has run on the server, none after it.
+        owned = this.claims.owned(owners());
+        claimed = this.claims.keys();
+        return SESSION_AUDIT;
+      });
+      const pid = Number(row?.[0]);
+      if (pid !== this.pid) {
+        const error = new SessionChangedError(this.pid, pid);
+        this.kill(error);
+        throw error;
+      }
+      const unowned: UnownedLock[] = [];
+      for (const lockKey of (row[1] as string[] | null) ?? []) {
+        if (owned.has(lockKey)) continue;
+        unowned.push({ pid, lockKey, key: this.claims.nameOf(lockKey) });
+        await this.query({ text: 'SELECT pg_advisory_unlock($1::bigint)', values: [lockKey], rowMode: 'array' });
+        // A claim nobody stood behind ends with it; a lock nobody claimed leaves later claims alone.
+        if (claimed.has(lockKey)) this.claims.drop(lockKey);
+      }
+      return unowned;
+    } finally {
+      this.auditing = false;
+    }
   }
 
   /** Tells `listener` (the pool) once when the session ends. */
@@ -222,6 +337,16 @@ export class LockConnection implements Watched {
       if (this.deadlines[0] !== deadline || this.dead) return;
       this.kill(new Error(`PostgreSQL did not answer within sessionTimeoutMs (${this.sessionTimeoutMs} ms)`));
     });
+  }
+
+  /** After a timed-out wait: unlocks `lockKey` if the server granted it after all; a session left in doubt is ended. */
+  private async giveBackAfterTimeout(lockKey: string, timeout: Error): Promise<void> {
+    try {
+      await this.query({ name: 'nestjs-serialized:give-back', text: GIVE_BACK_IF_HELD, values: [lockKey], rowMode: 'array' });
+      this.claims.drop(lockKey);
+    } catch (error) {
+      this.kill(new Error(`could not make sure a timed-out lock wait left nothing behind (${(error as Error)?.message ?? error})`, { cause: timeout }));
+    }
   }
 
   /**

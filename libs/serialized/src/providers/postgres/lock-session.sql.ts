@@ -16,3 +16,22 @@ export const SESSION_CHECK =
   'SELECT pg_backend_pid(), to_regclass($1) IS NOT NULL, (SELECT seqincrement FROM pg_sequence WHERE seqrelid = to_regclass($1))';
 export const SEQUENCE_INCREMENT = 'SELECT seqincrement FROM pg_sequence WHERE seqrelid = to_regclass($1)';
 export const PING: QueryArrayConfig = { text: 'SELECT pg_backend_pid()', rowMode: 'array' };
+
+// This session's granted advisory locks on bigint keys, as the decimal keys the
+// provider uses: pg_locks shows a bigint key as classid (high 32 bits) and objid
+// (low 32 bits) with objsubid 1; the shift wraps into the sign bit as int8 does.
+const OWN_ADVISORY_LOCKS =
+  "SELECT ((l.classid::bigint << 32) | l.objid::bigint) AS k FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()" +
+  ' AND l.granted AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())';
+/** The session audit (and liveness ping): [backend pid, text[] of the advisory locks this session holds]. */
+export const SESSION_AUDIT: QueryArrayConfig = {
+  name: 'nestjs-serialized:audit',
+  text: `SELECT pg_backend_pid(), ARRAY(SELECT o.k::text FROM (${OWN_ADVISORY_LOCKS}) AS o)`,
+  rowMode: 'array',
+};
+/**
+ * `$1` lock key → [true] when this session held it (and now gave it back), no row
+ * when it did not. No warning when not held, unlike a bare `pg_advisory_unlock`.
+ */
+export const GIVE_BACK_IF_HELD =
+  `SELECT pg_advisory_unlock($1::bigint) FROM (${OWN_ADVISORY_LOCKS}) AS o WHERE o.k = $1::bigint`;

@@ -25,8 +25,11 @@ class ScriptedConnection {
   kill(reason: Error): void {
     this.dead = reason;
   }
-  tryLock(statements: { tryLock(key: string): { values?: unknown[] } }, key: string): Promise<unknown[]> {
+  tryLock(statements: { tryLock(key: string): { values?: unknown[] } }, key: string, _name?: string): Promise<unknown[]> {
     return this.query(statements.tryLock(key));
+  }
+  lockWait(statements: { lock(key: string, timeout: string): { values?: unknown[] } }, lockKey: string, _key: string, serverWaitMs: number): Promise<unknown[]> {
+    return this.query(statements.lock(lockKey, `${serverWaitMs}ms`), serverWaitMs);
   }
   cancel(): Promise<void> {
     return Promise.resolve();

@@ -73,7 +73,8 @@ export class LockAttempt implements ConnectionRequest {
   constructor(
     private readonly host: LockAttemptHost,
     readonly key: string,
-    private readonly lockKey: string,
+    /** The 64-bit advisory lock key (decimal). */
+    readonly lockKey: string,
     private readonly mode: AttemptMode,
     private readonly waitTimeoutMs: number,
     private readonly startedAt: number,
@@ -181,8 +182,8 @@ export class LockAttempt implements ConnectionRequest {
     const serverWaitMs = waits ? Math.min(remaining, MAX_LOCK_TIMEOUT_MS) : 0;
     this.waitClamped = waits && serverWaitMs < remaining;
     const answer = waits
-      ? connection.query(this.host.statements.lock(this.lockKey, `${serverWaitMs}ms`), serverWaitMs)
-      : connection.tryLock(this.host.statements, this.lockKey);
+      ? connection.lockWait(this.host.statements, this.lockKey, this.key, serverWaitMs)
+      : connection.tryLock(this.host.statements, this.lockKey, this.key);
     answer.then(
         (row) => this.answered(connection, row),
         (error: unknown) => this.failed(connection, error),
@@ -227,8 +228,9 @@ export class LockAttempt implements ConnectionRequest {
       return this.finish(this.keyHeldError());
     }
     if (connection.dead && !this.retried && this.remainingMs() > 0) {
-      // The session ended before the lock was granted, so nothing is held: a pooled
-      // connection that died while idle (a server restart) gets one fresh retry.
+      // The session ended before the grant was read (or before the lock was granted),
+      // so nothing is held — the server freed it with the session: a pooled connection
+      // that died while idle (a server restart) or under a grant gets one fresh retry.
       this.retried = true;
       this.connection = undefined;
       this.host.pool.release(connection);

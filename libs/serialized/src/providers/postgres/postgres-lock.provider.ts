@@ -31,7 +31,8 @@ import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession } from './held-session';
 import { LocalHandoffs, type Cohort, type HandoffMode, type LocalHandoffHost } from './local-handoff';
-import { closeLockSessions, heldSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
+import { closeLockSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
+import { SessionAudit } from './session-audit';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { PostgresIdempotencyStore } from '../../idempotency/stores/postgres-idempotency.store';
@@ -85,7 +86,9 @@ export class PostgresLockProvider
   readonly attempts = new Map<string, LockAttempt>();
   /** @internal */
   readonly monitor: SessionLivenessMonitor;
-  private readonly handoffs: LocalHandoffs;
+  /** @internal */
+  readonly handoffs: LocalHandoffs;
+  private readonly audit: SessionAudit;
   private readonly watchdog: QueryWatchdog;
   private readonly settings: LockSessionSettings;
   private readonly waitTimeoutMs: number;
@@ -131,7 +134,8 @@ export class PostgresLockProvider
       },
       this.deadlines,
     );
-    this.monitor = new SessionLivenessMonitor(() => heldSessions(this.held), timings.pingEveryMs);
+    this.audit = new SessionAudit(this, (message) => this.logger.error(redactUrls(message)));
+    this.monitor = new SessionLivenessMonitor(() => this.pool.shareable(), () => this.held.size > 0, (connection) => this.audit.session(connection), timings.pingEveryMs);
     this.watchdog = new QueryWatchdog(250);
   }
 
@@ -154,6 +158,18 @@ export class PostgresLockProvider
   /** Diagnostics (for tests and health checks): keys held or waited for in this process (0 when idle). */
   get activeKeys(): number {
     return this.queue.size;
+  }
+
+  /**
+   * Diagnostics (for tests and operators): checks every lock session against the
+   * server now. Each advisory lock PostgreSQL shows for a session of this provider
+   * must belong to a holder, a hand-off or an attempt of this provider; one that
+   * does not is released at once and logged as an error. Resolves with how many
+   * were found (0 is the invariant). The liveness checks run the same audit on
+   * every session while locks are held.
+   */
+  async auditLocks(): Promise<number> {
+    return (await this.audit.all()).length;
   }
 
   /** Lock connections open or opening. */
@@ -245,8 +261,9 @@ export class PostgresLockProvider
   grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, from?: Cohort | HandoffMode, handoffs = 0): PostgresLock {
     const cohort = typeof from === 'object' ? from : this.handoffs.cohortOf(connection, from);
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, cohort, handoffs);
-    connection.holders.add(lock);
     this.held.add(lock);
+    // A session that ended on the way tells the lock at once (its holders were told when it went).
+    connection.hold(lock);
     this.monitor.arm();
     return lock;
   }

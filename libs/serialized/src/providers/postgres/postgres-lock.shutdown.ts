@@ -3,7 +3,6 @@ import type { DeadlineQueue } from '../../internal/deadline-queue';
 import type { HeldLocks } from '../../internal/held-locks';
 import type { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import type { LockAttempt } from './lock.attempt';
-import type { LockConnection } from './lock-connection';
 import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
 import type { SessionLivenessMonitor } from './session-liveness.monitor';
@@ -49,11 +48,4 @@ export async function closeLockSessions(parts: LockProviderParts): Promise<void>
   for (const lock of parts.held.values()) lock.connection.unref();
   await parts.pool.close();
   parts.deadlines.clear();
-}
-
-/** The sessions holding locks, each once (several held locks may share one session). */
-export function heldSessions(held: HeldLocks<PostgresLock>): Set<LockConnection> {
-  const sessions = new Set<LockConnection>();
-  for (const lock of held.values()) if (!lock.released) sessions.add(lock.connection);
-  return sessions;
 }

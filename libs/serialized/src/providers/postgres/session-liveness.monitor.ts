@@ -2,15 +2,16 @@ import { AsyncResource } from 'node:async_hooks';
 import type { LockConnection } from './lock-connection';
 
 /**
- * Pings the sessions that hold locks, one timer for all of them. A terminated
- * backend or a server restart usually announces itself at once (the socket
- * closes and the connection reports it); the ping catches the silent cases: a
- * dropped network path, a session that changed under a pooler. Each ping is one
- * cheap statement (`SELECT pg_backend_pid()`), skipped while the session is
- * busy anyway (so a slow path has one ping in flight, never a pile of them). A
- * session that leaves a ping unanswered for its `sessionTimeoutMs` is ended,
- * which aborts its holder's signal; a slow answer is an answer. With no lock
- * held there is no timer.
+ * Checks the lock sessions while locks are held, one timer for all of them. A
+ * terminated backend or a server restart usually announces itself at once (the
+ * socket closes and the connection reports it); the check catches the silent
+ * cases: a dropped network path, a session that changed under a pooler, and an
+ * advisory lock the server shows that nobody in this process owns (the session
+ * audit, which gives it back). Each check is one statement per session, never two
+ * at once on one session (so a slow path has one in flight, never a pile of them).
+ * A session that leaves it unanswered for its `sessionTimeoutMs` is ended, which
+ * aborts its holders' signals; a slow answer is an answer. With no lock held there
+ * is no timer.
  */
 export class SessionLivenessMonitor {
   private timer: NodeJS.Timeout | undefined;
@@ -19,12 +20,16 @@ export class SessionLivenessMonitor {
   private readonly scope = new AsyncResource('nestjs-serialized.pg-liveness');
 
   /**
-   * @param held the sessions holding locks right now (read on every tick, so
+   * @param sessions the sessions to check right now (read on every tick, so
    *   holding and releasing costs the monitor nothing)
-   * @param intervalMs time between pings of one session
+   * @param anyHeld whether a lock is held (the timer stops on the first tick without one)
+   * @param check checks one session (the audit); a session that fails it has been ended by it
+   * @param intervalMs time between checks of one session
    */
   constructor(
-    private readonly held: () => Iterable<LockConnection>,
+    private readonly sessions: () => Iterable<LockConnection>,
+    private readonly anyHeld: () => boolean,
+    private readonly check: (connection: LockConnection) => Promise<unknown>,
     private readonly intervalMs: number,
   ) {}
 
@@ -49,15 +54,11 @@ export class SessionLivenessMonitor {
   // The timer stops on the first tick that finds nothing held, so a fast
   // acquire/release loop does not create and clear an interval every time.
   private tick(): void {
-    let any = false;
-    for (const connection of this.held()) {
-      any = true;
-      if (!connection.dead && !connection.busy) {
-        // A failed ping has already ended the session and told its holder.
-        connection.ping().catch((error: Error) => connection.kill(error));
-      }
+    if (!this.anyHeld()) return this.disarm();
+    for (const connection of this.sessions()) {
+      // A failed check ends the session, which tells its holders.
+      this.check(connection).catch((error: Error) => connection.kill(error));
     }
-    if (!any) this.disarm();
   }
 
   private disarm(): void {

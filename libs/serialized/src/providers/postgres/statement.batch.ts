@@ -45,7 +45,11 @@ export class StatementBatch {
         })
         .then(
           (rows) => this.answer(made, rows),
-          (error: unknown) => made.callers.forEach((caller) => caller.reject(error)),
+          (error: unknown) => {
+            // Never sent (the session ended first): its turn never came, so later calls must not join it.
+            if (this.open === made) this.open = undefined;
+            made.callers.forEach((caller) => caller.reject(error));
+          },
         );
     }
     const joined = batch;
