@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { buildForTests, TEST_BUILD_ENV } from '../setup/compiled-build';
 import { checkServices } from '../setup/services-check';
+import { faultRunProblems } from './fault-run.scenario';
 import { FULL } from './reliability.scenarios';
 import { renderReport, runSuite } from './reliability.suite';
 
@@ -20,6 +21,15 @@ async function main(): Promise<void> {
   const bad = result.rows.filter((r) => r.overlaps || r.fencingViolations || r.lostUpdates || r.duplicates || r.orderViolations);
   if (bad.length) {
     console.error(`rows with overlaps, fencing violations, lost updates, duplicates or out-of-order service: ${bad.map((r) => `${r.scenario} (${r.provider})`).join('; ')}`);
+    process.exitCode = 1;
+  }
+  const badRuns = result.faultRuns.filter((f) => faultRunProblems(f).length);
+  if (badRuns.length) {
+    console.error(`fault runs with problems: ${badRuns.map((f) => `${f.driver}: ${faultRunProblems(f).join(', ')}`).join('; ')}`);
+    process.exitCode = 1;
+  }
+  if (!result.controls.some((c) => c.scenario.includes('randomized fault run') && c.wrong > 0)) {
+    console.error('the naive control of the fault run showed nothing wrong: the run did not exercise the faults');
     process.exitCode = 1;
   }
 }

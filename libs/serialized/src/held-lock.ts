@@ -41,16 +41,25 @@ export class HeldLock implements HeldKey {
   release(): Promise<void> {
     if (!this.active) return DONE;
     this.active = false;
+    // Read before letting go: a lease that ran out by the clock is found lost here (see `Lock.lost`).
     const lost = this.lock.lost;
-    this.metrics?.released(this.lock.key, this.since, lost !== undefined);
     if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
     try {
       if (this.lock.releaseNow) {
         this.lock.releaseNow();
+        this.metrics?.released(this.lock.key, this.since, lost !== undefined);
         return DONE;
       }
-      return this.lock.release().then(undefined, (error: unknown) => this.couldNotRelease(error));
+      // A loss the release itself finds is logged by the provider, once, and counted here.
+      return this.lock.release().then(
+        () => this.metrics?.released(this.lock.key, this.since, this.lock.lost !== undefined),
+        (error: unknown) => {
+          this.metrics?.released(this.lock.key, this.since, this.lock.lost !== undefined);
+          this.couldNotRelease(error);
+        },
+      );
     } catch (error) {
+      this.metrics?.released(this.lock.key, this.since, lost !== undefined);
       this.couldNotRelease(error);
       return DONE;
     }

@@ -16,6 +16,7 @@ export abstract class LockState {
 
   /** Aborts, with a `LockLostError` as its reason, when the lock is lost while held. */
   get signal(): AbortSignal {
+    this.checkNow();
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.lostWith) this.controller.abort(this.lostWith);
@@ -23,8 +24,14 @@ export abstract class LockState {
     return this.controller.signal;
   }
 
-  /** Why the lock was lost, if it was; reading it never makes the signal. */
+  /**
+   * Why the lock was lost, if it was; reading it never makes the signal. Reading it
+   * also asks the lock whether its lease has run out by the monotonic clock
+   * ({@link expiredNow}), so a section resuming after a stall past its lease sees
+   * the loss at once, before any timer had a chance to run (and `signal` aborts then).
+   */
   get lost(): LockLostError | undefined {
+    this.checkNow();
     return this.lostWith;
   }
 
@@ -43,6 +50,21 @@ export abstract class LockState {
     if (this.releasedFlag) return false;
     this.releasedFlag = true;
     return true;
+  }
+
+  /**
+   * The loss to record now if the lock's lease has run out by the monotonic clock
+   * (a lock with a lease overrides it); called while the lock is held, on every
+   * read of `lost` and `signal`.
+   */
+  protected expiredNow(): LockLostError | undefined {
+    return undefined;
+  }
+
+  private checkNow(): void {
+    if (this.lostWith !== undefined || this.releasedFlag) return;
+    const expired = this.expiredNow();
+    if (expired) this.markLost(expired);
   }
 
   /** Records the loss and aborts `signal` with it (once; a later loss is ignored). */

@@ -83,10 +83,10 @@ export class LocalHandoffs {
       throw error;
     }
     this.forget(lock);
-    if (outcome instanceof LockLostError) {
-      this.warn(outcome.message);
+    // A loss found at release is told (signal, `lost`) and logged once; the release itself succeeded in letting go.
+    if (outcome instanceof LockLostError && !lock.lost) {
       lock.markLost(outcome);
-      throw outcome;
+      this.warn(outcome.message);
     }
   }
 

@@ -87,17 +87,37 @@ describe('RedisLock', () => {
 
   it('lets a renewal sent in time decide, even when its reply is read after the lease end (a stall)', async () => {
     const { context, extends_ } = fakeContext();
-    const lock = make(context, 60);
-    await sleep(30);
+    // Renewal sent at ~100 ms; the lease it asks for would run to ~400 ms.
+    const lock = make(context, 300);
+    await sleep(150);
     expect(extends_()).toHaveLength(1);
-    await sleep(60); // the lease end passes while the reply is still unread
+    await sleep(180); // the lease end (300 ms) passes while the reply is still unread
+    expect(lock.lost).toBeUndefined();
     expect(lock.signal.aborted).toBe(false);
     extends_()[0].answer(1);
     await sleep(0);
     expect(lock.signal.aborted).toBe(false);
-    await sleep(30);
+    await sleep(120);
     expect(extends_().length).toBeGreaterThanOrEqual(2); // renewing goes on
     extends_().forEach((c) => c.answer(1));
+    context.deadlines.clear();
+  });
+
+  it('is lost by the clock once even the renewal in flight could not have kept it (reply unread past its own lease)', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 60);
+    await sleep(30);
+    expect(extends_()).toHaveLength(1);
+    // Past the renewal's send time + lease: whatever its reply says, someone else may hold the key now.
+    const until = performance.now() + 100;
+    while (performance.now() < until) {
+      // a stall: no timer, no I/O
+    }
+    expect(lock.lost).toBeInstanceOf(LockLostError);
+    expect(lock.signal.aborted).toBe(true);
+    extends_()[0].answer(1);
+    await sleep(0);
+    expect(lock.lost).toBeInstanceOf(LockLostError);
     context.deadlines.clear();
   });
 

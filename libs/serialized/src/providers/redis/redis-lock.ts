@@ -20,6 +20,8 @@ export interface RedisLockContext {
   handedOver(handOff: HandOff, since: number): void;
   /** The lock is released (or its release failed): it no longer counts as held. */
   released(lock: RedisLock): void;
+  /** One warning for a loss this lock found at release (the holder was not told before). */
+  warn(message: string): void;
   /** Local hand-offs (see `RedisCohorts`). */
   readonly cohorts: {
     /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
@@ -60,6 +62,8 @@ export class RedisLock extends LockState implements Lock {
   private renewing = true;
   /** A renewal is on its way to Redis. */
   private renewalInFlight = false;
+  /** Where the lease of the renewal in flight would end at the earliest, should it succeed (sent at + its px). */
+  private renewalEnd = 0;
   private lastRenewError: unknown;
   private releasing: Promise<void> | undefined;
   /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
@@ -150,6 +154,8 @@ export class RedisLock extends LockState implements Lock {
       )
       .then(
         (result) => {
+          // Not ours any more: the lease ran out while the holder ran, and nobody had told it.
+          if (result.status === 'none') this.lostAtRelease();
           context.released(this);
           cohorts.forget(served);
           if (result.kept) cohorts.kept(this, keys, result.kept, sentAt);
@@ -209,6 +215,7 @@ export class RedisLock extends LockState implements Lock {
     const px = this.leaseMs;
     this.guard ??= this.context.deadlines.schedule(Math.max(0, this.leaseEnd - sentAt), this.onLeaseEnd);
     this.renewalInFlight = true;
+    this.renewalEnd = sentAt + px;
     this.context.connection
       .run(this.key, (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px), URGENT)
       .then(
@@ -242,6 +249,27 @@ export class RedisLock extends LockState implements Lock {
     }
     // Keep trying while the lease lasts; the guard at the lease end decides.
     this.scheduleRenewal(Math.min(Math.max(left / 4, RENEW_RETRY_MIN_MS), RENEW_RETRY_MAX_MS));
+  }
+
+  /**
+   * By the monotonic clock: the lease as last granted or renewed has run out, so
+   * the key may be someone else's. A renewal sent in time decides by its reply (as
+   * the lease-end guard lets it), but no longer than the lease it asked for: past
+   * that, even its success would not have kept the key.
+   */
+  protected override expiredNow(): LockLostError | undefined {
+    const now = performance.now();
+    if (now < this.leaseEnd || (this.renewalInFlight && now < this.renewalEnd)) return undefined;
+    this.cancelRenewal();
+    this.cancelGuard();
+    return new LockLostError(this.key, 'its lease ran out while its holder ran (the event loop or the process stalled past it)');
+  }
+
+  private lostAtRelease(): void {
+    if (this.lost) return;
+    const error = new LockLostError(this.key, 'the key was no longer its own at release: its lease had run out while its holder ran');
+    this.markLost(error);
+    this.context.warn(error.message);
   }
 
   private lose(reason: string, cause?: unknown): void {

@@ -79,6 +79,11 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
   }
 
+  /** RedisLockContext: one warning for a loss a lock found at its release. */
+  warn(message: string): void {
+    this.parts.logger.warn(message);
+  }
+
   /** Keys this process waits for right now. */
   get size(): number {
     return this.keys.size;
