@@ -1,12 +1,17 @@
 import { load } from '../lib/autocannon';
+import { NET_DELAY_US, startDelayProxy, type DelayProxy } from '../lib/delay-proxy';
 import { describeError, interleave, type Outcome, type Sample } from '../lib/interleave';
 import { WorkerProcess } from '../lib/worker-process';
 import { buildEntry, type ContenderInfo, type ResultEntry } from '../report/results';
 import { backendDown, type Scenario, type ScenarioContext } from './scenario';
 
 type Driver = 'memory' | 'redis';
-/** The apps: one per driver, and an in-memory one that only ever serves the undecorated route. */
-type App = Driver | 'fresh';
+/**
+ * The apps: one per driver, an in-memory one that only ever serves the undecorated
+ * route, and a Redis one whose Redis connection goes through a proxy adding 0.25 ms
+ * each way (the network variant).
+ */
+type App = Driver | 'fresh' | 'redis-net';
 type Variant = 'plain' | 'intercepted' | 'distinct' | 'hot';
 
 const ROUTE: Record<Variant, (i: number) => string> = {
@@ -41,7 +46,9 @@ async function serverMicros(worker: WorkerProcess): Promise<number> {
   return (await worker.request({ type: 'cpu' }, 'cpu', 15_000)).micros as number;
 }
 
-const DRIVER_LABEL: Record<Driver, string> = { memory: 'in-memory', redis: 'Redis' };
+const DRIVER_LABEL: Record<Driver | 'redis-net', string> = { memory: 'in-memory', redis: 'Redis', 'redis-net': `Redis over a ${NET_DELAY_US / 1000} ms-each-way path` };
+/** The routes the network variant measures (each against its own no-op-interceptor route). */
+const NET_ROUTES: Variant[] = ['plain', 'intercepted', 'distinct'];
 
 /**
  * 6. What `@Serialized` costs per request: autocannon (programmatic API, in this
@@ -59,17 +66,23 @@ export const httpOverheadScenario: Scenario = {
     const { config, log } = context;
     const { rounds, connections, durationSec, warmupRequests } = config.http;
     const apps = new Map<App, { worker?: WorkerProcess; url?: string; error?: string }>();
+    let proxy: DelayProxy | undefined;
     try {
+      const proxyError = await startDelayProxy(context.subjects.redisUrl).then(
+        (started) => void (proxy = started),
+        (error: unknown) => describeError(error),
+      );
       // The three apps start in parallel (Nest start-up is the slow part), then warm up one after another.
       await Promise.all(
-        (['memory', 'redis', 'fresh'] as const).map(async (app) => {
-          const driver: Driver = app === 'fresh' ? 'memory' : app;
-          const down = driver === 'redis' ? backendDown(context.services, 'redis') : undefined;
+        (['memory', 'redis', 'fresh', 'redis-net'] as const).map(async (app) => {
+          const driver: Driver = app === 'fresh' ? 'memory' : app === 'redis-net' ? 'redis' : app;
+          const down = driver === 'redis' ? (backendDown(context.services, 'redis') ?? (app === 'redis-net' ? proxyError : undefined)) : undefined;
           if (down) return void apps.set(app, { error: down });
           const worker = WorkerProcess.start(`http app (${app})`, 'bench/workers/http-app.worker.ts');
+          const redisUrl = app === 'redis-net' ? proxy!.via(context.subjects.redisUrl) : context.subjects.redisUrl;
           try {
             const started = await worker.request(
-              { type: 'start', driver, redisUrl: context.subjects.redisUrl, keyPrefix: `${context.subjects.prefix}:http` },
+              { type: 'start', driver, redisUrl, keyPrefix: `${context.subjects.prefix}:http${app === 'redis-net' ? '-net' : ''}` },
               'started',
               60_000,
             );
@@ -82,13 +95,14 @@ export const httpOverheadScenario: Scenario = {
       for (const [app, { url }] of apps) {
         if (!url) continue;
         log(`  [6] ${app === 'fresh' ? 'undecorated-only' : DRIVER_LABEL[app]} app on ${url}; warming up`);
-        const routes: Variant[] = app === 'fresh' ? ['plain'] : ['plain', 'intercepted', 'distinct', 'hot'];
+        const routes: Variant[] = app === 'fresh' ? ['plain'] : app === 'redis-net' ? NET_ROUTES : ['plain', 'intercepted', 'distinct', 'hot'];
         for (const variant of routes) await load(url, ROUTE[variant], connections, durationSec, warmupRequests);
       }
 
       const ids = [
         ...(['memory', 'redis'] as const).flatMap((d) => (Object.keys(ROUTE) as Variant[]).map((v) => `${d}:${v}`)),
         'fresh:plain',
+        ...NET_ROUTES.map((v) => `redis-net:${v}`),
       ];
       const outcomes = await interleave(
         ids,
@@ -130,6 +144,21 @@ export const httpOverheadScenario: Scenario = {
           );
         }
       }
+      // The network variant: the Redis app over a slow path, against its own no-op-interceptor route.
+      const net = new Map<string, Outcome>(NET_ROUTES.map((v) => [v, { ...outcomes.get(`redis-net:${v}`)!, id: v }]));
+      const netCommon = {
+        scenario: 6,
+        group: 'http' as const,
+        params: `the Redis app with its Redis connection through a proxy delaying each byte ${NET_DELAY_US / 1000} ms each way (bench/net/delay-proxy.c); autocannon ${connections} connections, pipelining 1, ${durationSec} s per run; Express; median of ${rounds} rounds`,
+        contenders: [VARIANTS.distinct, VARIANTS.plain, VARIANTS.intercepted],
+        outcomes: net,
+      };
+      const netTitle = `6. HTTP, ${DRIVER_LABEL['redis-net']}, @Serialized on distinct keys`;
+      entries.push(
+        buildEntry({ ...netCommon, id: '6.redis.net.distinct.rps', name: `${netTitle} — requests/s`, metric: 'requestsPerSec', unit: 'req/s', betterIs: 'higher' }),
+        buildEntry({ ...netCommon, id: '6.redis.net.distinct.p99', name: `${netTitle} — latency p99`, metric: 'p99', unit: 'ms', betterIs: 'lower' }),
+        buildEntry({ ...netCommon, id: '6.redis.net.distinct.cpu', name: `${netTitle} — server CPU per request`, metric: 'cpuMicrosPerRequest', unit: 'µs', betterIs: 'lower' }),
+      );
       // What enabling the library costs the routes it does not decorate (Node 20: AsyncLocalStorage promise hooks).
       const appWide = new Map<string, Outcome>([
         ['plain', { ...outcomes.get('memory:plain')!, id: 'plain' }],
@@ -153,6 +182,7 @@ export const httpOverheadScenario: Scenario = {
         await worker?.request({ type: 'close' }, 'closed', 15_000).catch(() => undefined);
         await worker?.stop();
       }
+      await proxy?.stop();
     }
   },
 };

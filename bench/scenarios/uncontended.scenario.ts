@@ -1,9 +1,10 @@
 import { now } from '../lib/clock';
 import { interleave, type Outcome, type Sample } from '../lib/interleave';
 import { withContenderHosts } from '../lib/contender-hosts';
+import { NET_DELAY_US, startDelayProxy } from '../lib/delay-proxy';
 import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
 import { BACKEND_LABEL, SUBJECTS } from '../subjects';
-import type { LockSubject } from '../subjects/subject';
+import type { Backend, LockSubject, SubjectContext } from '../subjects/subject';
 import { costEntries } from './cost-entries';
 import { backendDown, type Scenario, type ScenarioContext } from './scenario';
 
@@ -18,44 +19,63 @@ export const uncontendedScenario: Scenario = {
   id: 1,
   title: 'Uncontended acquire + release, distinct keys',
   async run(context: ScenarioContext): Promise<ResultEntry[]> {
-    const { config, log } = context;
-    const { rounds, warmupMs, durationMs } = config.uncontended;
     const entries: ResultEntry[] = [];
-    for (const backend of ['memory', 'redis', 'postgres'] as const) {
-      log(`  [1] ${BACKEND_LABEL[backend]}`);
-      const specs = SUBJECTS[backend];
-      const down = backendDown(context.services, backend);
-      const outcomes = await withContenderHosts(1, backend, context.subjects, (hosts) =>
-        interleave(
-          specs.map((s) => s.id),
-          rounds,
-          async (id, round): Promise<Sample> => {
-            if (down) return { metrics: {}, failure: down };
-            return hosts.measure(id, round, { warmupMs, durationMs }, warmupMs + durationMs + 60_000);
-          },
-          log,
-        ),
-      );
-      const params = `1 caller, sequential, new key per operation; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`;
-      entries.push(
-        buildEntry({
-          id: `1.${backend}.ops`,
-          scenario: 1,
-          group: GROUP_OF[backend],
-          name: `1. Uncontended acquire+release, distinct keys (${BACKEND_LABEL[backend]})`,
-          metric: 'opsPerSec',
-          unit: 'ops/s',
-          betterIs: 'higher',
-          params,
-          contenders: specs,
-          outcomes: outcomes as Map<string, Outcome>,
-        }),
-        ...costEntries({ scenario: 1, backend, title: `1. Uncontended (${BACKEND_LABEL[backend]})`, params, specs, outcomes }),
-      );
+    for (const backend of ['memory', 'redis', 'postgres'] as const) entries.push(...(await measure(context, backend, context.subjects, '')));
+    // The network variant: every contender's backend connection through a proxy adding 0.25 ms each way,
+    // so the round trips per section count as they would between hosts.
+    for (const backend of ['redis', 'postgres'] as const) {
+      const url = backend === 'redis' ? context.subjects.redisUrl : context.subjects.databaseUrl;
+      let proxy;
+      try {
+        proxy = await startDelayProxy(url);
+      } catch (error) {
+        context.log(`  [1] ${BACKEND_LABEL[backend]} over the network: ${(error as Error).message}`);
+        const failed = { reachable: false, error: (error as Error).message };
+        entries.push(...(await measure({ ...context, services: { ...context.services, [backend]: failed } }, backend, context.subjects, 'net')));
+        continue;
+      }
+      try {
+        const subjects: SubjectContext = { ...context.subjects, [backend === 'redis' ? 'redisUrl' : 'databaseUrl']: proxy.via(url) };
+        entries.push(...(await measure(context, backend, subjects, 'net')));
+      } finally {
+        await proxy.stop();
+      }
     }
     return entries;
   },
 };
+
+async function measure(context: ScenarioContext, backend: Backend, subjects: SubjectContext, variant: '' | 'net'): Promise<ResultEntry[]> {
+  const { config, log } = context;
+  const { rounds, warmupMs, durationMs } = config.uncontended;
+  const net = variant === 'net';
+  log(`  [1] ${BACKEND_LABEL[backend]}${net ? ` over the network (+${NET_DELAY_US / 1000} ms each way)` : ''}`);
+  const specs = SUBJECTS[backend];
+  const down = backendDown(context.services, backend);
+  const outcomes = await withContenderHosts(1, backend, subjects, (hosts) =>
+    interleave(
+      specs.map((s) => s.id),
+      rounds,
+      async (id, round): Promise<Sample> => {
+        if (down) return { metrics: {}, failure: down };
+        return hosts.measure(id, round, { warmupMs, durationMs }, warmupMs + durationMs + 60_000);
+      },
+      log,
+    ),
+  );
+  const params = `1 caller, sequential, new key per operation; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds${
+    net ? `; every contender's backend connection through a proxy delaying each byte ${NET_DELAY_US / 1000} ms each way (bench/net/delay-proxy.c)` : ''
+  }`;
+  const base = `1.${backend}${net ? '.net' : ''}`;
+  const title = `1. Uncontended acquire+release, distinct keys (${BACKEND_LABEL[backend]}${net ? ', over a 0.25 ms-each-way path' : ''})`;
+  const common = { scenario: 1, group: GROUP_OF[backend], params, contenders: specs, outcomes: outcomes as Map<string, Outcome> };
+  return [
+    buildEntry({ ...common, id: `${base}.ops`, name: title, metric: 'opsPerSec', unit: 'ops/s', betterIs: 'higher' }),
+    buildEntry({ ...common, id: `${base}.p50`, name: `${title} — latency p50`, metric: 'p50Ms', unit: 'ms', betterIs: 'lower' }),
+    buildEntry({ ...common, id: `${base}.p99`, name: `${title} — latency p99`, metric: 'p99Ms', unit: 'ms', betterIs: 'lower' }),
+    ...costEntries({ scenario: 1, backend, title, params, specs, outcomes, variant: net ? 'net' : undefined }),
+  ];
+}
 
 /** One round of one contender (in its own process): fresh keys one after another, warm-up then `durationMs`. */
 export async function uncontendedRound(subject: LockSubject, round: number, id: string, params: { warmupMs: number; durationMs: number }): Promise<Sample> {
@@ -63,12 +83,15 @@ export async function uncontendedRound(subject: LockSubject, round: number, id: 
   let sequence = 0;
   // Warm-up: at least 20 operations (the first ones connect and load scripts), and warmupMs.
   await loopFor(subject, prefix, () => sequence++, params.warmupMs, 20);
-  const { ops, elapsedMs } = await loopFor(subject, prefix, () => sequence++, params.durationMs);
-  return { metrics: { opsPerSec: ops / (elapsedMs / 1000) } };
+  const latencies: number[] = [];
+  const { ops, elapsedMs } = await loopFor(subject, prefix, () => sequence++, params.durationMs, 0, latencies);
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { metrics: { opsPerSec: ops / (elapsedMs / 1000), p50Ms: at(0.5), p99Ms: at(0.99) } };
 }
 
-/** Acquire + release fresh keys, one after another, for `ms`. */
-async function loopFor(subject: LockSubject, prefix: string, next: () => number, ms: number, minOps = 0): Promise<{ ops: number; elapsedMs: number }> {
+/** Acquire + release fresh keys, one after another, for `ms`; each operation's time (ms) into `latencies` when given. */
+async function loopFor(subject: LockSubject, prefix: string, next: () => number, ms: number, minOps = 0, latencies?: number[]): Promise<{ ops: number; elapsedMs: number }> {
   const start = now();
   const end = start + ms;
   let ops = 0;
@@ -76,7 +99,9 @@ async function loopFor(subject: LockSubject, prefix: string, next: () => number,
   while (t < end || ops < minOps) {
     await subject.withLock(prefix + next(), noop);
     ops++;
-    t = now();
+    const after = now();
+    latencies?.push(after - t);
+    t = after;
   }
   return { ops, elapsedMs: t - start };
 }
