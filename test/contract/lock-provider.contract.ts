@@ -362,6 +362,18 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       });
     });
 
+    it('a call made after run() resolved finds the key free in this process (reject mode, tryAcquire), though the release may still be on its way', async () => {
+      const { provider, locks } = await make();
+      const key = uniqueId('after-run');
+      const order: number[] = [];
+      for (let i = 0; i < 20; i++) await locks.run(key, () => void order.push(i), { mode: 'reject' });
+      expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      await locks.run(key, () => undefined);
+      const next = await provider.tryAcquire(key);
+      expect(next).not.toBeNull();
+      await next!.release();
+    });
+
     it('with maxPending 1, three callers at once on a free key: one holds, one waits, one is busy', async () => {
       const { provider, locks } = await make({ maxPending: 1 });
       const key = uniqueId('free3');

@@ -1,3 +1,4 @@
+import { waitFor } from '../support/timing';
 import { LockService, LockTimeoutError, PostgresLockProvider } from 'nestjs-serialized';
 import { TEST_DATABASE_URL } from '../support/services';
 import { PgInspector, uniquePrefix } from './support/pg-inspect';
@@ -39,6 +40,8 @@ describe('PostgreSQL lock pool under pressure', () => {
     // Before: 3,000+ of 5,000 failed with 'Timed out after 10000 ms waiting for lock "kN"' (nobody held kN).
     expect({ done, failed: failures.length, first: failures[0] }).toEqual({ done: 5000, failed: 0, first: undefined });
     expect(provider.connections).toBeLessThanOrEqual(10);
+    // run() resolves once its release is on its way (docs/semantics.md, "When run() resolves"): the last ones apply now.
+    await waitFor(() => provider.activeKeys === 0, 10_000, 'the last releases to apply');
     expect(provider.activeKeys).toBe(0);
     expect(await pg.advisoryLocks(keyPrefix)).toBe(0);
     await provider.close();

@@ -1,7 +1,6 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import type { Observer, Subscriber, Subscription, Unsubscribable } from 'rxjs';
 import { escapeLockKeyPart } from '../key/lock-key';
-import { DONE } from '../internal/release-after';
 import type { HeldKey, LockService } from '../lock.service';
 import { HandlerHandshake } from '../metadata/handler.handshake';
 import { ClientGoneError, watchClientGone } from './client-gone';
@@ -132,20 +131,21 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
 
   /**
    * Releases, then ends the subscriber (`failed` says how; `undefined` ends
-   * nothing: the subscriber is gone). Release comes before the response goes out,
-   * so a client's next request finds the key free; a release that already
-   * completed (in memory) costs no extra tick.
+   * nothing: the subscriber is gone). The release is issued before the response
+   * goes out — queued on the backend connection, so a client's next request to this
+   * instance waits for it to apply, and another instance finds the key free once the
+   * backend applied it — but the response does not wait for its reply
+   * (docs/semantics.md, "When run() resolves").
    */
   private finish(error: unknown, failed?: boolean): void {
     if (this.done) return;
     this.done = true;
     const held = this.held;
     this.held = undefined;
-    const released = held ? held.release() : DONE;
+    if (held) void held.release();
     if (failed === undefined) return;
-    const end = failed ? () => this.subscriber.error(error) : () => this.subscriber.complete();
-    if (released === DONE) end();
-    else void released.then(end);
+    if (failed) this.subscriber.error(error);
+    else this.subscriber.complete();
   }
 }
 

@@ -9,9 +9,13 @@ export const DONE: Promise<void> = Promise.resolve();
 
 /**
  * Releases `held` once `result` (what the section returned) settles, and gives the
- * section's outcome back. A result that is not a promise nor a thenable (a
- * synchronous section) is released at once and returned as is: no promise, and the
- * next waiter is handed the key without a turn of the microtask queue.
+ * section's outcome back — without waiting for the release's reply: the release is
+ * on its way to the backend (queued on the lock's connection, before any later
+ * command of this process on that key), a later caller of this process waits for
+ * it to apply, and a failure is logged and covered by the lease or the session's
+ * end (docs/semantics.md, "When run() resolves"). A result that is not a promise nor
+ * a thenable (a synchronous section) is released at once and returned as is: no
+ * promise, and the next waiter is handed the key without a turn of the microtask queue.
  */
 export function releaseAfter<T>(held: Releasable, result: Promise<T> | T): Promise<T> | T {
   return isPromiseLike(result) ? releaseWhenSettled(held, result) : releaseReturning(held, result);
@@ -20,25 +24,21 @@ export function releaseAfter<T>(held: Releasable, result: Promise<T> | T): Promi
 /** {@link releaseAfter} for a section that returned a promise (or thenable): released when it settles. */
 export function releaseWhenSettled<T>(held: Releasable, result: PromiseLike<T>): Promise<T> {
   return Promise.resolve(result).then(
-    (value) => {
-      const released = held.release();
-      return released === DONE ? value : released.then(() => value);
-    },
+    (value) => releaseReturning(held, value),
     (error: unknown) => releaseAndThrow(held, error),
   );
 }
 
 /** {@link releaseAfter} for a section that returned `value` synchronously: released at once. */
-export function releaseReturning<T>(held: Releasable, value: T): Promise<T> | T {
-  const released = held.release();
-  return released === DONE ? value : released.then(() => value);
+export function releaseReturning<T>(held: Releasable, value: T): T {
+  void held.release();
+  return value;
 }
 
-/** Releases `held` after its section threw `error`, then throws it (or rejects with it, once a pending release settles). */
-export function releaseAndThrow(held: Releasable, error: unknown): Promise<never> {
-  const released = held.release();
-  if (released === DONE) throw error;
-  return released.then(() => Promise.reject(error));
+/** Releases `held` after its section threw `error`, then throws it. */
+export function releaseAndThrow(held: Releasable, error: unknown): never {
+  void held.release();
+  throw error;
 }
 
 /** Whether a section's result is still to settle: a promise or any thenable. */

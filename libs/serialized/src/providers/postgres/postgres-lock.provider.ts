@@ -97,6 +97,8 @@ export class PostgresLockProvider
   readonly shutdownGraceMs: number;
   private readonly idempotencyTable: string | undefined;
   private refusal: SessionChangedError | undefined;
+  /** Releases of this process on their way to the server, by key (a try of the key waits for its own). */
+  private readonly releasing = new Map<string, Promise<void>>();
   private shutDown: Promise<void> | undefined;
 
   /** @throws Error when `pg` is not installed, or an option is invalid */
@@ -229,6 +231,10 @@ export class PostgresLockProvider
     this.leaseNote.check(options.leaseMs, key);
     this.assertUsable(key);
     if (options.signal?.aborted) throw options.signal.reason;
+    // This process's own release of the key is on its way (run() does not wait for it): a caller that
+    // saw the section end must find the key free, so the try waits for that release — unless someone waits.
+    const releasing = this.releasing.get(key);
+    if (releasing && this.queue.waiting(key) === 0) await releasing.catch(() => undefined);
     if (!this.queue.tryTake(key)) return null;
     return this.lockOnServer(key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal, Infinity, options.handoff);
   }
@@ -291,7 +297,14 @@ export class PostgresLockProvider
 
   /** @internal */
   releaseLock(lock: PostgresLock): Promise<void> {
-    return this.handoffs.release(lock);
+    const releasing = this.handoffs.release(lock);
+    // A try of this key waits for it (see tryAcquire); a local hand-off is done at once.
+    if (this.queue.isHeld(lock.key)) {
+      this.releasing.set(lock.key, releasing);
+      const forget = () => void (this.releasing.get(lock.key) === releasing && this.releasing.delete(lock.key));
+      releasing.then(forget, forget);
+    }
+    return releasing;
   }
 
   /** @internal */

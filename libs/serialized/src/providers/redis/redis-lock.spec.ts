@@ -32,6 +32,8 @@ function fakeContext() {
     deadlines: new DeadlineQueue(),
     handedOver: () => undefined,
     released: (lock: RedisLock) => released.push(lock),
+    releasing: () => undefined,
+    warn: () => undefined,
     cohorts: { passOn: () => false, end: () => [], forget: () => undefined, keepFor: () => 0, keeping: () => [], kept: () => undefined, ended: () => undefined },
   } as unknown as RedisLockContext;
   const extends_ = () => calls.filter((c) => c.script === 'extend');

@@ -22,6 +22,8 @@ export interface RedisLockContext {
   released(lock: RedisLock): void;
   /** One warning for a loss this lock found at release (the holder was not told before). */
   warn(message: string): void;
+  /** Its release is on its way to Redis (`done` settles with the reply): a try of the key in this process waits for it. */
+  releasing(lock: RedisLock, done: Promise<unknown>): void;
   /** Local hand-offs (see `RedisCohorts`). */
   readonly cohorts: {
     /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
@@ -170,6 +172,7 @@ export class RedisLock extends LockState implements Lock {
           throw error;
         },
       );
+    context.releasing(this, this.releasing);
     return this.releasing;
   }
 

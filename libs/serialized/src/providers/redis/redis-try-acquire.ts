@@ -6,6 +6,8 @@ import type { RedisGrantCheck } from './redis-grant-check';
 import type { RedisKeyspace, RedisLockKeys } from './redis-keyspace';
 import type { RedisWaiters } from './redis-waiters';
 
+function noop(): void {}
+
 /**
  * Mode "try": takes the key if it is free and nobody waits, in one round trip,
  * `null` otherwise. Used by `tryAcquire`, `waitTimeoutMs: 0` and `maxPending: 0`.
@@ -19,6 +21,10 @@ export class RedisTryAcquire {
   ) {}
 
   take(key: string, leaseMs: number, signal: AbortSignal | undefined, handoff?: 'strict' | 'cohort'): Promise<Lock | null> {
+    // This process's own release of the key is on its way (run() does not wait for it; a script reloaded
+    // after NOSCRIPT may reach Redis after a later call): a caller that saw the section end finds the key free.
+    const releasing = this.waiters.releaseOf(key);
+    if (releasing) return releasing.then(noop, noop).then(() => this.take(key, leaseMs, signal, handoff));
     const { connection, scripts } = this.waiters;
     const keys = this.keyspace.keysOf(key);
     const token = this.tokens.next(leaseMs);

@@ -65,6 +65,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly byToken = new Map<string, RedisWaiter>();
   private readonly budgets: RedisWaitBudgets;
+  private readonly releases = new Map<string, Promise<unknown>>();
   private readonly enqueues: RedisEnqueues;
 
   constructor(private readonly parts: RedisWaitersParts) {
@@ -77,6 +78,18 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
     this.checks = new RedisSafetyChecks(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
+  }
+
+  /** RedisLockContext: a release on its way, by key, until its reply (see `releaseOf`). */
+  releasing(lock: RedisLock, done: Promise<unknown>): void {
+    this.releases.set(lock.key, done);
+    const forget = () => void (this.releases.get(lock.key) === done && this.releases.delete(lock.key));
+    done.then(forget, forget);
+  }
+
+  /** This process's release of `key` still on its way to Redis, if any. */
+  releaseOf(key: string): Promise<unknown> | undefined {
+    return this.releases.get(key);
   }
 
   /** RedisLockContext: one warning for a loss a lock found at its release. */
