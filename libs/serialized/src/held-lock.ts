@@ -44,22 +44,21 @@ export class HeldLock implements HeldKey {
     // Read before letting go: a lease that ran out by the clock is found lost here (see `Lock.lost`).
     const lost = this.lock.lost;
     if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
+    // Counted as it is issued (run() does not wait for a release's reply).
+    this.metrics?.released(this.lock.key, this.since, lost !== undefined);
     try {
       if (this.lock.releaseNow) {
         this.lock.releaseNow();
-        this.metrics?.released(this.lock.key, this.since, lost !== undefined);
         return DONE;
       }
-      // A loss the release itself finds is logged by the provider, once, and counted here.
+      // A loss the release itself finds is logged by the provider, once, and counted when found.
       return this.lock.release().then(
-        () => this.metrics?.released(this.lock.key, this.since, this.lock.lost !== undefined),
-        (error: unknown) => {
-          this.metrics?.released(this.lock.key, this.since, this.lock.lost !== undefined);
-          this.couldNotRelease(error);
+        () => {
+          if (!lost && this.lock.lost) this.metrics?.lostAtRelease(this.lock.key);
         },
+        (error: unknown) => this.couldNotRelease(error),
       );
     } catch (error) {
-      this.metrics?.released(this.lock.key, this.since, lost !== undefined);
       this.couldNotRelease(error);
       return DONE;
     }

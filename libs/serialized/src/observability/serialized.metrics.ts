@@ -133,6 +133,11 @@ export class SerializedMetrics {
     if (lost) attributes.lost_++;
   }
 
+  /** A release that was issued as a plain one found the lock lost (the lease had run out): it counts as lost. */
+  lostAtRelease(key: string): void {
+    this.attributesOf(key).lost_++;
+  }
+
   private attributesOf(key: string): ScopeAttributes {
     const colon = key.indexOf(':');
     let scope = colon > 0 ? key.slice(0, colon) : '(none)';
