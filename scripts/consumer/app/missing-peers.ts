@@ -1,0 +1,1 @@
+console.log('missing peers: not yet');
