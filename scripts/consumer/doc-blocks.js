@@ -1,14 +1,15 @@
 /**
- * The TypeScript code blocks of the user docs (README.md, docs/**\/*.md), as the
- * consumer test compiles them. A block is fenced ```ts (or ```typescript); one that
- * cannot stand alone is fenced ```ts fragment, with the reason on the fence line
- * (```ts fragment — a method of the controller above), and is not compiled.
+ * The TypeScript code blocks of the user docs (README.md, the package's README,
+ * docs/**\/*.md), as the consumer test compiles them. A block is fenced ```ts (or
+ * ```typescript); one that cannot stand alone is fenced ```ts fragment, with the
+ * reason on the fence line (```ts fragment — a method of the controller above),
+ * and is not compiled.
  */
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
 
-/** README.md, then every Markdown file under docs/, in a stable order (paths relative to `root`). */
+/** README.md, the package's README, then every Markdown file under docs/, in a stable order (paths relative to `root`). */
 function docFiles(root) {
   const found = [];
   const walk = (dir) => {
@@ -19,29 +20,33 @@ function docFiles(root) {
     }
   };
   walk('docs');
-  return ['README.md', ...found.sort()];
+  return ['README.md', 'libs/serialized/README.md', ...found.sort()];
 }
 
 const OPEN = /^( *)(`{3,}|~{3,})\s*([^\s`~]*)(.*)$/;
+// A block may sit in a blockquote (`> ```ts`): its lines carry the same `>` prefix.
+const QUOTE = /^(?: {0,3}> ?)*/;
 
 /**
  * Every ```ts block of one Markdown text: `line` is the 1-based line of its first
- * code line, `code` its text dedented by the fence's indentation. Blocks of other
- * languages are skipped whole, so a ```ts inside a ```markdown block is not one.
- * `problems` lists fences the test must refuse (a fragment without a reason, a
- * block never closed).
+ * code line, `code` its text without the fence's indentation (and blockquote
+ * prefix). Blocks of other languages are skipped whole, so a ```ts inside a
+ * ```markdown block is not one. `problems` lists fences the test must refuse (a
+ * fragment without a reason, unknown words on the fence, a block never closed).
  */
 function blocksOf(file, markdown) {
   const lines = markdown.split('\n');
   const blocks = [];
   const problems = [];
   for (let i = 0; i < lines.length; i++) {
-    const open = OPEN.exec(lines[i]);
+    const quote = QUOTE.exec(lines[i])[0];
+    const open = OPEN.exec(lines[i].slice(quote.length));
     if (!open) continue;
     const [, indent, fence, lang, rest] = open;
+    const unquote = (line) => line.slice(QUOTE.exec(line)[0].length);
     const close = new RegExp(`^ *${fence[0] === '`' ? '`' : '~'}{${fence.length},}\\s*$`);
     let end = i + 1;
-    while (end < lines.length && !close.test(lines[end])) end++;
+    while (end < lines.length && !close.test(unquote(lines[end]))) end++;
     if (end >= lines.length) {
       problems.push(`${file}:${i + 1}: a code fence that is never closed`);
       break;
@@ -54,6 +59,7 @@ function blocksOf(file, markdown) {
       if (!fragment && info) problems.push(`${file}:${i + 1}: unknown words after \`\`\`${lang}: "${info}" (only "fragment — <reason>")`);
       const code = lines
         .slice(i + 1, end)
+        .map((l) => (quote ? unquote(l) : l))
         .map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l.trimStart()))
         .join('\n');
       blocks.push({ file, line: i + 2, code, fragment, reason });
