@@ -1,8 +1,9 @@
-import { Controller, Param, Post, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LockLostError, Serialized, SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
+import { CapturingLogger } from '../support/capturing-logger';
 import { freeLocalPort } from '../support/local-server';
 import { TEST_DATABASE_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
@@ -24,22 +25,6 @@ class DownController {
   @Serialized('id', { scope: 'down-lost' })
   lost(@Param('id') id: string) {
     throw new LockLostError(`down-lost:${id}`, 'its lease could not be renewed: connect ECONNREFUSED 10.20.30.40:6399', new Error('connect ECONNREFUSED 10.20.30.40:6399'));
-  }
-}
-
-/** Keeps every line the app logs. */
-class CapturingLogger implements LoggerService {
-  readonly lines: { level: string; text: string }[] = [];
-  private add(level: string, message: unknown, rest: unknown[]): void {
-    this.lines.push({ level, text: [message, ...rest].filter((part) => part !== undefined).map((part) => (part instanceof Error ? `${part.message}\n${part.stack}` : String(part))).join(' ') });
-  }
-  log(message: unknown, ...rest: unknown[]) { this.add('log', message, rest); }
-  error(message: unknown, ...rest: unknown[]) { this.add('error', message, rest); }
-  warn(message: unknown, ...rest: unknown[]) { this.add('warn', message, rest); }
-  debug(message: unknown, ...rest: unknown[]) { this.add('debug', message, rest); }
-  verbose(message: unknown, ...rest: unknown[]) { this.add('verbose', message, rest); }
-  containing(text: string | RegExp): string[] {
-    return this.lines.map((l) => l.text).filter((t) => (typeof text === 'string' ? t.includes(text) : text.test(t)));
   }
 }
 
