@@ -18,6 +18,8 @@
  * 4. `required-peers` runs what it compiled: the smoke app serializes five
  *    concurrent requests, and missing-peers.js starts the features whose optional
  *    peer it lacks, each of which must stop start-up with a SerializedConfigError.
+ * 5. `all-peers` runs docs/testing.md's recipes (whole spec files) with jest, once
+ *    per jest.config.js the doc shows (ts-jest, @swc/jest), as a user would.
  *
  * Prints a report and exits non-zero on any error. `npm test` runs it through
  * test/package/consumer.e2e-spec.ts (which reads `--json`); CI's
@@ -31,7 +33,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { createConsumer, withTypings, ROOT } = require('./consumer/consumer-project');
-const { docBlocks, importedPackages } = require('./consumer/doc-blocks');
+const { docBlocks, importedPackages, testingRecipes } = require('./consumer/doc-blocks');
 
 const arg = (name) => {
   const at = process.argv.indexOf(name);
@@ -70,8 +72,8 @@ const OPTIONAL = Object.keys(peers.peerDependenciesMeta ?? {}).filter((name) => 
 const REQUIRED = Object.keys(peers.peerDependencies).filter((name) => !OPTIONAL.includes(name));
 // What any Nest app has besides the library's peers: an HTTP platform and Node's typings.
 const APP_PACKAGES = ['@nestjs/platform-express', '@types/node'];
-// The docs' test recipes run under jest (docs/testing.md).
-const DOC_PACKAGES = ['@types/jest'];
+// The docs' test recipes run under jest, with ts-jest and with @swc/jest (docs/testing.md).
+const DOC_PACKAGES = ['jest', '@types/jest', 'ts-jest', '@swc/jest', '@swc/core'];
 
 function pack(dir) {
   const out = execFileSync(process.execPath, [path.join(__dirname, 'pack-lib.js'), '--quiet', '--out', dir], { cwd: ROOT, encoding: 'utf8' });
@@ -105,6 +107,42 @@ function typeCheck(dir, configuration, include) {
 function runNode(dir, script, args = [], env = {}) {
   const run = spawnSync(process.execPath, [script, ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
   return { status: run.status, output: `${run.stdout}${run.stderr}`.trim() };
+}
+
+/** Each recipe of docs/testing.md as a spec file, run by jest under each documented config. */
+function runRecipes(dir) {
+  const { recipes, jestConfigs } = testingRecipes(ROOT);
+  fs.mkdirSync(path.join(dir, 'recipes'));
+  for (const recipe of recipes) fs.writeFileSync(path.join(dir, 'recipes', recipe.name), recipe.code);
+  // ts-jest compiles with the app's tsconfig.json: NestJS 11's, as the type check above.
+  fs.writeFileSync(path.join(dir, 'tsconfig.json'), `${JSON.stringify({ compilerOptions: { ...COMMON_OPTIONS, ...CONFIGURATIONS.nodenext, rootDir: '.' } }, null, 2)}\n`);
+  // Not the environment of a jest that may be running this script.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('JEST_') && name !== 'NODE_OPTIONS'));
+  return jestConfigs.map((config) => {
+    const file = `jest.${config.name}.config.js`;
+    const results = path.join(dir, `jest.${config.name}.json`);
+    fs.writeFileSync(path.join(dir, file), config.code);
+    const t0 = Date.now();
+    const run = spawnSync(process.execPath, [path.join(dir, 'node_modules', 'jest', 'bin', 'jest.js'), '-c', file, '--ci', '--roots', '<rootDir>/recipes', '--json', '--outputFile', results], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...env, CI: 'true' },
+      timeout: 180_000,
+    });
+    const outcome = fs.existsSync(results) ? JSON.parse(fs.readFileSync(results, 'utf8')) : undefined;
+    return {
+      config: config.name,
+      ms: Date.now() - t0,
+      status: run.status,
+      files: (outcome?.testResults ?? []).map((r) => ({
+        file: path.basename(r.name),
+        passed: r.assertionResults.filter((a) => a.status === 'passed').length,
+        failed: r.assertionResults.filter((a) => a.status !== 'passed').map((a) => `${a.fullName}: ${a.failureMessages.join(' ').split('\n')[0]}`),
+        error: r.status === 'failed' && r.assertionResults.length === 0 ? r.message.split('\n').slice(0, 8).join('\n') : undefined,
+      })),
+      output: outcome ? '' : `${run.stdout}${run.stderr}`.slice(-3000),
+    };
+  });
 }
 
 function main() {
@@ -170,6 +208,7 @@ function main() {
     const required = path.join(work, 'required-peers');
     report.smoke = runNode(required, 'dist/commonjs/smoke.js', [], { SERIALIZED_DRIVER: 'memory' });
     report.missingPeers = runNode(required, 'dist/commonjs/missing-peers.js');
+    report.recipes = runRecipes(allPeers);
     report.timings.totalMs = Date.now() - started;
   } finally {
     if (!KEEP) fs.rmSync(work, { recursive: true, force: true });
@@ -191,6 +230,12 @@ function print(report) {
   for (const b of failed) for (const e of b.errors) out.push(`       ${e.at}: ${e.code} ${e.message} (${e.configuration})`);
   out.push(`${report.smoke.status === 0 ? 'ok  ' : 'FAIL'} smoke: ${report.smoke.output}`);
   out.push(`${report.missingPeers.status === 0 ? 'ok  ' : 'FAIL'} missing peers: ${report.missingPeers.output}`);
+  for (const run of report.recipes) {
+    const ok = run.status === 0 && run.files.length > 0 && run.files.every((f) => f.failed.length === 0 && !f.error && f.passed > 0);
+    out.push(`${ok ? 'ok  ' : 'FAIL'} docs/testing.md recipes with ${run.config}: ${run.files.map((f) => `${f.file} ${f.passed} passed`).join(', ')} (${(run.ms / 1000).toFixed(1)} s)`);
+    for (const f of run.files) for (const line of [...f.failed, ...(f.error ? [f.error] : [])]) out.push(`       ${f.file}: ${line}`);
+    if (run.output) out.push(run.output);
+  }
   out.push(`time: ${(report.timings.totalMs / 1000).toFixed(1)} s (pack ${(report.timings.packMs / 1000).toFixed(1)} s)`);
   return out.join('\n');
 }
@@ -201,7 +246,9 @@ function passed(report) {
     report.docs.blocks.every((b) => b.errors.length === 0) &&
     report.docs.problems.length === 0 &&
     report.smoke.status === 0 &&
-    report.missingPeers.status === 0
+    report.missingPeers.status === 0 &&
+    report.recipes.length >= 2 &&
+    report.recipes.every((run) => run.status === 0 && run.files.length > 0 && run.files.every((f) => f.failed.length === 0 && !f.error && f.passed > 0))
   );
 }
 

@@ -81,6 +81,18 @@ function docBlocks(root) {
   return { blocks, problems };
 }
 
+/**
+ * The named blocks of docs/testing.md: `<!-- recipe: <file> -->` before a ```ts
+ * block (a whole spec file) and `<!-- jest-config: <name> -->` before a ```js block
+ * (a jest.config.js). The consumer test runs every recipe under every config.
+ */
+function testingRecipes(root) {
+  const markdown = fs.readFileSync(path.join(root, 'docs', 'testing.md'), 'utf8');
+  const named = (marker, lang) =>
+    [...markdown.matchAll(new RegExp(`<!-- ${marker}: (\\S+) -->\n\`\`\`${lang}\n([\\s\\S]*?)\n\`\`\`\n`, 'g'))].map((m) => ({ name: m[1], code: `${m[2]}\n` }));
+  return { recipes: named('recipe', 'ts'), jestConfigs: named('jest-config', 'js') };
+}
+
 /** The packages a block imports (`@scope/name` or `name`; node: built-ins left out). */
 function importedPackages(code) {
   const names = new Set();
@@ -92,4 +104,4 @@ function importedPackages(code) {
   return [...names];
 }
 
-module.exports = { docFiles, blocksOf, docBlocks, importedPackages };
+module.exports = { docFiles, blocksOf, docBlocks, importedPackages, testingRecipes };

@@ -27,6 +27,13 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
    * else `true`). `false`: no call joins an enclosing holder of its key; each queues like anyone else.
    */
   reentrant?: boolean;
+  /**
+   * OpenTelemetry metrics (default: `SERIALIZED_METRICS`, else `'auto'`): `'auto'` records
+   * them when `@opentelemetry/api` is installed (and a MeterProvider registered); `'on'`
+   * stops start-up with a `SerializedConfigError` when it is not installed; `'off'`
+   * records none (docs/observability.md).
+   */
+  metrics?: 'auto' | 'on' | 'off';
   redis?: {
     /** `redis://` / `rediss://` URL (default: `REDIS_URL`). The library opens and closes its connections. */
     url?: string;
@@ -103,5 +110,6 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
   idempotencyTtlMs: number;
   reentrant: boolean;
+  metrics: 'auto' | 'on' | 'off';
   errorMapping: false | ErrorMappingOptions;
 }
