@@ -22,7 +22,7 @@
  *    per jest.config.js the doc shows (ts-jest, @swc/jest), as a user would.
  *
  * Prints a report and exits non-zero on any error. `npm test` runs it through
- * test/package/consumer.e2e-spec.ts (which reads `--json`); CI's
+ * test/package/consumer.alone-spec.ts (which reads `--json`); CI's
  * scripts/tarball-smoke.sh runs it with `--mode npm` (a real `npm install`).
  *
  *   node scripts/consumer-test.js [--mode link|npm] [--json <file>] [--keep]

@@ -1,6 +1,6 @@
 /**
  * docs/testing.md's recipes are whole spec files that npm test runs as a user runs
- * them (test/package/consumer.e2e-spec.ts: the packed package in a fresh app, each
+ * them (test/package/consumer.alone-spec.ts: the packed package in a fresh app, each
  * recipe under each jest.config.js the doc shows). This checks what the doc must
  * offer for that: a jest config for ts-jest and one for @swc/jest, and recipes that
  * are complete files importing what they use.
