@@ -10,9 +10,10 @@ module.exports = {
   testEnvironment: '<rootDir>/test/setup/quiet-environment.js',
   setupFilesAfterEnv: ['<rootDir>/test/setup/quiet-logs.ts'],
   moduleFileExtensions: ['ts', 'js', 'json'],
-  // `*.alone-spec.ts` (stress tests that bring their own load, a CPU hog) run after the
-  // rest, by a second `jest --testRegex` in `npm test`: beside the other suites the host's
-  // load would be theirs plus everything else, not the load they describe.
+  // `*.alone-spec.ts` (stress tests that bring their own load, a CPU hog; the consumer
+  // test, whose compilers would be load beside timing-sensitive suites) run after the
+  // rest, one at a time, by a second `jest --runInBand --testRegex` in `npm test`: beside
+  // the other suites the host's load would be theirs plus everything else.
   testRegex: ['(libs|src)/.*\\.spec\\.ts$', 'test/.*\\.(e2e-spec|spec)\\.ts$'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],

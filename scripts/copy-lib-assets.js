@@ -23,7 +23,8 @@ module.exports = { copyLuaFiles, LIB_SOURCES: SRC };
 
 if (require.main === module) {
   const root = path.join(__dirname, '..');
-  const out = path.join(root, 'dist', 'libs', 'serialized');
+  // `node copy-lib-assets.js [outDir]`: scripts/pack-lib.js --out builds elsewhere.
+  const out = process.argv[2] ? path.resolve(process.argv[2]) : path.join(root, 'dist', 'libs', 'serialized');
   copyLuaFiles(SRC, out);
   // What the published package carries besides the compiled code (its `files` list):
   // the library's own package.json and README, and the repository's LICENSE and CHANGELOG.

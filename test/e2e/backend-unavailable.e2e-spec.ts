@@ -1,8 +1,9 @@
-import { Controller, Param, Post, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LockLostError, Serialized, SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
+import { CapturingLogger } from '../support/capturing-logger';
 import { freeLocalPort } from '../support/local-server';
 import { TEST_DATABASE_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
@@ -27,22 +28,6 @@ class DownController {
   }
 }
 
-/** Keeps every line the app logs. */
-class CapturingLogger implements LoggerService {
-  readonly lines: { level: string; text: string }[] = [];
-  private add(level: string, message: unknown, rest: unknown[]): void {
-    this.lines.push({ level, text: [message, ...rest].filter((part) => part !== undefined).map((part) => (part instanceof Error ? `${part.message}\n${part.stack}` : String(part))).join(' ') });
-  }
-  log(message: unknown, ...rest: unknown[]) { this.add('log', message, rest); }
-  error(message: unknown, ...rest: unknown[]) { this.add('error', message, rest); }
-  warn(message: unknown, ...rest: unknown[]) { this.add('warn', message, rest); }
-  debug(message: unknown, ...rest: unknown[]) { this.add('debug', message, rest); }
-  verbose(message: unknown, ...rest: unknown[]) { this.add('verbose', message, rest); }
-  containing(text: string | RegExp): string[] {
-    return this.lines.map((l) => l.text).filter((t) => (typeof text === 'string' ? t.includes(text) : text.test(t)));
-  }
-}
-
 async function start(adapter: Adapter, serialized: SerializedModuleOptions): Promise<{ app: INestApplication; url: string; logs: CapturingLogger }> {
   const logs = new CapturingLogger();
   const moduleRef = await Test.createTestingModule({ imports: [SerializedModule.forRoot(serialized)], controllers: [DownController] }).compile();
@@ -54,12 +39,12 @@ async function start(adapter: Adapter, serialized: SerializedModuleOptions): Pro
 }
 
 /** The 503 a client gets: that the lock backend is unavailable, and when to retry; nothing about the infrastructure. */
-function expectPlain503(response: request.Response, code: string, secrets: (string | RegExp)[]): void {
+function expectPlain503(response: request.Response, code: string, secrets: (string | RegExp)[], message = /lock backend is unavailable/i): void {
   expect(response.status).toBe(503);
   expect(response.headers['retry-after']).toMatch(/^\d+$/);
   expect(Object.keys(response.body).sort()).toEqual(['code', 'error', 'message', 'statusCode']);
   expect(response.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable', code });
-  expect(response.body.message).toMatch(/lock backend is unavailable/i);
+  expect(response.body.message).toMatch(message);
   const text = response.text;
   for (const secret of [...secrets, /ECONN/i, /\b\d{1,3}(\.\d{1,3}){3}\b/, /redis/i, /postgres/i, /\brole\b/i, /\bsocket\b/i, /lock "/]) {
     if (typeof secret === 'string') expect(text).not.toContain(secret);
@@ -85,15 +70,16 @@ describe.each(ADAPTERS.map((a) => [a]))('an unavailable lock backend over HTTP (
     for (let n = 0; n < REQUESTS; n++) {
       const id = uniqueId('down');
       ids.push(id);
-      expectPlain503(await request(started.url).post(`/down/work/${id}`), 'LockBackendError', [String(port), id, 's3cret-pw']);
+      expectPlain503(await request(started.url).post(`/down/work/${id}`), 'LOCK_BACKEND_UNAVAILABLE', [String(port), id, 's3cret-pw']);
     }
     expect(DownController.runs).toBe(0); // fail closed
     const reported = started.logs.containing('answered 503');
     expect(reported).toHaveLength(1);
     expect(reported[0]).toContain('ECONNREFUSED');
     expect(reported[0]).toContain(`127.0.0.1:${port}`);
-    // Not once per request: the provider's own warning and this report, at most.
-    expect(started.logs.containing('ECONNREFUSED').length).toBeLessThanOrEqual(2);
+    // Not once per request: the provider's own warning and this report, at most (debug lines, one per answer, aside).
+    expect(started.logs.lines.filter((l) => l.level !== 'debug' && l.text.includes('ECONNREFUSED')).length).toBeLessThanOrEqual(2);
+    expect(started.logs.containing('Answered 503 LOCK_BACKEND_UNAVAILABLE', 'debug')).toHaveLength(REQUESTS);
     expect(started.logs.containing('s3cret-pw')).toEqual([]);
   });
 
@@ -106,7 +92,7 @@ describe.each(ADAPTERS.map((a) => [a]))('an unavailable lock backend over HTTP (
     DownController.runs = 0;
     for (let n = 0; n < REQUESTS; n++) {
       const id = uniqueId('down');
-      expectPlain503(await request(started.url).post(`/down/work/${id}`), 'LockBackendError', ['nosuchrole', id, url.port || '5432', 'pw-of-nosuchrole']);
+      expectPlain503(await request(started.url).post(`/down/work/${id}`), 'LOCK_BACKEND_UNAVAILABLE', ['nosuchrole', id, url.port || '5432', 'pw-of-nosuchrole']);
     }
     expect(DownController.runs).toBe(0);
     const reported = started.logs.containing('answered 503');
@@ -120,7 +106,7 @@ describe.each(ADAPTERS.map((a) => [a]))('an unavailable lock backend over HTTP (
     app = started.app;
     for (let n = 0; n < REQUESTS; n++) {
       const id = uniqueId('lost');
-      expectPlain503(await request(started.url).post(`/down/lost/${id}`), 'LockLostError', ['10.20.30.40', '6399', id]);
+      expectPlain503(await request(started.url).post(`/down/lost/${id}`), 'LOCK_LOST', ['10.20.30.40', '6399', id], /lock of this request was lost/);
     }
     const reported = started.logs.containing('answered 503');
     expect(reported).toHaveLength(1);

@@ -66,7 +66,7 @@ describe.each(ADAPTERS.map((a) => [a]))('lifecycle and failure (%s)', (adapter: 
       const response = await request(url).post('/life/hold/x');
       expect(response.status).toBe(503);
       expect(response.headers['retry-after']).toBe('1');
-      expect(response.body.code).toBe('LockBackendError');
+      expect(response.body.code).toBe('LOCK_BACKEND_UNAVAILABLE');
       // The client learns that the backend is unavailable, not where it is (the detail is in the server log).
       expect(response.body.message).toBe('The lock backend is unavailable; retry later');
       expect(LifeController.runs).toEqual([]);

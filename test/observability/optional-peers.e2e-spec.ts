@@ -9,7 +9,7 @@ import { WorkerProcess } from '../support/processes';
 jest.setTimeout(120_000);
 
 describe('without @opentelemetry/api and @nestjs/terminus', () => {
-  it('loads and serializes; the health indicator alone says it needs terminus', async () => {
+  it('loads and serializes; an app that injects the health indicator or sets metrics: on stops at start-up naming the package', async () => {
     const hide = path.join(__dirname, 'workers', 'hide-optional-peers.js');
     const app = WorkerProcess.start('without-observability-peers', 'test/observability/workers/without-observability-peers.ts', {
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${hide}`.trim(),
@@ -20,7 +20,15 @@ describe('without @opentelemetry/api and @nestjs/terminus', () => {
       expect(report.resolvable).toEqual({ otel: false, terminus: false });
       expect(report.greeting).toBe('hello u1');
       expect(report.ran).toBe('ran');
-      expect(report.health).toMatch(/SerializedHealthIndicator needs @nestjs\/terminus/);
+      expect(report.health).toBe(
+        'nestjs-serialized: invalid configuration:\n  - SerializedHealthIndicator needs the optional peer dependency @nestjs/terminus: npm install @nestjs/terminus',
+      );
+      // An app that needs them does not start: one error, naming what needs which package and how to install it.
+      expect(report.startUps).toEqual({
+        health:
+          'SerializedConfigError: nestjs-serialized: invalid configuration:\n  - SerializedHealthIndicator (injected into HealthService) needs the optional peer dependency @nestjs/terminus: npm install @nestjs/terminus',
+        metrics: "SerializedConfigError: nestjs-serialized: invalid configuration:\n  - metrics: 'on' needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api",
+      });
       const modules = report.modules as string[];
       expect(modules).toContain('@nestjs/core');
       expect(modules).not.toContain('@opentelemetry/api');

@@ -1,44 +1,32 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-
 /**
- * docs/testing.md shows the recipes of recipes.spec.ts: every code block marked
- * `<!-- recipe: <name> -->` must be that file's `// #region <name>`, dedented.
+ * docs/testing.md's recipes are whole spec files that npm test runs as a user runs
+ * them (test/package/consumer.alone-spec.ts: the packed package in a fresh app, each
+ * recipe under each jest.config.js the doc shows). This checks what the doc must
+ * offer for that: a jest config for ts-jest and one for @swc/jest, and recipes that
+ * are complete files importing what they use.
  */
-const ROOT = join(__dirname, '..', '..');
-const doc = readFileSync(join(ROOT, 'docs', 'testing.md'), 'utf8');
-const spec = readFileSync(join(__dirname, 'recipes.spec.ts'), 'utf8');
+import { join } from 'node:path';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { testingRecipes } = require('../../scripts/consumer/doc-blocks') as {
+  testingRecipes(root: string): { recipes: { name: string; code: string }[]; jestConfigs: { name: string; code: string }[] };
+};
 
-function regions(source: string): Map<string, string> {
-  const found = new Map<string, string>();
-  for (const match of source.matchAll(/^[ \t]*\/\/ #region (\S+)\n([\s\S]*?)^[ \t]*\/\/ #endregion$/gm)) {
-    found.set(match[1], dedent(match[2]));
-  }
-  return found;
-}
-
-function dedent(text: string): string {
-  const lines = text.replace(/\n$/, '').split('\n');
-  const indent = Math.min(...lines.filter((l) => l.trim() !== '').map((l) => /^ */.exec(l)![0].length));
-  return lines.map((l) => l.slice(indent)).join('\n');
-}
-
-function docBlocks(markdown: string): Map<string, string> {
-  const found = new Map<string, string>();
-  for (const match of markdown.matchAll(/<!-- recipe: (\S+) -->\n```ts\n([\s\S]*?)\n```/g)) found.set(match[1], match[2]);
-  return found;
-}
+const { recipes, jestConfigs } = testingRecipes(join(__dirname, '..', '..'));
 
 describe('docs/testing.md', () => {
-  const inSpec = regions(spec);
-  const inDoc = docBlocks(doc);
-
-  it('shows every recipe of recipes.spec.ts', () => {
-    expect([...inDoc.keys()].sort()).toEqual([...inSpec.keys()].sort());
-    expect(inSpec.size).toBeGreaterThanOrEqual(5);
+  it('shows a jest config for ts-jest and one for @swc/jest', () => {
+    expect(jestConfigs.map((c) => c.name)).toEqual(['ts-jest', 'swc']);
+    expect(jestConfigs[0].code).toMatch(/'ts-jest'/);
+    expect(jestConfigs[1].code).toMatch(/'@swc\/jest'[\s\S]*legacyDecorator: true, decoratorMetadata: true/);
   });
 
-  it.each([...inSpec.keys()])('recipe %s is the tested code, character for character', (name) => {
-    expect(inDoc.get(name)).toBe(inSpec.get(name));
+  it('has recipes for a unit test of a service and of a controller, and e2e tests', () => {
+    expect(recipes.map((r) => r.name)).toEqual(['wallet.service.spec.ts', 'exports.controller.spec.ts', 'rewards.e2e.spec.ts']);
+  });
+
+  it.each(recipes.map((r) => [r.name, r.code]))('%s is a whole spec file: it imports the library and has tests', (_name, code) => {
+    expect(code).toMatch(/^import .* from '@nestjs\/common';$/m);
+    expect(code).toMatch(/from 'nestjs-serialized(\/testing)?';$/m);
+    expect(code).toMatch(/^it\('/m);
   });
 });

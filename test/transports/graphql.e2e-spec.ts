@@ -6,7 +6,7 @@ import request from 'supertest';
 import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
-import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
 
 /** An undecorated resolver: the lock errors come from the service it calls. */
 @Resolver()
@@ -45,7 +45,7 @@ async function start(options: SerializedModuleOptions = {}) {
   return { app, logs, service: app.get(LockErrorsService), server: app.getHttpServer() };
 }
 
-const mutation = (scenario: Scenario) => ({ query: 'mutation Run($scenario: String!, $id: String!) { run(scenario: $scenario, id: $id) }', variables: { scenario, id: uniqueId('k') } });
+const mutation = (scenario: Scenario, id = uniqueId('k')) => ({ query: 'mutation Run($scenario: String!, $id: String!) { run(scenario: $scenario, id: $id) }', variables: { scenario, id } });
 
 describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
   let app: INestApplication | undefined;
@@ -55,12 +55,13 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
   });
 
   // @nestjs/apollo answers 200 whenever execution ran (nestjs/graphql#2940): the status travels in extensions.
-  it('come back as errors whose extensions.code and status say what happened, with Retry-After', async () => {
+  it('come back as errors whose extensions.reason, code and status say what happened, with Retry-After, naming no key or handler', async () => {
     const started = await start();
     app = started.app;
     for (const scenario of SCENARIOS) {
       const expected = EXPECTED[scenario];
-      const response = await request(started.server).post('/graphql').send(mutation(scenario));
+      const id = uniqueId('k');
+      const response = await request(started.server).post('/graphql').send(mutation(scenario, id));
       expect([scenario, response.status, response.headers['retry-after']]).toEqual([scenario, 200, expected.retryAfter]);
       expect(response.body.data).toBeNull();
       expect(response.body.errors).toHaveLength(1);
@@ -68,10 +69,14 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
       expect(error.path).toEqual(['run']);
       expect(error.extensions).toEqual({
         code: expected.graphqlCode,
+        reason: expected.code,
         status: expected.status,
-        body: expect.objectContaining({ statusCode: expected.status, code: expected.code }),
+        body: { statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message },
       });
-      if (expected.status === 503) expect(error.message).toBe('The lock backend is unavailable; retry later');
+      expect([scenario, error.message]).toEqual([scenario, expected.message]);
+      expect([scenario, leaksIn(response.body, id)]).toEqual([scenario, []]);
+      // The detail is the server's: logged at debug level, with the lock key.
+      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(graphql\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
     }
     expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
     expect(started.logs.containing('ExceptionsHandler')).toEqual([]);
@@ -91,7 +96,7 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
     try {
       const response = await request(started.server).post('/graphql').send({ query: 'mutation Decorated($id: String!) { decorated(id: $id) }', variables: { id } });
       expect(response.headers['retry-after']).toBe('1');
-      expect(response.body.errors[0].extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', status: 429, body: { code: 'LockBusyError' } });
+      expect(response.body.errors[0].extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', status: 429, reason: 'LOCK_BUSY', body: { code: 'LOCK_BUSY' } });
     } finally {
       await held?.release();
     }
@@ -102,6 +107,6 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
     app = started.app;
     const response = await request(started.server).post('/graphql').send(mutation('busy'));
     expect(response.headers['retry-after']).toBe('1');
-    expect(response.body.errors[0].extensions).toEqual({ code: 'TOO_MANY_REQUESTS', status: 429, body: { failure: 'LockBusyError', status: 429 } });
+    expect(response.body.errors[0].extensions).toEqual({ code: 'TOO_MANY_REQUESTS', reason: 'LOCK_BUSY', status: 429, body: { failure: 'LockBusyError', status: 429 } });
   });
 });

@@ -21,7 +21,7 @@ import { SerializedError, SerializedExceptionFilter, type SerializedModuleOption
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
 import { ADAPTERS, type Adapter } from '../e2e/http-app';
-import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
 
 class TeapotError extends Error {}
 
@@ -133,15 +133,18 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
     app = undefined;
   });
 
-  it('answer 400 / 429 / 503 with Retry-After from an undecorated handler, never a 500, and Nest logs no ERROR', async () => {
+  it('answer 400 / 429 / 503 with Retry-After and a stable code from an undecorated handler, never a 500, naming no key or handler', async () => {
     const started = await start(adapter);
     app = started.app;
     for (const scenario of SCENARIOS) {
       const expected = EXPECTED[scenario];
-      const response = await request(started.server).post(`/errors/${scenario}/${uniqueId('k')}`);
+      const id = uniqueId('k');
+      const response = await request(started.server).post(`/errors/${scenario}/${id}`);
       expect([scenario, response.status, response.headers['retry-after']]).toEqual([scenario, expected.status, expected.retryAfter]);
-      expect(response.body).toMatchObject({ statusCode: expected.status, code: expected.code });
-      if (expected.status === 503) expect(response.body.message).toBe('The lock backend is unavailable; retry later');
+      expect(response.body).toEqual({ statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message });
+      expect([scenario, leaksIn(response.body, id)]).toEqual([scenario, []]);
+      // The detail is the server's: logged at debug level, with the lock key (or, for a bad key, the handler).
+      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(http\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
       // A second request against the dead backend: the outage is logged once, not per request.
       if (scenario === 'down') expect((await request(started.server).post(`/errors/down/${uniqueId('k')}`)).status).toBe(503);
     }
@@ -160,7 +163,7 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
     const held = await started.service.hold('busy', id);
     try {
       const response = await request(started.server).get(`/errors/guarded/${id}`);
-      expect([response.status, response.headers['retry-after'], response.body.code]).toEqual([429, '1', 'LockBusyError']);
+      expect([response.status, response.headers['retry-after'], response.body.code]).toEqual([429, '1', 'LOCK_BUSY']);
     } finally {
       await held?.release();
     }
@@ -176,7 +179,7 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
     expect([http.status, http.body]).toEqual([402, { app: 'http', status: 402 }]);
     // ...and an HttpException filter of the app does not take the library's errors.
     const busy = await request(started.server).post(`/errors/busy/${uniqueId('k')}`);
-    expect([busy.status, busy.body.code]).toEqual([429, 'LockBusyError']);
+    expect([busy.status, busy.body.code]).toEqual([429, 'LOCK_BUSY']);
   });
 
   it('errorMapping.body changes what the client receives; status and Retry-After stay', async () => {
@@ -188,7 +191,7 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
     expect([response.status, response.headers['retry-after'], response.body]).toEqual([
       429,
       '1',
-      { failure: 'LockTimeoutError', status: 429, was: 'LockTimeoutError' },
+      { failure: 'LockTimeoutError', status: 429, was: 'LOCK_TIMEOUT' },
     ]);
   });
 
@@ -196,7 +199,7 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
     const started = await start(adapter, {}, [CatchAllFilter]);
     app = started.app;
     const busy = await request(started.server).post(`/errors/busy/${uniqueId('k')}`);
-    expect([busy.status, busy.body.code]).toEqual([429, 'LockBusyError']);
+    expect([busy.status, busy.body.code]).toEqual([429, 'LOCK_BUSY']);
     const teapot = await request(started.server).get('/errors/teapot');
     expect([teapot.status, teapot.body]).toEqual([599, { app: 'all' }]);
   });
@@ -211,7 +214,7 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
     const delegating = await start(adapter, {}, [], (nest) => nest.useGlobalFilters(new CatchAllFilter(nest.get(SerializedExceptionFilter))));
     app = delegating.app;
     const busy = await request(delegating.server).post(`/errors/busy/${uniqueId('k')}`);
-    expect([busy.status, busy.headers['retry-after'], busy.body.code]).toEqual([429, '1', 'LockBusyError']);
+    expect([busy.status, busy.headers['retry-after'], busy.body.code]).toEqual([429, '1', 'LOCK_BUSY']);
     const teapot = await request(delegating.server).get('/errors/teapot');
     expect([teapot.status, teapot.body]).toEqual([599, { app: 'all' }]);
   });

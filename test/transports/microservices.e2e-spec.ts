@@ -6,7 +6,7 @@ import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { freeLocalPort } from '../support/local-server';
 import { uniqueId } from '../support/timing';
-import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
 
 /** An undecorated message handler: the lock errors come from the service it calls. */
 @Controller()
@@ -41,9 +41,9 @@ async function start(options: SerializedModuleOptions = {}) {
 }
 
 /** The error the client receives (the RpcException's payload), or a failure if the call succeeded. */
-async function errorOf(client: ClientProxy, scenario: Scenario): Promise<Record<string, unknown>> {
+async function errorOf(client: ClientProxy, scenario: Scenario, id = uniqueId('k')): Promise<Record<string, unknown>> {
   try {
-    const result = await firstValueFrom(client.send('run', { scenario, id: uniqueId('k') }));
+    const result = await firstValueFrom(client.send('run', { scenario, id }));
     throw new Error(`${scenario} succeeded with ${JSON.stringify(result)}`);
   } catch (error) {
     return error as Record<string, unknown>;
@@ -58,13 +58,15 @@ describe('lock errors thrown anywhere in a microservice handler (TCP)', () => {
     started = undefined;
   });
 
-  it('reach the client as the RpcException payload with the status', async () => {
+  it('reach the client as the RpcException payload with the status and a stable code, naming no key or handler', async () => {
     started = await start();
     for (const scenario of SCENARIOS) {
       const expected = EXPECTED[scenario];
-      const error = await errorOf(started.client, scenario);
-      expect([scenario, error]).toEqual([scenario, expect.objectContaining({ statusCode: expected.status, code: expected.code })]);
-      if (expected.status === 503) expect(error.message).toBe('The lock backend is unavailable; retry later');
+      const id = uniqueId('k');
+      const error = await errorOf(started.client, scenario, id);
+      expect([scenario, error]).toEqual([scenario, { statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message }]);
+      expect([scenario, leaksIn(error, id)]).toEqual([scenario, []]);
+      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(rpc\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
     }
     expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
     expect(started.logs.containing('RpcExceptionsHandler')).toEqual([]);
@@ -83,7 +85,7 @@ describe('lock errors thrown anywhere in a microservice handler (TCP)', () => {
         (result) => ({ succeeded: result }),
         (failure: unknown) => failure,
       );
-      expect(error).toMatchObject({ statusCode: 429, code: 'LockBusyError' });
+      expect(error).toMatchObject({ statusCode: 429, code: 'LOCK_BUSY' });
     } finally {
       await held?.release();
     }

@@ -5,7 +5,7 @@ import { io, type Socket } from 'socket.io-client';
 import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
-import { EXPECTED, inScenario, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
 
 /** An undecorated gateway handler: the lock errors come from the service it calls. */
 @WebSocketGateway()
@@ -65,16 +65,18 @@ describe('lock errors thrown anywhere in a WebSocket gateway handler (socket.io)
     started = undefined;
   });
 
-  it("reach the client as the WsException payload (the 'exception' event) with the status", async () => {
+  it("reach the client as the WsException payload (the 'exception' event) with the status and a stable code, naming no key or handler", async () => {
     started = await start();
     for (const scenario of SCENARIOS) {
       const expected = EXPECTED[scenario];
-      const answer = await answerTo(started.socket, scenario);
+      const id = uniqueId('k');
+      const answer = await answerTo(started.socket, scenario, id);
       expect([scenario, answer]).toEqual([
         scenario,
-        { event: 'exception', data: expect.objectContaining({ statusCode: expected.status, code: expected.code }) },
+        { event: 'exception', data: { statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message } },
       ]);
-      if (expected.status === 503) expect(answer.data.message).toBe('The lock backend is unavailable; retry later');
+      expect([scenario, leaksIn(answer, id)]).toEqual([scenario, []]);
+      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(ws\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
     }
     expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
     expect(started.logs.containing('WsExceptionsHandler')).toEqual([]);
@@ -91,7 +93,7 @@ describe('lock errors thrown anywhere in a WebSocket gateway handler (socket.io)
     try {
       expect(await answerTo(started.socket, 'decorated', id)).toEqual({
         event: 'exception',
-        data: expect.objectContaining({ statusCode: 429, code: 'LockBusyError' }),
+        data: expect.objectContaining({ statusCode: 429, code: 'LOCK_BUSY' }),
       });
     } finally {
       await held?.release();

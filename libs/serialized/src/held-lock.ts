@@ -14,7 +14,7 @@ export interface HeldKey {
   release(): Promise<void>;
 }
 
-/** A key this call acquired; it is also what nested calls find in the async context. */
+/** A key this call acquired; it is also what nested calls find in the async context. @internal */
 export class HeldLock implements HeldKey {
   readonly reentrant = false;
   /** False once released: a nested call that outlives the holder must not count it as held. */
@@ -70,6 +70,7 @@ export class HeldLock implements HeldKey {
   }
 }
 
+/** @internal */
 export function activeLock(entry: HeldLock | undefined): Lock | undefined {
   return entry?.active ? entry.lock : undefined;
 }

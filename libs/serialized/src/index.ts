@@ -8,6 +8,8 @@
 // Set-up: the global module; `forRoot()` reads the environment, options in code win.
 export { SerializedModule } from './serialized.module';
 export type { SerializedModuleOptions, SerializedDriver } from './serialized-options.interface';
+// The clients `redis.client` and `postgres.pool` take, by shape (no ioredis or pg typings needed).
+export type { RedisClientLike, PgPoolLike } from './peer-clients.interface';
 
 // Serializing a handler, a service method or a BullMQ `process(job)`: `@Serialized(key, options?)`.
 export { Serialized } from './decorators/serialized.decorator';

@@ -53,7 +53,7 @@ export class LockService {
   // One per service instance: two apps in one process never see each other's locks.
   private readonly context = new AsyncLocalStorage<LockContext>();
   // OpenTelemetry instruments, or undefined (no @opentelemetry/api, no MeterProvider): one null check per call.
-  private readonly metrics: SerializedMetrics | undefined;
+  private metrics: SerializedMetrics | undefined;
 
   /**
    * Whether calls that do not say (`reentrant` of {@link RunOptions}) join an
@@ -64,6 +64,11 @@ export class LockService {
 
   constructor(private readonly provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
+  }
+
+  /** `metrics: 'off'`: this service records nothing, whatever MeterProvider is registered. @internal */
+  recordNoMetrics(): void {
+    this.metrics = undefined;
   }
 
   /**

@@ -1,8 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
-import type { Pool } from 'pg';
 import type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
 import type { LockProviderCommonOptions } from './lock-provider-options.interface';
 import type { LockProvider } from './lock.provider';
+import type { PgPoolLike, RedisClientLike } from './peer-clients.interface';
 
 /** Which backend holds the locks. */
 export type SerializedDriver = 'memory' | 'redis' | 'postgres';
@@ -28,11 +27,18 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
    * else `true`). `false`: no call joins an enclosing holder of its key; each queues like anyone else.
    */
   reentrant?: boolean;
+  /**
+   * OpenTelemetry metrics (default: `SERIALIZED_METRICS`, else `'auto'`): `'auto'` records
+   * them when `@opentelemetry/api` is installed (and a MeterProvider registered); `'on'`
+   * stops start-up with a `SerializedConfigError` when it is not installed; `'off'`
+   * records none (docs/observability.md).
+   */
+  metrics?: 'auto' | 'on' | 'off';
   redis?: {
     /** `redis://` / `rediss://` URL (default: `REDIS_URL`). The library opens and closes its connections. */
     url?: string;
     /** A client the app already has (standalone, Sentinel or Cluster). The library never closes it. */
-    client?: Redis | Cluster;
+    client?: RedisClientLike;
     /** How long a waiter keeps its place in the Redis queue without a heart-beat (default 5000 ms, `SERIALIZED_REDIS_HEARTBEAT_MS`). */
     heartbeatMs?: number;
     /** Commands on the wire at once per connection (default 1000, `SERIALIZED_REDIS_MAX_IN_FLIGHT`). */
@@ -61,7 +67,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
      * small lock pool of the library's own: lock sessions never take the app's
      * work connections. The library never ends this pool.
      */
-    pool?: Pool;
+    pool?: PgPoolLike;
     /** Connections of the library's lock pool per process (default 10, `SERIALIZED_PG_LOCK_POOL_SIZE`). */
     lockPoolSize?: number;
     /** A lock session silent this long counts as lost (default 10 000 ms, `SERIALIZED_PG_SESSION_TIMEOUT_MS`). */
@@ -88,10 +94,10 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
   provider?: LockProvider;
-  redis: { url?: string; client?: Redis | Cluster; heartbeatMs: number; maxInFlight: number; handoff: 'strict' | 'cohort'; maxLocalHandOffs: number };
+  redis: { url?: string; client?: RedisClientLike; heartbeatMs: number; maxInFlight: number; handoff: 'strict' | 'cohort'; maxLocalHandOffs: number };
   postgres: {
     connectionString?: string;
-    pool?: Pool;
+    pool?: PgPoolLike;
     lockPoolSize: number;
     sessionTimeoutMs: number;
     idleTimeoutMs: number;
@@ -104,5 +110,6 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
   idempotencyTtlMs: number;
   reentrant: boolean;
+  metrics: 'auto' | 'on' | 'off';
   errorMapping: false | ErrorMappingOptions;
 }

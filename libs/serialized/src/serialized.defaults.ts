@@ -14,6 +14,8 @@ export const SERIALIZED_DEFAULTS = {
   shutdownGraceMs: 10_000,
   /** Whether a call whose async context already holds its key joins that holder. */
   reentrant: true,
+  /** OpenTelemetry metrics: `auto` records them when @opentelemetry/api is installed (docs/observability.md). */
+  metrics: 'auto' as 'auto' | 'on' | 'off',
   pgLockPoolSize: 10,
   /** Idle PostgreSQL lock connections are closed after this long. */
   pgIdleTimeoutMs: 10_000,

@@ -13,6 +13,9 @@ import { SerializedLockChecker } from './metadata/serialized-lock.checker';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
 import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 import { SerializedStartupLine } from './observability/startup-line';
+import { loadOtelApi } from './observability/otel-api.loader';
+import { missingPeerError } from './config/optional-peer';
+import { OptionalPeersCheck } from './optional-peers.check';
 import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from './serialized.constants';
 import {
   SERIALIZED_ASYNC_OPTIONS_TYPE,
@@ -51,8 +54,10 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       provide: LockService,
       inject: [LockProvider, SERIALIZED_OPTIONS],
       useFactory: (provider: LockProvider, options: ResolvedSerializedOptions) => {
+        if (options.metrics === 'on' && !loadOtelApi()) throw missingPeerError("metrics: 'on'", '@opentelemetry/api');
         const service = new LockService(provider);
         service.reentrant = options.reentrant;
+        if (options.metrics === 'off') service.recordNoMetrics();
         return service;
       },
     },
@@ -76,6 +81,8 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     // Costs nothing until used: @nestjs/terminus is loaded on the first check.
     SerializedHealthIndicator,
     SerializedStartupLine,
+    // A feature whose optional peer is missing stops start-up, not its first use.
+    OptionalPeersCheck,
     // Gateways get no global filters from Nest: they get the same filter on their class.
     GatewayFiltersInstaller,
     ...IDEMPOTENCY_PROVIDERS,

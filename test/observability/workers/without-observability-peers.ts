@@ -19,6 +19,29 @@ class Greeter {
 @Module({ imports: [SerializedModule.forRoot({ driver: 'memory' })], providers: [Greeter] })
 class AppModule {}
 
+/** A class that injects the indicator: without terminus, start-up must fail. */
+@Injectable()
+class HealthService {
+  constructor(readonly indicator: SerializedHealthIndicator) {}
+}
+
+@Module({ imports: [SerializedModule.forRoot({ driver: 'memory' })], providers: [HealthService] })
+class HealthModule {}
+
+@Module({ imports: [SerializedModule.forRoot({ driver: 'memory', metrics: 'on' })] })
+class MetricsModule {}
+
+/** How start-up of `module` ended: `started`, or the error's name and message. */
+async function startUp(module: new () => object): Promise<string> {
+  try {
+    const app = await NestFactory.createApplicationContext(module, { logger: false, abortOnError: false });
+    await app.close();
+    return 'started';
+  } catch (error) {
+    return `${(error as Error).name}: ${(error as Error).message}`;
+  }
+}
+
 function resolvable(name: string): boolean {
   try {
     require.resolve(name);
@@ -40,6 +63,7 @@ async function main(): Promise<void> {
       (error: Error) => error.message,
     );
   await app.close();
+  const startUps = { health: await startUp(HealthModule), metrics: await startUp(MetricsModule) };
   const loaded = Object.keys(require.cache)
     .map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1])
     .filter((name): name is string => name !== undefined);
@@ -48,6 +72,7 @@ async function main(): Promise<void> {
     greeting,
     ran,
     health,
+    startUps,
     resolvable: { otel: resolvable('@opentelemetry/api'), terminus: resolvable('@nestjs/terminus') },
     modules: [...new Set(loaded)],
   });

@@ -20,14 +20,30 @@ export const DEAD_BACKEND = Symbol('a LockService on a dead backend');
 export type Scenario = 'busy' | 'timeout' | 'down' | 'badKey' | 'lost';
 export const SCENARIOS: readonly Scenario[] = ['busy', 'timeout', 'down', 'badKey', 'lost'];
 
-/** What each scenario must answer, on every transport. */
-export const EXPECTED: Record<Scenario, { status: number; code: string; graphqlCode: string; retryAfter: string | undefined }> = {
-  busy: { status: 429, code: 'LockBusyError', graphqlCode: 'TOO_MANY_REQUESTS', retryAfter: '1' },
-  timeout: { status: 429, code: 'LockTimeoutError', graphqlCode: 'TOO_MANY_REQUESTS', retryAfter: '1' },
-  down: { status: 503, code: 'LockBackendError', graphqlCode: 'SERVICE_UNAVAILABLE', retryAfter: '1' },
-  badKey: { status: 400, code: 'SerializationKeyError', graphqlCode: 'BAD_REQUEST', retryAfter: undefined },
-  lost: { status: 503, code: 'LockLostError', graphqlCode: 'SERVICE_UNAVAILABLE', retryAfter: '1' },
+/** What each scenario must answer, on every transport: the status, the stable code, the message a client may read. */
+export const EXPECTED: Record<Scenario, { status: number; code: string; graphqlCode: string; retryAfter: string | undefined; message: string }> = {
+  busy: { status: 429, code: 'LOCK_BUSY', graphqlCode: 'TOO_MANY_REQUESTS', retryAfter: '1', message: 'Another request with the same key is in progress; retry later' },
+  timeout: {
+    status: 429,
+    code: 'LOCK_TIMEOUT',
+    graphqlCode: 'TOO_MANY_REQUESTS',
+    retryAfter: '1',
+    message: 'Timed out after 300 ms waiting for another request with the same key to finish; retry later',
+  },
+  down: { status: 503, code: 'LOCK_BACKEND_UNAVAILABLE', graphqlCode: 'SERVICE_UNAVAILABLE', retryAfter: '1', message: 'The lock backend is unavailable; retry later' },
+  badKey: { status: 400, code: 'SERIALIZATION_KEY_MISSING', graphqlCode: 'BAD_REQUEST', retryAfter: undefined, message: 'The key function returned nothing' },
+  lost: { status: 503, code: 'LOCK_LOST', graphqlCode: 'SERVICE_UNAVAILABLE', retryAfter: '1', message: 'The lock of this request was lost before it finished; retry later' },
 };
+
+/**
+ * What an answer must never carry (a lock key, a key value, a class or method name):
+ * the scenario's id (the value of every key here), the lock keys' scopes, the
+ * service's class and its methods, `Class#method`.
+ */
+export function leaksIn(answer: unknown, id: string): string[] {
+  const text = JSON.stringify(answer);
+  return [id, 'LockErrorsService', '#', 'busy:', 'down:', 'lost:', 'key:', 'Controller', 'Resolver', 'Gateway'].filter((word) => text.includes(word));
+}
 
 /** A LockService over a Redis provider pointed at a closed port; the provider closes with the app. */
 class DeadBackend extends LockService implements OnApplicationShutdown {

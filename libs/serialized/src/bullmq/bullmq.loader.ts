@@ -1,4 +1,5 @@
 import type * as Bullmq from 'bullmq';
+import { isMissingPackage, missingPeerError } from '../config/optional-peer';
 
 /**
  * Loads `bullmq` when a job is first processed, never at module load: apps that
@@ -9,9 +10,7 @@ export function loadBullmq(handler: string): typeof Bullmq {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require('bullmq') as typeof Bullmq;
   } catch (error) {
-    throw new Error(
-      `@Serialized on ${handler}: serializing BullMQ jobs needs the "bullmq" package. Install it next to "@nestjs/bullmq" (npm install bullmq @nestjs/bullmq).`,
-      { cause: error },
-    );
+    if (isMissingPackage(error, 'bullmq')) throw missingPeerError(`@Serialized on ${handler} (a BullMQ job)`, 'bullmq', 'bullmq @nestjs/bullmq');
+    throw error;
   }
 }

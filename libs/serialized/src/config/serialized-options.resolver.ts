@@ -72,6 +72,7 @@ export function resolveSerializedOptions(
     connectTimeoutMs: n('connectTimeoutMs'),
     shutdownGraceMs: n('shutdownGraceMs'),
     reentrant: v.reentrant as boolean,
+    metrics: v.metrics as 'auto' | 'on' | 'off',
     redis: {
       url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight'),
       handoff: v.redisHandoff as 'strict' | 'cohort', maxLocalHandOffs: n('redisMaxLocalHandOffs'),

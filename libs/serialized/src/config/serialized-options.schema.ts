@@ -152,6 +152,14 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     default: D.reentrant,
     meaning: 'a call whose async context holds its key joins that holder (false: it queues)',
   },
+  metrics: {
+    type: 'choice',
+    option: 'metrics',
+    env: 'SERIALIZED_METRICS',
+    values: ['auto', 'on', 'off'],
+    default: D.metrics,
+    meaning: "OpenTelemetry metrics: 'auto' when @opentelemetry/api is installed; 'on' stops start-up without it; 'off' records none: docs/observability.md",
+  },
   // Provider tuning, reachable through the module as `redis: { … }` / `postgres: { … }`.
   ...PROVIDER_TUNING_OPTIONS,
   errorMapping: {

@@ -1,7 +1,9 @@
-import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 import { SerializedError } from '../errors';
 import type { BackendOutageLog } from '../interceptors/backend-outage.log';
+import { redactUrls } from '../internal/redact';
+import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { mapSerializedError, type ErrorMappingOptions, type MappedError } from '../interceptors/serialized-error.mapper';
 import { loadTransportPackage } from './transport-packages.loader';
 
@@ -13,8 +15,9 @@ import { loadTransportPackage } from './transport-packages.loader';
  * - HTTP (Express, Fastify): the status, `Retry-After` on 409/429/503, the body
  *   (problem details as `application/problem+json` for `@Idempotent`'s errors);
  * - GraphQL: a `GraphQLError` with `extensions.code` (`TOO_MANY_REQUESTS`, …),
- *   `extensions.status`, `extensions.body`, and the HTTP status and `Retry-After`
- *   through `extensions.http` (Apollo Server sets them on the response);
+ *   `extensions.reason` (the stable code, `LOCK_BUSY`, …), `extensions.status`,
+ *   `extensions.body`, and the HTTP status and `Retry-After` through
+ *   `extensions.http` (Apollo Server sets them on the response);
  * - microservices: an `RpcException` whose payload is the body;
  * - WebSocket gateways: a `WsException` whose payload is the body.
  *
@@ -23,6 +26,10 @@ import { loadTransportPackage } from './transport-packages.loader';
  * filters keep every other error; a catch-all filter (`@Catch()`) that Nest tries
  * first gets ours too and may hand them here: inject this filter and call
  * `catch(error, host)` for a `SerializedError`.
+ *
+ * The client's answer names no key value, lock key or handler; the full error
+ * (`Class#method`, the lock key, the backend's words, URLs redacted) is logged at
+ * debug level for each answer.
  */
 @Catch(SerializedError)
 export class SerializedExceptionFilter implements ExceptionFilter<SerializedError> {
@@ -32,8 +39,11 @@ export class SerializedExceptionFilter implements ExceptionFilter<SerializedErro
     private readonly options: ErrorMappingOptions = {},
   ) {}
 
+  private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
+
   catch(error: SerializedError, host: ArgumentsHost): unknown {
     const mapped = mapSerializedError(error, this.options);
+    this.logger.debug(`Answered ${mapped.status}${mapped.code ? ` ${mapped.code}` : ''} (${host.getType<string>()}): ${error.name}: ${redactUrls(error.message)}`);
     // The detail of a 503 goes to the log, once per outage; Nest logs nothing.
     if (mapped.status === 503) this.outages.report(error, error.handler ?? 'a request handler');
     switch (host.getType<string>()) {
@@ -79,6 +89,12 @@ function graphqlErrorOf(error: SerializedError, mapped: MappedError): Error {
   if (mapped.retryAfterSeconds !== undefined) headers.set('retry-after', String(mapped.retryAfterSeconds));
   // Returned, not thrown: Nest hands a filter's result to GraphQL as the resolver's, and GraphQL raises an Error result.
   return new GraphQLError(mapped.message, {
-    extensions: { code: mapped.graphqlCode, status: mapped.status, body: mapped.body, http: { status: mapped.status, headers } },
+    extensions: {
+      code: mapped.graphqlCode,
+      ...(mapped.code ? { reason: mapped.code } : {}),
+      status: mapped.status,
+      body: mapped.body,
+      http: { status: mapped.status, headers },
+    },
   });
 }

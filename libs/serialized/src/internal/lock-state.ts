@@ -6,8 +6,7 @@ import type { LockLostError } from '../errors';
  * costs more than the rest of an uncontended in-memory acquisition, and most
  * holders never look at it); a loss that happens before anyone asked is kept and
  * aborts the signal as soon as it is made. A base class rather than a field, so a
- * lock costs one object.
- * @internal
+ * lock costs one object. Not exported by the package: the lock classes' declarations extend it.
  */
 export abstract class LockState {
   private controller: AbortController | undefined;

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { isMissingPackage, missingPeerError } from '../config/optional-peer';
 import { redactUrls } from '../internal/redact';
 import { LockProvider } from '../lock.provider';
 import { driverOf } from './driver-of';
@@ -58,7 +59,8 @@ export class SerializedHealthIndicator {
   /**
    * `{ [key]: { status: 'up', driver } }` when the backend answered within the
    * bound, `{ [key]: { status: 'down', driver, message } }` otherwise.
-   * @throws Error when `@nestjs/terminus` is not installed
+   * @throws SerializedConfigError when `@nestjs/terminus` is not installed (start-up already says so
+   *   when a class of the app injects the indicator)
    */
   async isHealthy<const Key extends string>(key: Key, options: SerializedHealthCheckOptions = {}): Promise<SerializedHealthResult<Key>> {
     const indicator = this.terminus().check(key);
@@ -77,8 +79,9 @@ export class SerializedHealthIndicator {
     try {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       Service = (require('@nestjs/terminus') as { HealthIndicatorService: new () => HealthIndicatorService }).HealthIndicatorService;
-    } catch (cause) {
-      throw new Error('SerializedHealthIndicator needs @nestjs/terminus 11: npm install @nestjs/terminus', { cause });
+    } catch (error) {
+      if (isMissingPackage(error, '@nestjs/terminus')) throw missingPeerError('SerializedHealthIndicator', '@nestjs/terminus');
+      throw error;
     }
     let service: HealthIndicatorService | undefined;
     try {

@@ -1,4 +1,5 @@
-import type { ClientConfig, Pool } from 'pg';
+import type { ClientConfig } from 'pg';
+import type { PgPoolLike } from '../../peer-clients.interface';
 
 // pg.Pool options that describe the pool, not the connection, plus timeouts the
 // lock sessions set for themselves (a role or app default must not cut a wait short).
@@ -27,7 +28,7 @@ const NOT_FOR_LOCK_SESSIONS = [
  * a holder waiting for a work connection must not be able to starve it, and a
  * session lock pins its connection for as long as it is held.
  */
-export function lockClientConfig(source: { connectionString?: string; pool?: Pool }): ClientConfig {
+export function lockClientConfig(source: { connectionString?: string; pool?: PgPoolLike }): ClientConfig {
   if (source.pool) {
     const options = source.pool.options as unknown as ClientConfig & Record<string, unknown>;
     const config: Record<string, unknown> = { ...options };

@@ -1,4 +1,5 @@
 import type * as Pg from 'pg';
+import { isMissingPackage, missingPeerError } from '../../config/optional-peer';
 
 /** The part of the `pg` module the provider uses. */
 export type PgModule = Pick<typeof Pg, 'Client' | 'Pool'>;
@@ -17,11 +18,8 @@ export function loadPgDriver(load: (id: string) => unknown = require): PgModule 
   try {
     return load('pg') as PgModule;
   } catch (error) {
-    const missing = error as NodeJS.ErrnoException;
     // Only pg itself missing, not a module pg failed to load.
-    if (missing?.code === 'MODULE_NOT_FOUND' && /['"]pg['"]/.test(missing.message)) {
-      throw new Error(PG_MISSING_MESSAGE, { cause: error });
-    }
+    if (isMissingPackage(error, 'pg')) throw missingPeerError("driver 'postgres'", 'pg');
     throw error;
   }
 }

@@ -1,5 +1,5 @@
-import type { Pool } from 'pg';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
+import type { PgPoolLike } from '../../peer-clients.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 
 /** Options of `PostgresLockProvider`; module options fill them in. */
@@ -11,7 +11,7 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
    * are used, to open a small lock pool of the library's own; the app's pool is
    * never used for locks and never ended by the library.
    */
-  pool?: Pool;
+  pool?: PgPoolLike;
   /** Lock connections per process (default 10): distinct keys held or waited for in PostgreSQL at once. */
   lockPoolSize?: number;
   /** Sets how often held sessions are checked: every min(leaseMs / 3, 1 s) (default lease 30 000 ms). */

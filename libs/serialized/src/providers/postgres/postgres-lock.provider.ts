@@ -16,13 +16,13 @@ import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
-import { LockAttempt, type AttemptMode, type LockAttemptHost } from './lock.attempt';
+import { LockAttempt, type AttemptMode } from './lock.attempt';
 import { lockClientConfig } from './lock-client.config';
 import type { LockConnection, LockSessionSettings } from './lock-connection';
 import { LockConnectionPool } from './lock-connection.pool';
 import { openLockSession } from './lock-session.opener';
 import { loadPgDriver } from './pg-driver.loader';
-import { PostgresLock, type PostgresLockOwner } from './postgres-lock';
+import { PostgresLock } from './postgres-lock';
 import { pingLockPool } from './postgres-health';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { QueryWatchdog } from './query.watchdog';
@@ -30,8 +30,8 @@ import { lockStatements, type LockStatements } from './postgres-lock.statements'
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession } from './held-session';
-import { LocalHandoffs, type Cohort, type HandoffMode, type LocalHandoffHost } from './local-handoff';
-import { closeLockSessions, stopTakingLocks, type LockProviderParts } from './postgres-lock.shutdown';
+import { LocalHandoffs, type Cohort, type HandoffMode } from './local-handoff';
+import { closeLockSessions, stopTakingLocks } from './postgres-lock.shutdown';
 import { SessionAudit } from './session-audit';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
@@ -57,10 +57,10 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  *
  * See docs/providers/postgres.md.
  */
-export class PostgresLockProvider
-  extends LockProvider
-  implements BeforeApplicationShutdown, OnApplicationShutdown, PostgresLockOwner, LockAttemptHost, IdempotencyStoreSource, LockProviderParts, LocalHandoffHost
-{
+// Only public interfaces after `implements`: the package's .d.ts must not name the
+// internal ones (their members are stripped from it). The provider is still each
+// of them: it is passed as the host of its attempts, locks, hand-offs and shutdown.
+export class PostgresLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource {
   /** Diagnostics: the lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
   readonly keyPrefix: string;

@@ -1,7 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
 import { SerializedConfigError } from '../../config/serialized-config.error';
 import { SERIALIZED_OPTIONS_SCHEMA as S } from '../../config/serialized-options.schema';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
+import type { RedisClientLike } from '../../peer-clients.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 
 /** Options of `RedisLockProvider` (flat); the module's fill them in (`redis.heartbeatMs` → `heartbeatMs`). */
@@ -9,7 +9,7 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
   /** `redis://` / `rediss://` URL: the library opens (lazily) and closes its own two connections. */
   url?: string;
   /** A standalone, Sentinel or Cluster client the app already has; the library never closes it. */
-  client?: Redis | Cluster;
+  client?: RedisClientLike;
   /**
    * The backend bound (default 3000 ms): a call fails with `LockBackendError` when
    * the connection is not ready within it, or when its command has waited this

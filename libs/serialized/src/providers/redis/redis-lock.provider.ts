@@ -79,11 +79,13 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     this.options = resolveRedisLockOptions(options);
     const { heartbeatMs, connectTimeoutMs, maxInFlight } = this.options;
     const tokens = new OwnerTokens();
+    // The options type the app's client by its shape (no ioredis typings needed); it is an ioredis client.
+    const client = options.client as RedisClient | undefined;
     // Known before the connection: whether keys are routed per hash slot.
-    this.keyspace = new RedisKeyspace(this.options.keyPrefix, RedisClientOwner.isClusterClient(options.client));
+    this.keyspace = new RedisKeyspace(this.options.keyPrefix, RedisClientOwner.isClusterClient(client));
     const keyspace = this.keyspace;
     this.connection = new RedisConnection(
-      { url: options.url, client: options.client, connectTimeoutMs, maxInFlight, slotOf: keyspace.isCluster ? (key) => keyspace.slotOf(key) : undefined },
+      { url: options.url, client, connectTimeoutMs, maxInFlight, slotOf: keyspace.isCluster ? (key) => keyspace.slotOf(key) : undefined },
       this.deadlines,
       this.logger,
     );
@@ -114,7 +116,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     return new RedisLockProvider(redisProviderOptions(options));
   }
 
-  /** The client commands go through (yours, or the one the library opened). */
+  /** The client commands go through (yours, or the one the library opened). @internal */
   get client(): RedisClient {
     return this.connection.client;
   }

@@ -1,7 +1,7 @@
 /**
- * The app of scripts/tarball-smoke.sh: a fresh NestJS 11 app using the installed
- * tarball by its package name. Not part of the repository's TypeScript project (it
- * compiles only inside the temporary app, against the packed .d.ts).
+ * The smoke app of the consumer test (scripts/consumer-test.js): a fresh NestJS app
+ * using the installed tarball by its package name, with only the required peers;
+ * compiled in that app against the packed .d.ts, then run.
  */
 import 'reflect-metadata';
 import { Controller, Module, Param, Post } from '@nestjs/common';
