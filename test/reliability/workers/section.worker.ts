@@ -86,6 +86,8 @@ async function section(key: string, lock: Lock, requestId: string, holdMs: numbe
       void leave();
     };
     lock.signal.addEventListener('abort', onLost, { once: true });
+    // Told later, by the release (run() does not wait for its reply): still told.
+    lock.signal.addEventListener('abort', () => void detector.sadd(`${DETECTOR}:lost`, `${key}:${token}`), { once: true });
     try {
       const [[, added], [, members]] = (await detector.multi().sadd(inside, token).smembers(inside).exec()) as [[null, number], [null, string[]]];
       const others = members.filter((m) => m !== token);
@@ -159,11 +161,8 @@ async function run(command: RunCommand): Promise<void> {
             await section(key, lock, requestId, command.holdMs, command.shared);
           }, { waitTimeoutMs: command.waitTimeoutMs })
           .then(
-            // Told after the section ended (signal aborted by the time release returned).
-            async () => {
-              const held = tokenOf.get(requestId);
-              if (held?.lock.signal.aborted) await detector.sadd(`${DETECTOR}:lost`, held.id);
-            },
+            // Told after the section ended: recorded by the section's own listener on the signal.
+            () => undefined,
             async (error: unknown) => {
               count(error);
               const held = tokenOf.get(requestId);
@@ -219,10 +218,12 @@ process.on('message', (message: { type: string } & Record<string, unknown>) => {
       stats = fresh();
       process.send!({ type: 'reset-done' });
     } else if (message.type === 'close') {
-      const leaked = (provider as { activeKeys?: number }).activeKeys ?? 0;
+      // After close: it waits for releases still on their way (run() does not), then nothing may be left.
       await (provider as unknown as { close(): Promise<void> }).close();
+      const leaked = (provider as { activeKeys?: number }).activeKeys ?? 0;
       await ledger.end();
-      detector.disconnect();
+      // QUIT after the detector writes still on their way (a loss found by a release as the provider closed).
+      await detector.quit();
       process.send!({ type: 'closed', stats, leaked, heapUsed: process.memoryUsage().heapUsed });
       process.exit(0);
     } else if (message.type === 'heap') {
