@@ -20,7 +20,7 @@ export interface FaultRunSize {
   tail?: boolean;
 }
 
-export const FAULT_RUN_SHORT: FaultRunSize = { faultMs: 24_000, processes: 4, loops: 8, keys: 3, seed: 25 };
+export const FAULT_RUN_SHORT: FaultRunSize = { faultMs: 22_000, processes: 4, loops: 8, keys: 3, seed: 25 };
 export const FAULT_RUN_FULL: FaultRunSize = { faultMs: 120_000, processes: 4, loops: 8, keys: 3, seed: 25 };
 
 export type FaultDriver = 'redis' | 'postgres' | 'naive';

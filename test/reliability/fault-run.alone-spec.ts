@@ -2,6 +2,9 @@ import { faultRun, faultRunProblems, FAULT_RUN_SHORT, type FaultRunResult } from
 import { startCpuHog } from './support/environment';
 
 /**
+ * Runs alone, after the other suites (`*.alone-spec.ts`): it brings its own load
+ * (four processes, a CPU hog, faults) and would be the other suites' bad day too.
+ *
  * The short form of the randomized fault run (issue 25 item 4; the full form, 120 s
  * of faults per driver, is in `npm run reliability`): four processes, beside a CPU
  * hog, one fault at a time, then a fault-free tail. Every count that means a wrong
@@ -23,13 +26,13 @@ describe('randomized fault run (short form)', () => {
       const run = await runWithHog(() => faultRun(driver, FAULT_RUN_SHORT));
       // The faults and the seed come with a failure, so a run can be repeated.
       expect({ driver, problems: faultRunProblems(run), otherErrors: run.otherErrors, faults: run.faults }).toEqual({ driver, problems: [], otherErrors: [], faults: run.faults });
-      expect(run.faults.length).toBeGreaterThanOrEqual(4);
+      expect(run.faults.length).toBeGreaterThanOrEqual(3);
       expect(run.sections).toBeGreaterThan(500);
     }, 240_000);
   }
 
   it('the naive control (SET NX PX, unfenced read-modify-write) overlaps and loses updates under the same stalls', async () => {
-    const run = await runWithHog(() => faultRun('naive', { ...FAULT_RUN_SHORT, faultMs: 15_000, kinds: ['sigstop', 'block'], tail: false }));
+    const run = await runWithHog(() => faultRun('naive', { ...FAULT_RUN_SHORT, faultMs: 12_000, kinds: ['sigstop', 'block'], tail: false }));
     expect(run.unexplainedOverlaps).toBeGreaterThan(0);
     expect(run.lostUpdates).toBeGreaterThan(0);
   }, 240_000);
