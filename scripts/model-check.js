@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+/**
+ * `npm run model-check`: every protocol model of models/model-check.json checked
+ * exhaustively by SPIN, in each of its configurations, and each of its broken variants
+ * (the model with one guard removed) refuted — or the run fails. Prints, per model and
+ * configuration, the states explored and the verdict, and one line per broken variant:
+ * `broken <model>/<variant>: refuted (<property>)`. A property is named by the comment
+ * on the line of the assertion SPIN reports (`assert(...)   /* P2 *\/`).
+ *
+ * Needs `spin` and a C compiler (Debian: apt-get install spin gcc). Work files go to
+ * .cache/model-check/ (git-ignored).
+ */
+'use strict';
+const { execFileSync, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const WORK = path.join(ROOT, '.cache', 'model-check');
+// Bounds of one exhaustive run: SPIN's depth limit and memory (MB) for the state table.
+const DEPTH = 1_000_000;
+const MEMORY_MB = 4096;
+
+/** What one pan run reported. */
+function parsePanOutput(output) {
+  const states = /(\d+) states, stored/.exec(output);
+  const errors = /errors: (\d+)/.exec(output);
+  const invalidEnd = /invalid end state/.test(output) && /pan:\d+: invalid end state/.test(output);
+  const assertion = /pan:\d+: (assertion violated[^\n]*)/.exec(output);
+  const depthLimit = /max search depth too small/.test(output);
+  return {
+    states: states ? Number(states[1]) : undefined,
+    errors: errors ? Number(errors[1]) : undefined,
+    violation: assertion ? assertion[1].replace(/\s*\(at depth \d+\)\s*$/, '') : invalidEnd ? 'invalid end state' : undefined,
+    depthLimit,
+  };
+}
+
+/** The property an assertion line names (`/* P3 *\/`, `/* INV *\/`, `/* P2: … *\/`), from the trail's error line. */
+function propertyAt(modelSource, trailOutput) {
+  const line = /\.pml:(\d+), Error: assertion violated/.exec(trailOutput);
+  if (!line) return /invalid end state/.test(trailOutput) ? 'P5' : undefined;
+  const text = modelSource.split('\n')[Number(line[1]) - 1] ?? '';
+  const named = /\/\*\s*(P\d|INV)\b/.exec(text);
+  return named ? named[1] : undefined;
+}
+
+/** The properties a configuration asserts: those left by the preprocessor (comments kept) with its defines. */
+function propertiesChecked(file, defines) {
+  const source = execFileSync('gcc', ['-E', '-P', '-C', '-x', 'c', ...defines.map((d) => `-D${d}`), path.join(ROOT, file)], { encoding: 'utf8' });
+  const named = [...source.matchAll(/assert\([^;]*?\)[;\s}]*\/\*\s*(P\d|INV)\b/g)].map((m) => m[1]);
+  // The INV monitor asserts `false` under its guard; its comment is on the same line.
+  return [...new Set(named)].sort();
+}
+
+function requireTools() {
+  for (const [tool, args, install] of [['spin', ['-V'], 'spin'], ['gcc', ['--version'], 'gcc']]) {
+    const probe = spawnSync(tool, args, { stdio: 'ignore' });
+    if (probe.error || probe.status !== 0) {
+      console.error(`model-check needs ${tool}, which is not installed (Debian: apt-get install -y ${install}).`);
+      process.exit(2);
+    }
+  }
+}
+
+/** Runs SPIN on `file` with `defines`; returns the verdict and, on a violation, the property it names. */
+function check(file, defines, label) {
+  const dir = path.join(WORK, label.replace(/[^A-Za-z0-9_.-]+/g, '_'));
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const model = path.basename(file);
+  fs.copyFileSync(path.join(ROOT, file), path.join(dir, model));
+  const D = defines.map((d) => `-D${d}`);
+  const started = Date.now();
+  execFileSync('spin', [...D, '-a', model], { cwd: dir, stdio: 'pipe' });
+  // -O1: the verifier runs for seconds, the compiler's -O2 would take longer than the search.
+  execFileSync('gcc', ['-O1', '-DSAFETY', `-DMEMLIM=${MEMORY_MB}`, '-o', 'pan', 'pan.c'], { cwd: dir, stdio: 'pipe' });
+  const run = spawnSync('./pan', [`-m${DEPTH}`], { cwd: dir, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const result = { ...parsePanOutput(run.stdout ?? ''), seconds: (Date.now() - started) / 1000, property: undefined };
+  if (result.errors && fs.existsSync(path.join(dir, `${model}.trail`))) {
+    const trail = spawnSync('spin', [...D, '-t', model], { cwd: dir, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    result.property = propertyAt(fs.readFileSync(path.join(dir, model), 'utf8'), `${trail.stdout}${trail.stderr}`);
+  }
+  return result;
+}
+
+function main() {
+  requireTools();
+  const models = JSON.parse(fs.readFileSync(path.join(ROOT, 'models', 'model-check.json'), 'utf8'));
+  const only = process.argv.slice(2);
+  const problems = [];
+  const started = Date.now();
+  for (const [name, model] of Object.entries(models)) {
+    if (only.length && !only.includes(name)) continue;
+    for (const configuration of model.configurations) {
+      const result = check(model.file, configuration.defines, `${name}-${configuration.name}`);
+      const properties = propertiesChecked(model.file, configuration.defines);
+      const ok = result.errors === 0 && !result.depthLimit;
+      console.log(
+        `${name} (${configuration.name}): ${result.states?.toLocaleString('en-US') ?? '?'} states, ${result.seconds.toFixed(1)} s — ` +
+          `${ok ? `holds: ${properties.join(', ')}` : `FAILS: ${result.property ?? '?'} (${result.violation ?? (result.depthLimit ? 'search depth too small' : 'no verdict')})`}`,
+      );
+      if (!ok) problems.push(`${name} (${configuration.name}) ${result.property ?? result.violation ?? 'failed'}`);
+    }
+    for (const variant of model.broken) {
+      const result = check(model.file, variant.defines, `${name}-broken-${variant.name}`);
+      if (result.errors && result.property) {
+        console.log(`broken ${name}/${variant.name}: refuted (${result.property}) — ${variant.breaks}; ${result.states?.toLocaleString('en-US')} states, ${result.seconds.toFixed(1)} s`);
+      } else {
+        console.log(`broken ${name}/${variant.name}: NOT REFUTED — ${variant.breaks}`);
+        problems.push(`broken ${name}/${variant.name} not refuted`);
+      }
+    }
+  }
+  console.log(`model-check: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  if (problems.length) {
+    console.error(`model-check failed: ${problems.join('; ')}`);
+    process.exit(1);
+  }
+}
+
+if (require.main === module) main();
+module.exports = { parsePanOutput, propertyAt };
