@@ -218,9 +218,11 @@ process.on('message', (message: { type: string } & Record<string, unknown>) => {
       stats = fresh();
       process.send!({ type: 'reset-done' });
     } else if (message.type === 'close') {
+      // The session audit's invariant (issue 25): no advisory lock on a session of this provider without an owner.
+      const unowned = provider instanceof PostgresLockProvider ? await provider.auditLocks() : 0;
       // After close: it waits for releases still on their way (run() does not), then nothing may be left.
       await (provider as unknown as { close(): Promise<void> }).close();
-      const leaked = (provider as { activeKeys?: number }).activeKeys ?? 0;
+      const leaked = ((provider as { activeKeys?: number }).activeKeys ?? 0) + unowned;
       await ledger.end();
       // QUIT after the detector writes still on their way (a loss found by a release as the provider closed).
       await detector.quit();
