@@ -25,7 +25,7 @@ describe('randomized fault run (short form)', () => {
     it(`${driver}: no lost update, no untold overlap or fencing violation, no stuck key, no 503 in the fault-free tail`, async () => {
       const run = await runWithHog(() => faultRun(driver, FAULT_RUN_SHORT));
       // The faults and the seed come with a failure, so a run can be repeated.
-      expect({ driver, problems: faultRunProblems(run), otherErrors: run.otherErrors, faults: run.faults }).toEqual({ driver, problems: [], otherErrors: [], faults: run.faults });
+      expect({ driver, problems: faultRunProblems(run), otherErrors: run.otherErrors, fencing: run.fencingDetails, faults: run.faults }).toEqual({ driver, problems: [], otherErrors: [], fencing: [], faults: run.faults });
       expect(run.faults.length).toBeGreaterThanOrEqual(3);
       expect(run.sections).toBeGreaterThan(500);
     }, 240_000);

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   }
   const badRuns = result.faultRuns.filter((f) => faultRunProblems(f).length);
   if (badRuns.length) {
-    console.error(`fault runs with problems: ${badRuns.map((f) => `${f.driver}: ${faultRunProblems(f).join(', ')}`).join('; ')}`);
+    console.error(`fault runs with problems: ${badRuns.map((f) => `${f.driver}: ${faultRunProblems(f).join(', ')}${f.fencingDetails.length ? ` (${f.fencingDetails.join('; ')})` : ''}`).join('; ')}`);
     process.exitCode = 1;
   }
   if (!result.controls.some((c) => c.scenario.includes('randomized fault run') && c.wrong > 0)) {
