@@ -20,6 +20,12 @@ import { LockBackendError, LockBusyError, LockService, LockTimeoutError, Postgre
 const env = process.env;
 const DRIVER = env.SERIALIZED_DRIVER as 'redis' | 'postgres' | 'naive';
 const LEDGER = env.REL_LEDGER!;
+/**
+ * The fenced write and its entry in the writes log, in one statement: logged apart, a
+ * holder stalled between the two would log its (in-order) write after a newer one's.
+ */
+const FENCED_WRITE = `WITH w AS (UPDATE ${LEDGER} SET value = $2 WHERE key = $1 AND fence = $3 RETURNING key)
+  INSERT INTO ${LEDGER}_writes (key, token) SELECT key, $3 FROM w`;
 const DETECTOR = env.REL_DETECTOR!;
 const LEASE_MS = Number(env.REL_LEASE_MS ?? 2500);
 const NAME = env.REL_WORKER!;
@@ -103,10 +109,9 @@ async function section(key: string, lock: { fencingToken: bigint; signal?: Abort
     if (holdMs) await sleep(holdMs);
     // A correct section looks before it writes: a lock lost while it worked writes nothing.
     if (lock.lost) return void stats.rejected++;
-    const written = await ledger.query(`UPDATE ${LEDGER} SET value = $2 WHERE key = $1 AND fence = $3`, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token]);
+    const written = await ledger.query(FENCED_WRITE, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token]);
     if (!written.rowCount) return void stats.rejected++;
     stats.accepted++;
-    await ledger.query(`INSERT INTO ${LEDGER}_writes (key, token) VALUES ($1, $2)`, [key, token]);
   } finally {
     lock.signal?.removeEventListener('abort', onLost);
     await leave();

@@ -23,6 +23,12 @@ import {
 const env = process.env;
 const DRIVER = env.SERIALIZED_DRIVER ?? 'memory';
 const LEDGER = env.REL_LEDGER!; // schema-qualified table
+/**
+ * The fenced write and its entry in the writes log, in one statement: logged apart, a
+ * holder stalled between the two would log its (in-order) write after a newer one's.
+ */
+const FENCED_WRITE = `WITH w AS (UPDATE ${LEDGER} SET value = $2 WHERE key = $1 AND fence = $3 RETURNING key)
+  INSERT INTO ${LEDGER}_writes (key, token) SELECT key, $3 FROM w`;
 const DETECTOR = env.REL_DETECTOR!; // Redis key prefix of the shared detector
 
 function makeProvider(): LockProvider {
@@ -101,10 +107,9 @@ async function section(key: string, lock: Lock, requestId: string, holdMs: numbe
       if (!claimed.rowCount) return void stats.rejected++;
       if (holdMs) await sleep(holdMs);
       if (lock.signal.aborted) return void stats.rejected++;
-      const written = await ledger.query(`UPDATE ${LEDGER} SET value = $2 WHERE key = $1 AND fence = $3`, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token]);
+      const written = await ledger.query(FENCED_WRITE, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token]);
       if (written.rowCount) {
         stats.accepted++;
-        await ledger.query(`INSERT INTO ${LEDGER}_writes (key, token) VALUES ($1, $2)`, [key, token]);
       } else stats.rejected++;
     } finally {
       lock.signal.removeEventListener('abort', onLost);
@@ -194,11 +199,10 @@ async function hold(key: string, holdMs: number): Promise<void> {
       await sleep(holdMs);
       // The late write of a paused holder: storage refuses it once a newer holder claimed the row.
       const written = claimed.rowCount
-        ? await ledger.query(`UPDATE ${LEDGER} SET value = $2 WHERE key = $1 AND fence = $3`, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token])
+        ? await ledger.query(FENCED_WRITE, [key, Number(claimed.rows[0]?.value ?? 0) + 1, token])
         : { rowCount: 0 };
       if (written.rowCount) {
         stats.accepted++;
-        await ledger.query(`INSERT INTO ${LEDGER}_writes (key, token) VALUES ($1, $2)`, [key, token]);
       } else stats.rejected++;
       stats.sections++;
     })
