@@ -25,7 +25,7 @@ export async function openLockSession(
   const { connection, sequenceIncrement } = opened;
   const sequencePresent = sequenceIncrement !== 0;
   connection.tokens.block = Math.max(1, sequenceIncrement);
-  if (!sequencePresent || (sequenceIncrement < TOKEN_BLOCK && settings.createSchema)) {
+  if (!sequencePresent) {
     try {
       if (!settings.createSchema) {
         throw new Error(
@@ -33,8 +33,7 @@ export async function openLockSession(
             `create it once with "CREATE SEQUENCE IF NOT EXISTS ${settings.sequence} INCREMENT BY ${TOKEN_BLOCK}" and grant USAGE on it to this role`,
         );
       }
-      if (sequencePresent) await widenSequence(connection, settings.sequence);
-      else await createSequence(connection, settings.sequence);
+      await createSequence(connection, settings.sequence);
       const [increment] = await connection.query({ text: SEQUENCE_INCREMENT, values: [settings.sequence], rowMode: 'array' });
       connection.tokens.block = Math.max(1, Number(increment ?? 1));
     } catch (error) {
@@ -57,19 +56,5 @@ async function createSequence(connection: LockConnection, sequence: string): Pro
         `create it once with "CREATE SEQUENCE ${sequence} INCREMENT BY ${TOKEN_BLOCK}" and grant USAGE on it to this role`,
       { cause: error },
     );
-  }
-}
-
-/**
- * A sequence made by an earlier version (increment 1) reserves one token per draw:
- * its increment is raised so that one draw reserves a block for local hand-offs.
- * Tokens drawn before and by older versions stay smaller, so order holds across a
- * rolling deploy. A role that may not alter it keeps working without local hand-offs.
- */
-async function widenSequence(connection: LockConnection, sequence: string): Promise<void> {
-  try {
-    await connection.query({ text: `ALTER SEQUENCE ${sequence} INCREMENT BY ${TOKEN_BLOCK}`, rowMode: 'array' });
-  } catch {
-    // Not the owner: tokens come one per draw, and locks go back to the server at every release.
   }
 }
