@@ -62,7 +62,7 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
   describe('locks', () => {
     it.each([
       ['strict', { handoff: 'strict' as const }],
-      ['cohort, at most 4 local hand-offs in a row', { maxLocalHandOffs: 4 }],
+      ['cohort, at most 4 local hand-offs in a row', { handoff: 'cohort' as const, maxLocalHandOffs: 4 }],
     ])('excludes across instances, fencing tokens increase across them, and neither instance starves (%s)', async (mode, options) => {
       const { a, b } = pair(options);
       const key = uniqueId('shared');

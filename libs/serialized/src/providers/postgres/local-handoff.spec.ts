@@ -7,10 +7,10 @@ describe('LocalHandoffs', () => {
 
   it('starts a run on a session with a block of tokens, and none with increment 1 or with hand-offs off', () => {
     const handoffs = new LocalHandoffs(host, {}, () => undefined);
-    expect(handoffs.cohortOf(session(1024))).toEqual({ mode: 'cohort' });
+    expect(handoffs.cohortOf(session(1024))).toEqual({ mode: 'strict' });
     expect(handoffs.cohortOf(session(1))).toBeUndefined();
     expect(new LocalHandoffs(host, { maxLocalHandOffs: 0 }, () => undefined).cohortOf(session(1024))).toBeUndefined();
-    expect(new LocalHandoffs(host, { handoff: 'strict' }, () => undefined).cohortOf(session(1024))).toEqual({ mode: 'strict' });
+    expect(new LocalHandoffs(host, { handoff: 'cohort' }, () => undefined).cohortOf(session(1024))).toEqual({ mode: 'cohort' });
   });
 
   it('refuses invalid options with a message naming them', () => {

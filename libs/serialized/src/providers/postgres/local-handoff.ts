@@ -1,3 +1,4 @@
+import type { HandOffMode } from '../../acquire-options.interface';
 import type { HeldLocks } from '../../internal/held-locks';
 import type { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
 import { LockLostError } from '../../errors';
@@ -7,9 +8,9 @@ import type { LockConnection } from './lock-connection';
 import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
 import type { LockStatements } from './postgres-lock.statements';
-import type { Cohort, HandoffMode } from './handoff-cohort';
+import type { Cohort } from './handoff-cohort';
 
-export type { Cohort, HandoffMode } from './handoff-cohort';
+export type { Cohort } from './handoff-cohort';
 
 /** A server lock on its way from a releasing holder to the next local caller. */
 export interface HandedLock {
@@ -45,13 +46,13 @@ export interface LocalHandoffHost {
 export class LocalHandoffs {
   private readonly pending = new Map<string, HandedLock>();
 
-  private readonly mode: HandoffMode;
+  private readonly mode: HandOffMode;
   private readonly max: number;
 
   /** @throws Error when `handoff` or `maxLocalHandOffs` is invalid */
   constructor(
     private readonly host: LocalHandoffHost,
-    options: { handoff?: HandoffMode; maxLocalHandOffs?: number },
+    options: { handoff?: HandOffMode; maxLocalHandOffs?: number },
     private readonly warn: (message: string) => void,
   ) {
     this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
@@ -109,7 +110,7 @@ export class LocalHandoffs {
    * session ended on the way (the server freed the lock: the caller asks the
    * server again, after giving back the session's use).
    */
-  grant(handed: HandedLock, mode?: HandoffMode): PostgresLock | undefined {
+  grant(handed: HandedLock, mode?: HandOffMode): PostgresLock | undefined {
     if (handed.connection.dead) {
       this.host.pool.release(handed.connection);
       return undefined;

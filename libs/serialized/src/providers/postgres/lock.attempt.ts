@@ -1,3 +1,4 @@
+import type { HandOffMode } from '../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockTimeoutError } from '../../errors';
 import { LockConnection } from './lock-connection';
@@ -5,7 +6,6 @@ import type { ConnectionRequest, LockConnectionPool, PendingConnection } from '.
 import type { LockStatements } from './postgres-lock.statements';
 import type { PostgresLock } from './postgres-lock';
 import { SessionChangedError } from './session-changed.error';
-import type { HandoffMode } from './handoff-cohort';
 
 /** What an attempt needs from its provider. */
 export interface LockAttemptHost {
@@ -13,7 +13,7 @@ export interface LockAttemptHost {
   readonly statements: LockStatements;
   readonly connectTimeoutMs: number;
   backendError(key: string, cause: unknown): LockBackendError;
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandoffMode): PostgresLock;
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandOffMode): PostgresLock;
   /** The attempt is over; `held` tells whether it ended holding the key. */
   attemptDone(attempt: LockAttempt, held: boolean): void;
   /** Sessions are not pinned (a transaction pooler): refuse from now on. */
@@ -50,7 +50,7 @@ export class LockAttempt implements ConnectionRequest {
   /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
   maxPending = Infinity;
   /** How the holder-to-be may hand the key on locally (undefined: the provider's default). */
-  handoff: HandoffMode | undefined;
+  handoff: HandOffMode | undefined;
   /** The key proved held by another session: this caller waits in the server (a waiter, not the holder-to-be). */
   blocked = false;
   private settled = false;

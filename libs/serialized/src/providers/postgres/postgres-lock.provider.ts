@@ -1,3 +1,4 @@
+import type { HandOffMode } from '../../acquire-options.interface';
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { ProviderAcquireOptions } from '../../acquire-options.interface';
@@ -30,7 +31,7 @@ import { lockStatements, type LockStatements } from './postgres-lock.statements'
 import { SessionChangedError } from './session-changed.error';
 import { SessionLivenessMonitor } from './session-liveness.monitor';
 import { checkSession } from './held-session';
-import { LocalHandoffs, type Cohort, type HandoffMode } from './local-handoff';
+import { LocalHandoffs, type Cohort } from './local-handoff';
 import { closeLockSessions, stopTakingLocks } from './postgres-lock.shutdown';
 import { SessionAudit } from './session-audit';
 import { lockApplicationName, lockPoolSizeOf, sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
@@ -264,7 +265,7 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
   }
 
   /** @internal */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, from?: Cohort | HandoffMode, handoffs = 0): PostgresLock {
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, from?: Cohort | HandOffMode, handoffs = 0): PostgresLock {
     const cohort = typeof from === 'object' ? from : this.handoffs.cohortOf(connection, from);
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this, cohort, handoffs);
     this.held.add(lock);
@@ -318,7 +319,7 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
   }
 
   // prettier-ignore
-  private lockOnServer(key: string, mode: AttemptMode, waitTimeoutMs: number, startedAt: number, signal: AbortSignal | undefined, maxPending = Infinity, handoff?: HandoffMode): Promise<PostgresLock | null> {
+  private lockOnServer(key: string, mode: AttemptMode, waitTimeoutMs: number, startedAt: number, signal: AbortSignal | undefined, maxPending = Infinity, handoff?: HandOffMode): Promise<PostgresLock | null> {
     const attempt = new LockAttempt(this, key, advisoryLockKey(this.keyPrefix, key), mode, waitTimeoutMs, startedAt, signal);
     [attempt.maxPending, attempt.handoff] = [maxPending, handoff];
     this.attempts.set(key, attempt);
