@@ -76,15 +76,9 @@ export interface OpenedSession {
  */
 export class LockConnection implements Watched {
   /** The locks this session holds; each is told when the session ends. */
-  readonly holders = new Set<SessionHolder>();
+  private readonly holders = new Set<SessionHolder>();
   /** Why the session is gone; `undefined` while it is usable. */
   dead: Error | undefined;
-  /** When it was last handed back to the pool (for idle reaping). */
-  idleSince = 0;
-  /** Uses the pool has handed out (held locks, statements in flight). @internal */
-  uses = 0;
-  /** Whether one use has it to itself (a blocking lock wait). @internal */
-  exclusive = false;
   /** The fencing tokens its last `nextval` reserved, for its grants and local hand-offs. */
   readonly tokens = new SessionTokens();
   // What the session holds by this process's statements (written only by the lock statements below).
@@ -234,6 +228,11 @@ export class LockConnection implements Watched {
     }
   }
 
+  /** `holder` no longer holds its lock on this session (released, or handed to the next local holder). */
+  letGo(holder: SessionHolder): void {
+    this.holders.delete(holder);
+  }
+
   /**
    * Registers `holder` as holding a lock on this session. A session that has
    * already ended tells it at once: it will not be told later.
@@ -327,7 +326,7 @@ export class LockConnection implements Watched {
     return this.client.query(typeof config === 'function' ? config() : config);
   }
 
-  /** @internal Called by the watchdog: ends the session if its oldest statement is overdue. */
+  /** Watched: ends the session if its oldest statement is overdue (the watchdog calls it). */
   checkOverdue(now: number): void {
     const deadline = this.deadlines[0];
     if (deadline === undefined || deadline > now || this.dead) return;
