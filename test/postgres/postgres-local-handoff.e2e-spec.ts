@@ -4,7 +4,7 @@ import { WorkerProcess } from '../support/processes';
 import { uniqueId, waitFor } from '../support/timing';
 import { PgInspector, uniquePrefix } from './support/pg-inspect';
 
-const WORKER = 'test/postgres/workers/cohort.worker.ts';
+const WORKER = 'test/postgres/workers/local-handoff.worker.ts';
 /** The provider's documented default bound on local hand-offs in a row. */
 const MAX_LOCAL_HANDOFFS = 32;
 
