@@ -1,5 +1,5 @@
 import { memorySubjects } from './memory.subjects';
-import { postgresSubjects } from './postgres.subjects';
+import { oursPostgresCohort, postgresSubjects } from './postgres.subjects';
 import { oursRedisCohort, redisSubjects } from './redis.subjects';
 import type { Backend, SubjectSpec } from './subject';
 
@@ -13,7 +13,7 @@ export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
 export const VARIANTS: Record<Backend, Record<string, SubjectSpec>> = {
   memory: {},
   redis: { cohort: oursRedisCohort },
-  postgres: {},
+  postgres: { cohort: oursPostgresCohort },
 };
 
 export function findSubject(backend: Backend, id: string): SubjectSpec {

@@ -13,11 +13,28 @@ export const oursPostgres: SubjectSpec = {
   label: 'nestjs-serialized',
   kind: 'ours',
   backend: 'postgres',
-  settings: `new PostgresLockProvider({ connectionString, keyPrefix }) (lock pool ${OURS_LOCK_POOL_SIZE} connections, waitTimeoutMs 10 s, defaults); LockService.run(key, fn)`,
+  settings: `new PostgresLockProvider({ connectionString, keyPrefix }) (lock pool ${OURS_LOCK_POOL_SIZE} connections, waitTimeoutMs 10 s, defaults: handoff 'strict'); LockService.run(key, fn)`,
   canWait: true,
   connectionsFor: () => OURS_LOCK_POOL_SIZE,
   async open(context: SubjectContext): Promise<LockSubject> {
     return lockServiceSubject(new PostgresLockProvider({ connectionString: context.databaseUrl, keyPrefix: `${context.prefix}:ours` }));
+  },
+};
+
+/**
+ * This library with local hand-off in cohort mode (the default is `'strict'`): scenario 3
+ * only, reported under ids of its own (`3.postgres.cohort.*`) against the same peers.
+ */
+export const oursPostgresCohort: SubjectSpec = {
+  id: 'ours-cohort',
+  label: "nestjs-serialized (handoff: 'cohort')",
+  kind: 'ours',
+  backend: 'postgres',
+  settings: `new PostgresLockProvider({ connectionString, keyPrefix, handoff: 'cohort' }) (up to 32 local hand-offs in a row, otherwise as ours); LockService.run(key, fn)`,
+  canWait: true,
+  connectionsFor: () => OURS_LOCK_POOL_SIZE,
+  async open(context: SubjectContext): Promise<LockSubject> {
+    return lockServiceSubject(new PostgresLockProvider({ connectionString: context.databaseUrl, keyPrefix: `${context.prefix}:ours-cohort`, handoff: 'cohort' }));
   },
 };
 

@@ -106,7 +106,7 @@ describe.each([
   let url: string;
   let acquisitions: jest.SpyInstance[];
 
-  // A free key is taken synchronously (`acquireNow`, counted when it returned a lock); any other goes through acquire/tryAcquire.
+  // LockService asks the provider with what it validated: a free key synchronously (`acquireNowValidated`, counted when it returned a lock), any other through acquireValidated/tryAcquireValidated.
   const acquired = (): number =>
     acquisitions.reduce((sum, spy) => sum + spy.mock.results.filter((result) => result.type !== 'return' || result.value !== undefined).length, 0);
 
@@ -125,7 +125,7 @@ describe.each([
     await app.listen(0, '127.0.0.1');
     url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
     const provider = app.get(LockProvider);
-    acquisitions = [jest.spyOn(provider, 'acquireNow'), jest.spyOn(provider, 'acquire'), jest.spyOn(provider, 'tryAcquire')];
+    acquisitions = [jest.spyOn(provider, 'acquireNowValidated'), jest.spyOn(provider, 'acquireValidated'), jest.spyOn(provider, 'tryAcquireValidated')];
   });
   afterAll(async () => {
     await app.close();

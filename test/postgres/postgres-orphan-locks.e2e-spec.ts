@@ -6,6 +6,7 @@ import { OverlapProbe, sleep, waitFor } from '../support/timing';
 import { PgInspector, uniquePrefix } from './support/pg-inspect';
 import { databaseTarget, ProviderSet } from './support/provider-set';
 import { TcpProxy } from './support/tcp-proxy';
+import type { PostgresLock } from 'nestjs-serialized/providers/postgres/postgres-lock';
 
 /**
  * Issue 25: an advisory lock nobody holds, and a grant on a session that has just
@@ -144,7 +145,7 @@ describe('PostgresLockProvider: no advisory lock without an owner, no grant on a
     cleanups.push(() => Logger.overrideLogger(false));
     const owned = await a.acquire('owned');
     // The one session of A's pool now also holds `k` for nobody (as a lock granted under a timed-out wait did).
-    const [session] = [...a.pool.shareable()];
+    const session = (owned as PostgresLock).connection;
     const lockKey = (await b.acquire('k').then(async (lock) => {
       const { lockKey: k } = lock as unknown as { lockKey: string };
       await lock.release();

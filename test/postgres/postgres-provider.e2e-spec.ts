@@ -62,7 +62,7 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
   describe('locks', () => {
     it.each([
       ['strict', { handoff: 'strict' as const }],
-      ['cohort, at most 4 local hand-offs in a row', { maxLocalHandOffs: 4 }],
+      ['cohort, at most 4 local hand-offs in a row', { handoff: 'cohort' as const, maxLocalHandOffs: 4 }],
     ])('excludes across instances, fencing tokens increase across them, and neither instance starves (%s)', async (mode, options) => {
       const { a, b } = pair(options);
       const key = uniqueId('shared');
@@ -160,20 +160,19 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
       expect(row).toEqual({ last_value: '1', increment_by: '1024' });
     });
 
-    it('widens a sequence of an earlier version (increment 1) so that one draw reserves a block; tokens keep increasing', async () => {
-      const name = `nsz_old_seq_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+    it('uses a sequence of increment 1 as it is (no block to share): tokens come one per draw and keep increasing', async () => {
+      const name = `nsz_one_seq_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
       cleanups.push(() => pg.query(`DROP SEQUENCE IF EXISTS ${name}`));
       await pg.query(`CREATE SEQUENCE ${name}`);
       await pg.query(`SELECT nextval('${name}'), nextval('${name}')`);
-      const provider = make({ keyPrefix: uniquePrefix('widen'), fencingSequence: name });
-      const lock = await provider.acquire('k');
-      await lock.release();
-      expect(lock.fencingToken).toBe(2n + 1024n);
+      const provider = make({ keyPrefix: uniquePrefix('inc1'), fencingSequence: name });
+      const first = await provider.acquire('k');
+      await first.release();
+      const second = await provider.acquire('k');
+      await second.release();
+      expect([first.fencingToken, second.fencingToken]).toEqual([3n, 4n]);
       const [row] = await pg.query<{ increment_by: string }>(`SELECT increment_by::text FROM pg_sequences WHERE sequencename = $1`, [name]);
-      expect(row.increment_by).toBe('1024');
-      // An older version drawing one token at a time still gets larger ones.
-      const [older] = await pg.query<{ token: string }>(`SELECT nextval('${name}')::text AS token`);
-      expect(BigInt(older.token) > lock.fencingToken).toBe(true);
+      expect(row.increment_by).toBe('1');
     });
 
     it('reports an unlock that returned false as a loss (signal, lost) and closes that session; the release itself resolves', async () => {

@@ -32,3 +32,6 @@ export interface ProviderAcquireOptions extends AcquireOptions {
  * serves up to `maxLocalHandOffs` of this process's waiters in a row first.
  */
 export type HandOffMode = 'strict' | 'cohort';
+
+/** Every {@link HandOffMode}, for validation and the options table. */
+export const HAND_OFF_MODES: readonly HandOffMode[] = ['strict', 'cohort'];

@@ -28,7 +28,7 @@ export type { RunOptions, SerializedMode } from './lock.service';
 export { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 export type { SerializedHealthResult, SerializedHealthCheckOptions } from './observability/serialized-health.indicator';
 export type { Lock } from './lock.interface';
-export type { AcquireOptions } from './acquire-options.interface';
+export type { AcquireOptions, HandOffMode } from './acquire-options.interface';
 
 // Backends: `LockProvider` is the DI token of the active one; construct one yourself to pass it in.
 export { LockProvider } from './lock.provider';

@@ -85,3 +85,53 @@ describe('LockService.run on a key it can take at once', () => {
     expect(provider.acquireNow('k', {})).toBeUndefined();
   });
 });
+
+/**
+ * A call is validated once, at the service's boundary (issue 22): the provider is
+ * asked through its `*Validated` methods and does not check again. Counted by the
+ * reads of `handoff`, which only validation reads on the in-memory provider.
+ */
+describe('LockService validates a call once', () => {
+  const counting = (extra: object = {}) => {
+    let reads = 0;
+    const options = {
+      ...extra,
+      get handoff() {
+        reads++;
+        return 'strict' as const;
+      },
+    };
+    return { options, reads: () => reads };
+  };
+
+  it.each([
+    ['run, free key', false, 'wait'],
+    ['run, busy key', true, 'wait'],
+    ['run, busy key, reject mode', true, 'reject'],
+  ] as const)('%s: the options are read by one validation', async (_, busy, mode) => {
+    const provider = new InMemoryLockProvider();
+    const service = new LockService(provider);
+    const direct = jest.spyOn(provider, 'acquire');
+    const directTry = jest.spyOn(provider, 'tryAcquire');
+    const holder = busy ? await provider.acquire('k') : undefined;
+    const { options, reads } = counting({ mode });
+    const running = service.run('k', () => 'ran', options).catch((error: Error) => error.name);
+    await holder?.release();
+    await running;
+    expect(reads()).toBe(1);
+    // Only the holder above called the validating entry points.
+    expect(direct.mock.calls.length + directTry.mock.calls.length).toBe(busy ? 1 : 0);
+    await provider.close();
+  });
+
+  it('a direct provider call is validated once by the provider itself', async () => {
+    const provider = new InMemoryLockProvider();
+    const { options, reads } = counting();
+    const lock = await provider.acquire('k', options);
+    const waiting = provider.acquire('k', options);
+    await lock.release();
+    await (await waiting).release();
+    expect(reads()).toBe(2);
+    await provider.close();
+  });
+});

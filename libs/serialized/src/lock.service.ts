@@ -83,15 +83,13 @@ export class LockService {
    * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
   run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = NO_OPTIONS): Promise<T> {
-    if (options !== NO_OPTIONS) {
-      const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
-      if (invalid) return Promise.reject(invalid);
-    }
+    const invalid = invalidCall(key, options, 'LockService#run');
+    if (invalid) return Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
     const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
-    const lock = joining ? undefined : this.provider.acquireNow(key, options);
+    const lock = joining ? undefined : this.provider.acquireNowValidated(key, options);
     if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
@@ -109,14 +107,19 @@ export class LockService {
    * nested calls see the key as held. Plumbing of the decorators; users call {@link run}.
    * @internal
    */
-  acquire(key: string, options: RunOptions = {}): Promise<HeldKey> {
-    if (typeof key !== 'string' || key === '') {
-      return Promise.reject(new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler));
-    }
-    // Every backend must tell two keys apart alike; UTF-8 cannot carry a lone surrogate.
-    if (hasLoneSurrogate(key)) return Promise.reject(new SerializationKeyError(key, 'unencodable', [], options.handler));
-    const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#acquire');
+  acquire(key: string, options: RunOptions = NO_OPTIONS): Promise<HeldKey> {
+    const invalid = invalidCall(key, options, 'LockService#acquire');
     if (invalid) return Promise.reject(invalid);
+    return this.acquireValidated(key, options);
+  }
+
+  /**
+   * {@link acquire} for a caller that validated `key` and `options` already: the
+   * interceptor, whose options were checked when the decorator was applied and whose
+   * key value was checked when it was read (`toKeyValue`). Nothing is validated again.
+   * @internal
+   */
+  acquireValidated(key: string, options: RunOptions): Promise<HeldKey> {
     const reentrant = options.reentrant ?? this.reentrant;
     const entry = reentrant ? heldIn(this.context.getStore(), key) : undefined;
     if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
@@ -128,16 +131,16 @@ export class LockService {
   }
 
   /**
-   * {@link acquire} without its promise when `key` is free and taken at once (the
-   * interceptor's fast path, as {@link run} has); `undefined` otherwise — a held or
-   * joined key, a bad key or option — and the caller goes through `acquire`.
+   * {@link acquireValidated} without its promise when `key` is free and taken at once
+   * (the interceptor's fast path, as {@link run} has); `undefined` otherwise — a held
+   * or joined key — and the caller goes through `acquireValidated`. `key` and
+   * `options` must be valid already (see {@link acquireValidated}).
    * @internal
    */
   acquireNow(key: string, options: RunOptions): HeldKey | undefined {
-    if (typeof key !== 'string' || key === '' || hasLoneSurrogate(key) || validateAcquireOptions(options, options.handler ?? 'LockService#acquire')) return undefined;
     const reentrant = options.reentrant ?? this.reentrant;
     if (reentrant && this.isHeld(key)) return undefined; // it joins the holder: acquire's path
-    const lock = this.provider.acquireNow(key, options);
+    const lock = this.provider.acquireNowValidated(key, options);
     if (!lock) return undefined;
     this.metrics?.acquiredAtOnce(key);
     return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
@@ -211,10 +214,8 @@ export class LockService {
     joining: boolean,
     store: LockContext | undefined,
   ): Promise<T> {
-    // Joining an enclosing holder, or a key that acquire refuses: acquire's path.
-    if (joining || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
-      return this.acquire(key, options).then((held) => this.runHeld(held, fn));
-    }
+    // Joining an enclosing holder: acquire's path (the call was validated in run).
+    if (joining) return this.acquireValidated(key, options).then((held) => this.runHeld(held, fn));
     const since = this.metrics?.waiting(key);
     return this.acquireFromProvider(key, options).then(
       // The reaction runs in the caller's async context, where `store` was read.
@@ -267,11 +268,15 @@ export class LockService {
     return releaseAfter(held, result);
   }
 
-  /** The provider's promise (the options go as they are: it reads only its own fields); a synchronous throw rejects it. */
+  /**
+   * The provider's promise (the options go as they are: it reads only its own fields);
+   * a synchronous throw rejects it. Validated here once per call, so the provider is
+   * not asked to validate again.
+   */
   private acquireFromProvider(key: string, options: RunOptions): Promise<Lock> {
     try {
-      if (options.mode !== 'reject') return this.provider.acquire(key, options as ProviderAcquireOptions);
-      return this.provider.tryAcquire(key, options).then((lock) => lock ?? Promise.reject(new LockBusyError(key, 'held')));
+      if (options.mode !== 'reject') return this.provider.acquireValidated(key, options as ProviderAcquireOptions);
+      return this.provider.tryAcquireValidated(key, options).then((lock) => lock ?? Promise.reject(new LockBusyError(key, 'held')));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -287,4 +292,17 @@ export class LockService {
     if (error instanceof SerializedError && handler) error.attachHandler(handler);
     throw error;
   }
+}
+
+/**
+ * The one validation of a call (its options, then its key: a string, not empty,
+ * without a lone surrogate, which UTF-8 cannot carry, so every backend tells two
+ * keys apart alike). What `LockService` passes on is trusted from then on.
+ */
+function invalidCall(key: string, options: RunOptions, where: string): Error | undefined {
+  const invalid = options === NO_OPTIONS ? undefined : validateAcquireOptions(options, options?.handler ?? where);
+  if (invalid) return invalid;
+  if (typeof key !== 'string' || key === '') return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
+  if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], options.handler);
+  return undefined;
 }

@@ -1,3 +1,4 @@
+import type { HandOffMode } from './acquire-options.interface';
 import type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
 import type { LockProviderCommonOptions } from './lock-provider-options.interface';
 import type { LockProvider } from './lock.provider';
@@ -49,7 +50,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
      * order allows it; `'cohort'` this process's waiters first, up to `maxLocalHandOffs`
      * in a row (docs/semantics.md, *Local hand-off*).
      */
-    handoff?: 'strict' | 'cohort';
+    handoff?: HandOffMode;
     /** Most local hand-offs in a row before the key goes back to Redis (default 16, `SERIALIZED_REDIS_MAX_LOCAL_HANDOFFS`; 0: none). */
     maxLocalHandOffs?: number;
   };
@@ -83,8 +84,13 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
      * true). Off for a role that may not run DDL: docs/providers/postgres.md has the SQL.
      */
     createSchema?: boolean;
-    /** Local hand-off (default `'cohort'`, `SERIALIZED_PG_HANDOFF`): docs/providers/postgres.md. */
-    handoff?: 'strict' | 'cohort';
+    /**
+     * How a released key passes to a caller of the same process, without a round trip
+     * (default `'strict'`, `SERIALIZED_PG_HANDOFF`): `'strict'` only while no other process
+     * waits for it in the server; `'cohort'` this process's callers first, up to
+     * `maxLocalHandOffs` in a row (docs/providers/postgres.md).
+     */
+    handoff?: HandOffMode;
     /** Local hand-offs in a row before the key goes back to the server (default 32, `SERIALIZED_PG_MAX_LOCAL_HANDOFFS`). */
     maxLocalHandOffs?: number;
   };
@@ -94,7 +100,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
   provider?: LockProvider;
-  redis: { url?: string; client?: RedisClientLike; heartbeatMs: number; maxInFlight: number; handoff: 'strict' | 'cohort'; maxLocalHandOffs: number };
+  redis: { url?: string; client?: RedisClientLike; heartbeatMs: number; maxInFlight: number; handoff: HandOffMode; maxLocalHandOffs: number };
   postgres: {
     connectionString?: string;
     pool?: PgPoolLike;
@@ -104,7 +110,7 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
     applicationName?: string;
     fencingSequence: string;
     createSchema: boolean;
-    handoff: 'strict' | 'cohort';
+    handoff: HandOffMode;
     maxLocalHandOffs: number;
   };
   /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */

@@ -1,3 +1,5 @@
+import type { HandOffMode } from './acquire-options.interface';
+
 /**
  * Every default of the library, in one place (the README and .env.example quote
  * these). Bounds, environment variables and what each option accepts are in the
@@ -21,15 +23,15 @@ export const SERIALIZED_DEFAULTS = {
   pgIdleTimeoutMs: 10_000,
   /** Sequence PostgreSQL fencing tokens are drawn from. */
   pgFencingSequence: 'nestjs_serialized_fencing_token',
-  /** PostgreSQL local hand-off: bounded lock cohorting by default (docs/providers/postgres.md). */
-  pgHandoff: 'cohort' as 'strict' | 'cohort',
+  /** PostgreSQL local hand-off: `strict` keeps arrival order, as on Redis; `cohort` is the opt-in (docs/providers/postgres.md). */
+  pgHandoff: 'strict' as HandOffMode,
   pgMaxLocalHandOffs: 32,
   /** How long a Redis waiter keeps its place without a heart-beat. */
   redisHeartbeatMs: 5000,
   /** Redis commands on the wire at once per connection (per Cluster node). */
   redisMaxInFlight: 1000,
   /** Redis local hand-off: `strict` keeps global arrival order; `cohort` serves a process's own waiters first (bounded). */
-  redisHandoff: 'strict',
+  redisHandoff: 'strict' as HandOffMode,
   /** Redis: most in-process hand-offs in a row before the key goes back to Redis. */
   redisMaxLocalHandOffs: 16,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */

@@ -1,3 +1,4 @@
+import { HAND_OFF_MODES } from '../acquire-options.interface';
 import { SerializationKeyError } from '../errors/serialization-key.error';
 import { hasLoneSurrogate } from '../key/lock-key';
 import {
@@ -11,7 +12,7 @@ import {
 
 const PER_CALL: readonly PerCallOptionName[] = ['waitTimeoutMs', 'leaseMs', 'maxPending'];
 const MODES: readonly unknown[] = ['wait', 'reject'];
-const HANDOFFS: readonly unknown[] = ['strict', 'cohort'];
+const HANDOFFS: readonly unknown[] = HAND_OFF_MODES;
 
 /** The per-call options any caller may pass (`@Serialized`, `LockService.run`, a provider's `acquire`). */
 export interface CallOptions {

@@ -1,3 +1,4 @@
+import { HAND_OFF_MODES } from '../acquire-options.interface';
 import { SERIALIZED_DEFAULTS as D } from '../serialized.defaults';
 import type { OptionSpec } from './option-spec';
 
@@ -37,7 +38,7 @@ export const PROVIDER_TUNING_OPTIONS = {
     option: 'redis.handoff',
     env: 'SERIALIZED_REDIS_HANDOFF',
     drivers: ['redis'],
-    values: ['strict', 'cohort'],
+    values: HAND_OFF_MODES,
     default: D.redisHandoff,
     meaning: "local hand-off: 'strict' keeps global arrival order; 'cohort' serves this process's own waiters first, up to maxLocalHandOffs in a row: docs/semantics.md",
   },
@@ -110,9 +111,9 @@ export const PROVIDER_TUNING_OPTIONS = {
     option: 'postgres.handoff',
     env: 'SERIALIZED_PG_HANDOFF',
     drivers: ['postgres'],
-    values: ['strict', 'cohort'],
+    values: HAND_OFF_MODES,
     default: D.pgHandoff,
-    meaning: "local hand-off: 'cohort' passes a held key to this process's next caller, up to maxLocalHandOffs in a row; 'strict' only while no other process waits in the server: docs/providers/postgres.md",
+    meaning: "local hand-off: 'strict' passes a held key to this process's next caller only while no other process waits in the server; 'cohort' serves this process's own callers first, up to maxLocalHandOffs in a row: docs/providers/postgres.md",
   },
   pgMaxLocalHandOffs: {
     type: 'integer',

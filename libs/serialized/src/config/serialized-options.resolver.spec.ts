@@ -93,7 +93,7 @@ describe('resolveSerializedOptions', () => {
     expect(resolveSerializedOptions({}, {})).toMatchObject({
       maxPendingTotal: 100_000,
       redis: { heartbeatMs: 5000, maxInFlight: 1000 },
-      postgres: { sessionTimeoutMs: 10_000, idleTimeoutMs: 10_000, fencingSequence: 'nestjs_serialized_fencing_token', createSchema: true, handoff: 'cohort', maxLocalHandOffs: 32 },
+      postgres: { sessionTimeoutMs: 10_000, idleTimeoutMs: 10_000, fencingSequence: 'nestjs_serialized_fencing_token', createSchema: true, handoff: 'strict', maxLocalHandOffs: 32 },
     });
   });
 

@@ -1,3 +1,4 @@
+import type { HandOffMode } from '../acquire-options.interface';
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from '../serialized-options.interface';
 import { SerializedConfigError } from './serialized-config.error';
 import { readSerializedEnvironment } from './serialized-environment';
@@ -75,7 +76,7 @@ export function resolveSerializedOptions(
     metrics: v.metrics as 'auto' | 'on' | 'off',
     redis: {
       url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight'),
-      handoff: v.redisHandoff as 'strict' | 'cohort', maxLocalHandOffs: n('redisMaxLocalHandOffs'),
+      handoff: v.redisHandoff as HandOffMode, maxLocalHandOffs: n('redisMaxLocalHandOffs'),
     },
     postgres: {
       connectionString: databaseUrl,
@@ -86,7 +87,7 @@ export function resolveSerializedOptions(
       applicationName: v.pgApplicationName as string | undefined,
       fencingSequence: v.pgFencingSequence as string,
       createSchema: v.pgCreateSchema as boolean,
-      handoff: v.pgHandoff as 'strict' | 'cohort',
+      handoff: v.pgHandoff as HandOffMode,
       maxLocalHandOffs: n('pgMaxLocalHandOffs'),
     },
     idempotencyTtlMs: n('idempotencyTtlMs'),

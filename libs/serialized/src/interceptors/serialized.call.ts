@@ -104,7 +104,8 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
     const now = this.host.lockService.acquireNow(key, options);
     if (now) return this.acquired(now);
     if (!this.waiting) options = { ...plan.runOptions, signal: this.wait() };
-    this.host.lockService.acquire(key, options).then(
+    // Validated already: the options when the decorator was applied, the key's value when it was read.
+    this.host.lockService.acquireValidated(key, options).then(
       (held) => this.acquired(held),
       (error: unknown) => this.failed(error),
     );

@@ -1,3 +1,4 @@
+import type { HandOffMode } from '../acquire-options.interface';
 import type { SerializedMode } from '../lock.service';
 import type { ParsedSerializationKey, SerializationKey, SerializationKeyTransform } from '../key/serialization-key';
 
@@ -28,7 +29,7 @@ export interface SerializedOptions {
    */
   reentrant?: boolean;
   /** PostgreSQL local hand-off of this handler's lock, `'strict'` or `'cohort'` (default: the module's `postgres.handoff`). */
-  handoff?: 'strict' | 'cohort';
+  handoff?: HandOffMode;
   /**
    * Canonicalizes the value before it names a lock, so that requests for one
    * thing written differently share it: with `transform: Number`, `/users/42`

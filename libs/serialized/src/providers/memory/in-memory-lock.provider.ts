@@ -92,6 +92,11 @@ export class InMemoryLockProvider
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#acquire');
     if (invalid) return Promise.reject(invalid);
+    return this.acquireValidated(key, options);
+  }
+
+  /** `acquire` once `key` and `options` are known valid (`LockService` validated them). */
+  override acquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock> {
     this.leaseNote.check(options.leaseMs, key);
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     const signal = options.signal;
@@ -111,6 +116,11 @@ export class InMemoryLockProvider
   async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'InMemoryLockProvider#tryAcquire');
     if (invalid) throw invalid;
+    return this.tryAcquireValidated(key, options);
+  }
+
+  /** `tryAcquire` once `key` and `options` are known valid (`LockService` validated them). */
+  override async tryAcquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock | null> {
     this.leaseNote.check(options.leaseMs, key);
     this.held.assertOpen(key);
     if (options.signal?.aborted) throw options.signal.reason;
@@ -122,7 +132,13 @@ export class InMemoryLockProvider
     // Anything unusual (a bad key or option, an aborted signal, shutdown) is left to `acquire` and its errors.
     // A held key is the common miss: it is answered before the (costlier) checks.
     if (this.held.closing || this.queue.isHeld(key)) return undefined;
-    if (validateAcquire(key, options, 'InMemoryLockProvider#acquireNow') || options?.signal?.aborted) return undefined;
+    if (validateAcquire(key, options, 'InMemoryLockProvider#acquireNow')) return undefined;
+    return this.acquireNowValidated(key, options);
+  }
+
+  /** `acquireNow` once `key` and `options` are known valid (`LockService` validated them). */
+  override acquireNowValidated(key: string, options?: AcquireOptions): InMemoryLock | undefined {
+    if (this.held.closing || this.queue.isHeld(key) || options?.signal?.aborted) return undefined;
     this.leaseNote.check(options?.leaseMs, key);
     // Still free: nothing since isHeld could take it (the note above only logs, and only once with a leaseMs).
     this.queue.takeFree(key);

@@ -24,7 +24,7 @@ export async function unlockSession(
   onlyIfWaited = false,
 ): Promise<LockLostError | undefined | typeof KEPT> {
   const connection = lock.connection;
-  connection.holders.delete(lock as PostgresLock);
+  connection.letGo(lock as PostgresLock);
   if (connection.dead) return undefined; // the session ended, and its locks with it
   let unlocked: unknown;
   try {

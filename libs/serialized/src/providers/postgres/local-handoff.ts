@@ -1,15 +1,13 @@
-import type { HeldLocks } from '../../internal/held-locks';
-import type { KeyedWaitQueue } from '../../internal/keyed-wait-queue';
+import type { HandOffMode } from '../../acquire-options.interface';
 import { LockLostError } from '../../errors';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { KEPT, unlockSession } from './held-session';
 import type { LockConnection } from './lock-connection';
-import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
-import type { LockStatements } from './postgres-lock.statements';
-import type { Cohort, HandoffMode } from './handoff-cohort';
+import type { LockSessions } from './lock-sessions';
+import type { Cohort } from './handoff-cohort';
 
-export type { Cohort, HandoffMode } from './handoff-cohort';
+export type { Cohort } from './handoff-cohort';
 
 /** A server lock on its way from a releasing holder to the next local caller. */
 export interface HandedLock {
@@ -23,12 +21,20 @@ export interface HandedLock {
   readonly handoffs: number;
 }
 
-/** What hand-offs need of the provider. */
+/** The database side hand-offs use. */
+export type HandoffSessions = Pick<LockSessions, 'pool' | 'statements'>;
+
+/** What hand-offs ask of the key's state in this process (`ProcessLocks`, its only writer). */
 export interface LocalHandoffHost {
-  readonly queue: KeyedWaitQueue;
-  readonly held: HeldLocks<PostgresLock>;
-  readonly pool: LockConnectionPool;
-  readonly statements: LockStatements;
+  /** Callers of this process queued for `key`. */
+  waiting(key: string): number;
+  /** Whether shutdown began. */
+  closing(): boolean;
+  /** The key's turn passes to the next caller of this process (or the key goes idle here). */
+  passTurn(key: string): void;
+  /** A holder let go (its lock handed on or unlocked): forgotten, and the key's turn passes. */
+  forget(lock: PostgresLock): void;
+  /** Makes the caller whose turn came the holder of a handed lock. */
   grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort: Cohort, handoffs: number): PostgresLock;
 }
 
@@ -45,13 +51,14 @@ export interface LocalHandoffHost {
 export class LocalHandoffs {
   private readonly pending = new Map<string, HandedLock>();
 
-  private readonly mode: HandoffMode;
+  private readonly mode: HandOffMode;
   private readonly max: number;
 
   /** @throws Error when `handoff` or `maxLocalHandOffs` is invalid */
   constructor(
+    private readonly sessions: HandoffSessions,
     private readonly host: LocalHandoffHost,
-    options: { handoff?: HandoffMode; maxLocalHandOffs?: number },
+    options: { handoff?: HandOffMode; maxLocalHandOffs?: number },
     private readonly warn: (message: string) => void,
   ) {
     this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
@@ -68,7 +75,7 @@ export class LocalHandoffs {
 
   /** Releases a holder's lock: to the next caller of this process when it may, else on the server. */
   async release(lock: PostgresLock): Promise<void> {
-    const { pool, statements } = this.host;
+    const { pool, statements } = this.sessions;
     let outcome: LockLostError | undefined | typeof KEPT;
     if (this.eligible(lock) && lock.cohort!.mode === 'cohort') return this.handOff(lock);
     try {
@@ -79,10 +86,10 @@ export class LocalHandoffs {
       if (outcome === KEPT) outcome = await unlockSession(lock, pool, statements);
     } catch (error) {
       // Whatever happened, the lock is forgotten and the key freed in this process.
-      this.forget(lock);
+      this.host.forget(lock);
       throw error;
     }
-    this.forget(lock);
+    this.host.forget(lock);
     // A loss found at release is told (signal, `lost`) and logged once; the release itself succeeded in letting go.
     if (outcome instanceof LockLostError && !lock.lost) {
       lock.markLost(outcome);
@@ -109,9 +116,9 @@ export class LocalHandoffs {
    * session ended on the way (the server freed the lock: the caller asks the
    * server again, after giving back the session's use).
    */
-  grant(handed: HandedLock, mode?: HandoffMode): PostgresLock | undefined {
+  grant(handed: HandedLock, mode?: HandOffMode): PostgresLock | undefined {
     if (handed.connection.dead) {
-      this.host.pool.release(handed.connection);
+      this.sessions.pool.release(handed.connection);
       return undefined;
     }
     // The new holder's own mode, if it gave one, decides its release; the block and the count carry on.
@@ -121,35 +128,29 @@ export class LocalHandoffs {
 
   /** The caller whose turn came gave up (aborted, shutdown): the lock goes to the next caller, or back to the server. */
   passOn(handed: HandedLock): void {
-    if (!handed.connection.dead && !this.host.held.closing && this.host.queue.waiting(handed.key) > 0) {
+    if (!handed.connection.dead && !this.host.closing() && this.host.waiting(handed.key) > 0) {
       this.pending.set(handed.key, handed);
-      this.host.queue.release(handed.key);
+      this.host.passTurn(handed.key);
       return;
     }
-    unlockSession(handed, this.host.pool, this.host.statements)
+    unlockSession(handed, this.sessions.pool, this.sessions.statements)
       .then((lost) => lost instanceof LockLostError && this.warn(lost.message))
-      .finally(() => this.host.queue.release(handed.key));
-  }
-
-  private forget(lock: PostgresLock): void {
-    this.host.held.delete(lock);
-    this.host.queue.release(lock.key);
+      .finally(() => this.host.passTurn(handed.key));
   }
 
   private eligible(lock: PostgresLock): boolean {
     const { cohort, connection } = lock;
     if (!cohort || lock.handoffs >= this.max || !connection.tokens.available) return false;
-    return !lock.lost && !connection.dead && !this.host.held.closing && this.host.queue.waiting(lock.key) > 0;
+    return !lock.lost && !connection.dead && !this.host.closing() && this.host.waiting(lock.key) > 0;
   }
 
   private handOff(lock: PostgresLock): void {
     const { connection } = lock;
-    connection.holders.delete(lock);
+    connection.letGo(lock);
     // The token is taken now, while the key is held: larger than every token this session gave before.
     const handed = { key: lock.key, lockKey: lock.lockKey, connection, token: connection.tokens.take()!, cohort: lock.cohort!, handoffs: lock.handoffs + 1 };
     this.pending.set(lock.key, handed);
     // The head of the local queue now owns the key; it picks the lock up with `take`.
-    this.host.queue.release(lock.key);
-    this.host.held.delete(lock);
+    this.host.forget(lock);
   }
 }

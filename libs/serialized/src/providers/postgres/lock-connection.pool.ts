@@ -5,6 +5,16 @@ import type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection } 
 
 export type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection } from './lock-connection.request';
 
+/** The pool's bookkeeping of one connection (written only by the pool). */
+interface Use {
+  /** Uses handed out (held locks, statements in flight). */
+  count: number;
+  /** Whether one use has it to itself (a blocking lock wait). */
+  exclusive: boolean;
+  /** When it was last handed back (for idle reaping). */
+  idleSince: number;
+}
+
 interface Waiter {
   readonly request: ConnectionRequest;
   resolve: (connection: LockConnection) => void;
@@ -31,6 +41,7 @@ export class LockConnectionPool {
   private readonly idle: LockConnection[] = [];
   // Connections in use (shared or exclusive), each counting its uses.
   private readonly busy = new Set<LockConnection>();
+  private readonly uses = new Map<LockConnection, Use>();
   // A Set keeps insertion order: its first entry is the longest-waiting request.
   private readonly waiters = new Set<Waiter>();
   private exclusiveWaiting = 0;
@@ -67,7 +78,7 @@ export class LockConnectionPool {
   /** Open sessions that are neither ending nor waiting in the server's lock queue (a blocking wait has its session to itself). */
   *shareable(): IterableIterator<LockConnection> {
     for (const connection of this.idle) if (!connection.dead) yield connection;
-    for (const connection of this.busy) if (!connection.dead && !connection.exclusive) yield connection;
+    for (const connection of this.busy) if (!connection.dead && !this.useOf(connection).exclusive) yield connection;
   }
 
   /** Requests queued for a connection. */
@@ -101,23 +112,25 @@ export class LockConnectionPool {
 
   /** An exclusive use was granted its lock: the session may now be shared. */
   share(connection: LockConnection): void {
-    if (!connection.exclusive) return;
-    connection.exclusive = false;
+    const use = this.uses.get(connection);
+    if (!use?.exclusive) return;
+    use.exclusive = false;
     this.pump();
   }
 
   /** One use of a healthy connection ends; the last one makes it free for anyone. */
   release(connection: LockConnection): void {
     if (connection.dead) return this.forget(connection);
-    connection.uses = Math.max(0, connection.uses - 1);
-    if (connection.uses > 0) return this.pump();
-    connection.exclusive = false;
+    const use = this.useOf(connection);
+    use.count = Math.max(0, use.count - 1);
+    if (use.count > 0) return this.pump();
+    use.exclusive = false;
     this.busy.delete(connection);
     if (this.closed) return this.endLater(connection);
-    connection.idleSince = Date.now();
+    use.idleSince = Date.now();
     this.idle.push(connection);
     this.pump();
-    if (connection.uses === 0) connection.unref();
+    if (use.count === 0) connection.unref();
     this.armReaper();
   }
 
@@ -150,7 +163,7 @@ export class LockConnectionPool {
     const at = this.idle.indexOf(connection);
     if (at >= 0) this.idle.splice(at, 1);
     const wasBusy = this.busy.delete(connection);
-    connection.uses = 0;
+    this.uses.delete(connection);
     if (wasBusy || at >= 0) this.pump();
   };
 
@@ -168,19 +181,31 @@ export class LockConnectionPool {
     }
     let best: LockConnection | undefined;
     for (const connection of this.busy) {
-      if (connection.exclusive || connection.dead || connection.uses >= this.usesPerSession) continue;
-      if (!best || (packing ? connection.uses > best.uses : connection.uses < best.uses)) best = connection;
+      const use = this.useOf(connection);
+      if (use.exclusive || connection.dead || use.count >= this.usesPerSession) continue;
+      if (!best || (packing ? use.count > this.useOf(best).count : use.count < this.useOf(best).count)) best = connection;
     }
     const chosen = best ?? this.idle.pop();
     return chosen && this.use(chosen, request);
   }
 
   private use(connection: LockConnection, request: ConnectionRequest): LockConnection {
-    if (connection.uses === 0) connection.ref();
-    connection.uses++;
-    connection.exclusive = !request.shared;
+    const use = this.useOf(connection);
+    if (use.count === 0) connection.ref();
+    use.count++;
+    use.exclusive = !request.shared;
     this.busy.add(connection);
     return connection;
+  }
+
+  /** A connection's bookkeeping (made on first use: a connection the pool did not open counts from zero). */
+  private useOf(connection: LockConnection): Use {
+    let use = this.uses.get(connection);
+    if (!use) {
+      use = { count: 0, exclusive: false, idleSince: 0 };
+      this.uses.set(connection, use);
+    }
+    return use;
   }
 
   private openFor(waiter: Waiter): void {
@@ -194,8 +219,7 @@ export class LockConnectionPool {
       (connection) => {
         this.opening--;
         this.lastFailure = undefined;
-        connection.uses = 0;
-        connection.exclusive = false;
+        this.uses.set(connection, { count: 0, exclusive: false, idleSince: 0 });
         connection.onDeath(this.forget);
         this.use(connection, waiter.request);
         if (connection.dead) return this.forget(connection);
@@ -259,6 +283,7 @@ export class LockConnectionPool {
 
   private endLater(connection: LockConnection): void {
     this.busy.delete(connection);
+    this.uses.delete(connection);
     const ending = connection.end(this.options.closeTimeoutMs).finally(() => this.closing.delete(ending));
     this.closing.add(ending);
   }
@@ -273,7 +298,7 @@ export class LockConnectionPool {
   private reap(): void {
     this.reaper = undefined;
     const cutoff = Date.now() - this.options.idleTimeoutMs;
-    for (const connection of this.idle.filter((c) => c.idleSince <= cutoff)) {
+    for (const connection of this.idle.filter((c) => this.useOf(c).idleSince <= cutoff)) {
       this.idle.splice(this.idle.indexOf(connection), 1);
       this.endLater(connection);
     }

@@ -1,54 +1,20 @@
-import type { Client, ClientConfig, QueryArrayConfig } from 'pg';
+import type { Client, QueryArrayConfig } from 'pg';
 import { sendCancelRequest } from './cancel-request';
-import type { PgModule } from './pg-driver.loader';
 import type { QueryWatchdog, Watched } from './query.watchdog';
 import type { LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
-import { GIVE_BACK_IF_HELD, PING, SESSION_AUDIT, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
+import { GIVE_BACK_IF_HELD, PING, SESSION_AUDIT } from './lock-session.sql';
+import { destroySocket, type ClientInternals } from './pg-client.internals';
 import { StatementBatch } from './statement.batch';
 import { SessionClaims } from './session-claims';
 import { SessionTokens } from './session-tokens';
 
-/** How the lock sessions of one provider are opened. */
-export interface LockSessionSettings {
-  readonly pg: PgModule;
-  /** Connection settings (URL or the app pool's options), without pool-only fields. */
-  readonly config: ClientConfig;
-  /** Shown in `pg_stat_activity`, so operators and tests can count lock sessions. */
-  readonly applicationName: string;
-  /** Bound on connect + session set-up. */
-  readonly connectTimeoutMs: number;
-  /**
-   * How long an open session may leave a statement unanswered (beyond the time the
-   * server may take by design, such as a lock wait) before it counts as lost.
-   */
-  readonly sessionTimeoutMs: number;
-  /**
-   * Server-side TCP keepalive (seconds) for idle, interval and 3 probes: the server
-   * ends the session of a vanished client, and so frees its locks, within about a lease.
-   */
-  readonly keepaliveSeconds: number;
-  /** The fencing sequence (quoted), checked for presence during set-up. */
-  readonly sequence: string;
-  /** Create the sequence when it is missing (off for roles that may not run DDL). */
-  readonly createSchema: boolean;
-}
 
 /** Who is told when a session ends while it holds a lock. */
 export interface SessionHolder {
   sessionLost(reason: Error): void;
 }
 
-/** The internals of `pg.Client` this file relies on (stable across pg 8). */
-interface ClientInternals {
-  processID: number | null;
-  secretKey: number | null;
-  host: string;
-  port: number;
-  connection?: { stream?: { destroy(): void } };
-  ref?(): void;
-  unref?(): void;
-}
 
 
 /** An advisory lock the server showed on a session that nobody in this process stands behind (given back by the audit). */
@@ -61,12 +27,6 @@ export interface UnownedLock {
 
 const LOCK_NOT_AVAILABLE = '55P03';
 
-/** The outcome of opening a session. */
-export interface OpenedSession {
-  readonly connection: LockConnection;
-  /** The fencing sequence's increment (0: the sequence is missing). */
-  readonly sequenceIncrement: number;
-}
 
 /**
  * One session of the lock pool: a `pg.Client` whose server session may hold
@@ -76,15 +36,9 @@ export interface OpenedSession {
  */
 export class LockConnection implements Watched {
   /** The locks this session holds; each is told when the session ends. */
-  readonly holders = new Set<SessionHolder>();
+  private readonly holders = new Set<SessionHolder>();
   /** Why the session is gone; `undefined` while it is usable. */
   dead: Error | undefined;
-  /** When it was last handed back to the pool (for idle reaping). */
-  idleSince = 0;
-  /** Uses the pool has handed out (held locks, statements in flight). @internal */
-  uses = 0;
-  /** Whether one use has it to itself (a blocking lock wait). @internal */
-  exclusive = false;
   /** The fencing tokens its last `nextval` reserved, for its grants and local hand-offs. */
   readonly tokens = new SessionTokens();
   // What the session holds by this process's statements (written only by the lock statements below).
@@ -96,7 +50,7 @@ export class LockConnection implements Watched {
   private batches: { tries: StatementBatch; unlocks: StatementBatch } | undefined;
   private deathListener: ((connection: LockConnection) => void) | undefined;
 
-  private constructor(
+  constructor(
     private readonly client: Client,
     /** The backend pid of the session, checked again by every statement that returns it. */
     readonly pid: number,
@@ -109,67 +63,6 @@ export class LockConnection implements Watched {
   /** Statements in flight (a liveness ping is skipped while one runs). */
   get busy(): boolean {
     return this.deadlines.length > 0;
-  }
-
-  /**
-   * Connects, applies the session settings and checks that two statements run on
-   * one server session. Rejects within `connectTimeoutMs`; the client is destroyed
-   * on any failure.
-   */
-  static async open(settings: LockSessionSettings, watchdog: QueryWatchdog): Promise<OpenedSession> {
-    const client = new settings.pg.Client({
-      ...settings.config,
-      application_name: settings.applicationName,
-      // A far backstop only: the bound that counts is the watchdog-time guard below.
-      connectionTimeoutMillis: settings.connectTimeoutMs * 10,
-      keepAlive: true,
-    });
-    let connection: LockConnection | undefined;
-    // A client without an error listener crashes the process on a dropped socket.
-    client.on('error', (error: Error) => connection?.kill(error));
-    client.on('end', () => connection?.kill(new Error('the connection to PostgreSQL ended')));
-
-    // The connect bound counts watchdog time: a process that did not run (a
-    // synchronous burst of acquisitions, a starved host) has not waited for the
-    // server, and the reply may already sit in the socket (looked at once I/O ran).
-    let timedOut = false;
-    let settled = false;
-    const deadline = watchdog.started(settings.connectTimeoutMs);
-    const guard: Watched = {
-      checkOverdue: (now) => {
-        if (settled || now < deadline) return;
-        setImmediate(() => {
-          if (settled) return;
-          timedOut = true;
-          destroySocket(client);
-        });
-      },
-    };
-    watchdog.add(guard);
-    try {
-      await client.connect();
-      const setup = await client.query({
-        text: SESSION_SETUP,
-        values: [settings.applicationName, String(settings.keepaliveSeconds)],
-        rowMode: 'array',
-      });
-      const check = await client.query({ text: SESSION_CHECK, values: [settings.sequence], rowMode: 'array' });
-      const firstPid = Number(setup.rows[0][0]);
-      const laterPid = Number(check.rows[0][0]);
-      if (firstPid !== laterPid) throw new SessionChangedError(firstPid, laterPid);
-      connection = new LockConnection(client, firstPid, watchdog, settings.sessionTimeoutMs);
-      return { connection, sequenceIncrement: check.rows[0][1] === true ? Number(check.rows[0][2] ?? 1) : 0 };
-    } catch (error) {
-      destroySocket(client);
-      if (timedOut && !(error instanceof SessionChangedError)) {
-        throw new Error(`could not connect to PostgreSQL within ${settings.connectTimeoutMs} ms`, { cause: error });
-      }
-      throw error;
-    } finally {
-      settled = true;
-      watchdog.delete(guard);
-      watchdog.finished();
-    }
   }
 
   /**
@@ -232,6 +125,11 @@ export class LockConnection implements Watched {
     } finally {
       this.claims.unlocked(lockKey);
     }
+  }
+
+  /** `holder` no longer holds its lock on this session (released, or handed to the next local holder). */
+  letGo(holder: SessionHolder): void {
+    this.holders.delete(holder);
   }
 
   /**
@@ -327,7 +225,7 @@ export class LockConnection implements Watched {
     return this.client.query(typeof config === 'function' ? config() : config);
   }
 
-  /** @internal Called by the watchdog: ends the session if its oldest statement is overdue. */
+  /** Watched: ends the session if its oldest statement is overdue (the watchdog calls it). */
   checkOverdue(now: number): void {
     const deadline = this.deadlines[0];
     if (deadline === undefined || deadline > now || this.dead) return;
@@ -416,10 +314,4 @@ function batchesOf(connection: LockConnection, statements: LockStatements): { tr
     tries: new StatementBatch(connection, (key) => statements.tryLock(key, connection.tokens.offer()), statements.tryLockMany),
     unlocks: new StatementBatch(connection, statements.unlock, statements.unlockMany),
   };
-}
-
-function destroySocket(client: Client): void {
-  const stream = (client as unknown as ClientInternals).connection?.stream;
-  if (stream) stream.destroy();
-  else void client.end().catch(() => undefined);
 }

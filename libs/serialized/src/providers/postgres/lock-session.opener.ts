@@ -1,8 +1,36 @@
-import { LockConnection, type LockSessionSettings } from './lock-connection';
-import { SEQUENCE_INCREMENT } from './lock-session.sql';
+import type { ClientConfig } from 'pg';
+import { LockConnection } from './lock-connection';
+import { SEQUENCE_INCREMENT, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
+import { destroySocket } from './pg-client.internals';
+import type { PgModule } from './pg-driver.loader';
 import { TOKEN_BLOCK } from './postgres-lock.statements';
-import type { QueryWatchdog } from './query.watchdog';
+import type { QueryWatchdog, Watched } from './query.watchdog';
 import { SessionChangedError } from './session-changed.error';
+
+/** How the lock sessions of one provider are opened. */
+export interface LockSessionSettings {
+  readonly pg: PgModule;
+  /** Connection settings (URL or the app pool's options), without pool-only fields. */
+  readonly config: ClientConfig;
+  /** Shown in `pg_stat_activity`, so operators and tests can count lock sessions. */
+  readonly applicationName: string;
+  /** Bound on connect + session set-up. */
+  readonly connectTimeoutMs: number;
+  /**
+   * How long an open session may leave a statement unanswered (beyond the time the
+   * server may take by design, such as a lock wait) before it counts as lost.
+   */
+  readonly sessionTimeoutMs: number;
+  /**
+   * Server-side TCP keepalive (seconds) for idle, interval and 3 probes: the server
+   * ends the session of a vanished client, and so frees its locks, within about a lease.
+   */
+  readonly keepaliveSeconds: number;
+  /** The fencing sequence (quoted), checked for presence during set-up. */
+  readonly sequence: string;
+  /** Create the sequence when it is missing (off for roles that may not run DDL). */
+  readonly createSchema: boolean;
+}
 
 /**
  * Opens one session of the lock pool and makes sure the fencing-token sequence
@@ -17,7 +45,7 @@ export async function openLockSession(
 ): Promise<LockConnection> {
   let opened;
   try {
-    opened = await LockConnection.open(settings, watchdog);
+    opened = await connectLockSession(settings, watchdog);
   } catch (error) {
     if (error instanceof SessionChangedError) refuse(error);
     throw error;
@@ -25,7 +53,7 @@ export async function openLockSession(
   const { connection, sequenceIncrement } = opened;
   const sequencePresent = sequenceIncrement !== 0;
   connection.tokens.block = Math.max(1, sequenceIncrement);
-  if (!sequencePresent || (sequenceIncrement < TOKEN_BLOCK && settings.createSchema)) {
+  if (!sequencePresent) {
     try {
       if (!settings.createSchema) {
         throw new Error(
@@ -33,8 +61,7 @@ export async function openLockSession(
             `create it once with "CREATE SEQUENCE IF NOT EXISTS ${settings.sequence} INCREMENT BY ${TOKEN_BLOCK}" and grant USAGE on it to this role`,
         );
       }
-      if (sequencePresent) await widenSequence(connection, settings.sequence);
-      else await createSequence(connection, settings.sequence);
+      await createSequence(connection, settings.sequence);
       const [increment] = await connection.query({ text: SEQUENCE_INCREMENT, values: [settings.sequence], rowMode: 'array' });
       connection.tokens.block = Math.max(1, Number(increment ?? 1));
     } catch (error) {
@@ -60,16 +87,70 @@ async function createSequence(connection: LockConnection, sequence: string): Pro
   }
 }
 
+/** The outcome of opening a session. */
+export interface OpenedSession {
+  readonly connection: LockConnection;
+  /** The fencing sequence's increment (0: the sequence is missing). */
+  readonly sequenceIncrement: number;
+}
+
 /**
- * A sequence made by an earlier version (increment 1) reserves one token per draw:
- * its increment is raised so that one draw reserves a block for local hand-offs.
- * Tokens drawn before and by older versions stay smaller, so order holds across a
- * rolling deploy. A role that may not alter it keeps working without local hand-offs.
+ * Connects, applies the session settings and checks that two statements run on
+ * one server session. Rejects within `connectTimeoutMs`; the client is destroyed
+ * on any failure.
  */
-async function widenSequence(connection: LockConnection, sequence: string): Promise<void> {
+export async function connectLockSession(settings: LockSessionSettings, watchdog: QueryWatchdog): Promise<OpenedSession> {
+  const client = new settings.pg.Client({
+    ...settings.config,
+    application_name: settings.applicationName,
+    // A far backstop only: the bound that counts is the watchdog-time guard below.
+    connectionTimeoutMillis: settings.connectTimeoutMs * 10,
+    keepAlive: true,
+  });
+  let connection: LockConnection | undefined;
+  // A client without an error listener crashes the process on a dropped socket.
+  client.on('error', (error: Error) => connection?.kill(error));
+  client.on('end', () => connection?.kill(new Error('the connection to PostgreSQL ended')));
+
+  // The connect bound counts watchdog time: a process that did not run (a
+  // synchronous burst of acquisitions, a starved host) has not waited for the
+  // server, and the reply may already sit in the socket (looked at once I/O ran).
+  let timedOut = false;
+  let settled = false;
+  const deadline = watchdog.started(settings.connectTimeoutMs);
+  const guard: Watched = {
+    checkOverdue: (now) => {
+      if (settled || now < deadline) return;
+      setImmediate(() => {
+        if (settled) return;
+        timedOut = true;
+        destroySocket(client);
+      });
+    },
+  };
+  watchdog.add(guard);
   try {
-    await connection.query({ text: `ALTER SEQUENCE ${sequence} INCREMENT BY ${TOKEN_BLOCK}`, rowMode: 'array' });
-  } catch {
-    // Not the owner: tokens come one per draw, and locks go back to the server at every release.
+    await client.connect();
+    const setup = await client.query({
+      text: SESSION_SETUP,
+      values: [settings.applicationName, String(settings.keepaliveSeconds)],
+      rowMode: 'array',
+    });
+    const check = await client.query({ text: SESSION_CHECK, values: [settings.sequence], rowMode: 'array' });
+    const firstPid = Number(setup.rows[0][0]);
+    const laterPid = Number(check.rows[0][0]);
+    if (firstPid !== laterPid) throw new SessionChangedError(firstPid, laterPid);
+    connection = new LockConnection(client, firstPid, watchdog, settings.sessionTimeoutMs);
+    return { connection, sequenceIncrement: check.rows[0][1] === true ? Number(check.rows[0][2] ?? 1) : 0 };
+  } catch (error) {
+    destroySocket(client);
+    if (timedOut && !(error instanceof SessionChangedError)) {
+      throw new Error(`could not connect to PostgreSQL within ${settings.connectTimeoutMs} ms`, { cause: error });
+    }
+    throw error;
+  } finally {
+    settled = true;
+    watchdog.delete(guard);
+    watchdog.finished();
   }
 }

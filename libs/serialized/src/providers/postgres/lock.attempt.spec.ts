@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockTimeoutError } from '../../errors';
-import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type LockAttemptHost } from './lock.attempt';
+import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type AttemptOwner, type AttemptSessions } from './lock.attempt';
 import type { LockConnection } from './lock-connection';
 import type { LockConnectionPool } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
@@ -38,7 +38,7 @@ class ScriptedConnection {
 
 function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeoutMs: number) {
   const released: unknown[] = [];
-  const host: LockAttemptHost = {
+  const sessions: AttemptSessions = {
     pool: {
       // A try shares a session; a blocking wait gets one of its own.
       take: (request: { shared: boolean }) => {
@@ -53,13 +53,15 @@ function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeo
     statements: lockStatements('nsz_spec_seq'),
     connectTimeoutMs: 1000,
     backendError: (key, cause) => new LockBackendError(`backend: ${(cause as Error).message}`, { key, cause }),
+    refuse: () => undefined,
+  };
+  const owner: AttemptOwner = {
     grant: (key, fencingToken) => ({ key, fencingToken }) as unknown as PostgresLock,
     attemptDone: () => undefined,
-    refuse: () => undefined,
     // Another session holds the key: the caller waits (it counts as a waiter).
     attemptBlocked: () => undefined,
   };
-  const made = new LockAttempt(host, 'k', '1', mode, waitTimeoutMs, performance.now(), undefined);
+  const made = new LockAttempt(sessions, owner, 'k', '1', { mode, waitTimeoutMs, startedAt: performance.now(), signal: undefined, maxPending: Infinity, handoff: undefined });
   made.start();
   return { promise: made.promise, released };
 }

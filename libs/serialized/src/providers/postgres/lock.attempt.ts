@@ -1,29 +1,41 @@
+import type { HandOffMode } from '../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
-import { LockBackendError, LockTimeoutError } from '../../errors';
+import type { LockBackendError } from '../../errors';
+import { LockTimeoutError } from '../../errors';
 import { LockConnection } from './lock-connection';
-import type { ConnectionRequest, LockConnectionPool, PendingConnection } from './lock-connection.pool';
-import type { LockStatements } from './postgres-lock.statements';
+import type { ConnectionRequest, PendingConnection } from './lock-connection.pool';
 import type { PostgresLock } from './postgres-lock';
 import { SessionChangedError } from './session-changed.error';
-import type { HandoffMode } from './handoff-cohort';
+import type { LockSessions } from './lock-sessions';
 
-/** What an attempt needs from its provider. */
-export interface LockAttemptHost {
-  readonly pool: LockConnectionPool;
-  readonly statements: LockStatements;
-  readonly connectTimeoutMs: number;
-  backendError(key: string, cause: unknown): LockBackendError;
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandoffMode): PostgresLock;
+/** The database side an attempt uses: the pool, the SQL, and how a failure is reported. */
+export type AttemptSessions = Pick<LockSessions, 'pool' | 'statements' | 'connectTimeoutMs' | 'backendError' | 'refuse'>;
+
+/** Who an attempt reports to (`ProcessLocks`, the owner of the key's state in this process). */
+export interface AttemptOwner {
+  /** The server granted the key: the caller becomes its holder. */
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandOffMode): PostgresLock;
   /** The attempt is over; `held` tells whether it ended holding the key. */
   attemptDone(attempt: LockAttempt, held: boolean): void;
-  /** Sessions are not pinned (a transaction pooler): refuse from now on. */
-  refuse(error: SessionChangedError): void;
   /**
    * Another session holds the key: the attempt's caller is about to wait, so it
    * counts as a waiter of this process (`maxPending`). Returns the error to end
    * the attempt with when it may not wait.
    */
   attemptBlocked(attempt: LockAttempt): Error | undefined;
+}
+
+/** How one caller asks the server for a key. */
+export interface AttemptRequest {
+  readonly mode: AttemptMode;
+  /** The caller's whole wait budget, counted from `startedAt` (the local queue's share included). */
+  readonly waitTimeoutMs: number;
+  readonly startedAt: number;
+  readonly signal: AbortSignal | undefined;
+  /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
+  readonly maxPending: number;
+  /** How the holder-to-be may hand the key on locally (undefined: the provider's default). */
+  readonly handoff: HandOffMode | undefined;
 }
 
 /** `wait` queues in PostgreSQL for the rest of the budget; `try` takes the key only if it is free. */
@@ -48,9 +60,7 @@ export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
  */
 export class LockAttempt implements ConnectionRequest {
   /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
-  maxPending = Infinity;
-  /** How the holder-to-be may hand the key on locally (undefined: the provider's default). */
-  handoff: HandoffMode | undefined;
+  readonly maxPending: number;
   /** The key proved held by another session: this caller waits in the server (a waiter, not the holder-to-be). */
   blocked = false;
   private settled = false;
@@ -70,16 +80,27 @@ export class LockAttempt implements ConnectionRequest {
   /** The caller's answer: the lock, `null` (`try` and busy), or the error. */
   readonly promise: Promise<PostgresLock | null>;
 
+  private readonly mode: AttemptMode;
+  private readonly waitTimeoutMs: number;
+  private readonly startedAt: number;
+  private readonly signal: AbortSignal | undefined;
+  private readonly handoff: HandOffMode | undefined;
+
   constructor(
-    private readonly host: LockAttemptHost,
+    private readonly sessions: AttemptSessions,
+    private readonly owner: AttemptOwner,
     readonly key: string,
     /** The 64-bit advisory lock key (decimal). */
     readonly lockKey: string,
-    private readonly mode: AttemptMode,
-    private readonly waitTimeoutMs: number,
-    private readonly startedAt: number,
-    private readonly signal: AbortSignal | undefined,
+    request: AttemptRequest,
   ) {
+    const { mode, waitTimeoutMs, startedAt, signal, maxPending, handoff } = request;
+    this.mode = mode;
+    this.waitTimeoutMs = waitTimeoutMs;
+    this.startedAt = startedAt;
+    this.signal = signal;
+    this.maxPending = maxPending;
+    this.handoff = handoff;
     this.promise = new Promise<PostgresLock | null>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -106,20 +127,20 @@ export class LockAttempt implements ConnectionRequest {
     return Math.max(0, this.remainingMs());
   }
 
-  /** @internal ConnectionRequest: a try shares a session; a blocking wait needs one of its own. */
+  /** ConnectionRequest: a try shares a session; a blocking wait needs one of its own. */
   get shared(): boolean {
     return !this.blocked;
   }
 
-  /** @internal ConnectionRequest: the budget ran out in the pool's queue, not on the key. */
+  /** ConnectionRequest: the budget ran out in the pool's queue, not on the key. */
   timeoutError(): LockTimeoutError {
-    const message = `no lock connection free within ${this.waitTimeoutMs} ms (pool size ${this.host.pool.size})`;
+    const message = `no lock connection free within ${this.waitTimeoutMs} ms (pool size ${this.sessions.pool.size})`;
     return new LockTimeoutError(this.key, this.waitTimeoutMs, undefined, { reason: 'no-connection', message });
   }
 
-  /** @internal ConnectionRequest */
+  /** ConnectionRequest: PostgreSQL could not be reached for a session. */
   backendError(cause: unknown): LockBackendError {
-    return this.host.backendError(this.key, cause);
+    return this.sessions.backendError(this.key, cause);
   }
 
   start(): void {
@@ -135,7 +156,7 @@ export class LockAttempt implements ConnectionRequest {
       this.pending.cancel(reason);
     } else if (this.connection && this.ownSession) {
       // Only a session of its own may be cancelled: a shared one runs others' statements.
-      void this.connection.cancel(this.host.connectTimeoutMs);
+      void this.connection.cancel(this.sessions.connectTimeoutMs);
     }
   }
 
@@ -148,7 +169,7 @@ export class LockAttempt implements ConnectionRequest {
   }
 
   private takeConnection(): void {
-    const taken = this.host.pool.take(this);
+    const taken = this.sessions.pool.take(this);
     if (taken instanceof LockConnection) return this.lock(taken);
     this.pending = taken;
     taken.promise.then(
@@ -164,9 +185,10 @@ export class LockAttempt implements ConnectionRequest {
   }
 
   private lock(connection: LockConnection): void {
-    this.ownSession = connection.exclusive;
+    // A blocked caller asked the pool for a session of its own (see `shared`).
+    this.ownSession = !this.shared;
     if (this.abortedWith) {
-      this.host.pool.release(connection);
+      this.sessions.pool.release(connection);
       return this.finish(this.abortedWith.reason);
     }
     this.connection = connection;
@@ -182,12 +204,12 @@ export class LockAttempt implements ConnectionRequest {
     const serverWaitMs = waits ? Math.min(remaining, MAX_LOCK_TIMEOUT_MS) : 0;
     this.waitClamped = waits && serverWaitMs < remaining;
     const answer = waits
-      ? connection.lockWait(this.host.statements, this.lockKey, this.key, serverWaitMs)
-      : connection.tryLock(this.host.statements, this.lockKey, this.key);
+      ? connection.lockWait(this.sessions.statements, this.lockKey, this.key, serverWaitMs)
+      : connection.tryLock(this.sessions.statements, this.lockKey, this.key);
     answer.then(
-        (row) => this.answered(connection, row),
-        (error: unknown) => this.failed(connection, error),
-      );
+      (row) => this.answered(connection, row),
+      (error: unknown) => this.failed(connection, error),
+    );
   }
 
   private answered(connection: LockConnection, row: unknown[]): void {
@@ -195,27 +217,27 @@ export class LockAttempt implements ConnectionRequest {
     const granted = token !== null && token !== undefined;
     if (Number(pid) !== connection.pid) {
       const error = new SessionChangedError(connection.pid, Number(pid));
-      this.host.refuse(error);
-      this.host.pool.discard(connection, error);
+      this.sessions.refuse(error);
+      this.sessions.pool.discard(connection, error);
       return this.finish(this.backendError(error));
     }
     if (this.abortedWith) return this.windDown(connection, granted, this.abortedWith.reason);
     if (!granted && this.mode === 'wait' && !this.blocked) {
       this.blocked = true;
-      this.host.pool.release(connection);
-      const refusal = this.host.attemptBlocked(this);
+      this.sessions.pool.release(connection);
+      const refusal = this.owner.attemptBlocked(this);
       return refusal === undefined ? this.takeConnection() : this.finish(refusal);
     }
     if (!granted) {
-      this.host.pool.release(connection);
+      this.sessions.pool.release(connection);
       // Busy is an answer, not an error: `try` resolves null.
       return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
     }
-    if (this.ownSession) this.host.pool.share(connection);
+    if (this.ownSession) this.sessions.pool.share(connection);
     const fencingToken = BigInt(token as string);
     // A draw starts the session's next block of tokens (see SessionTokens).
     connection.tokens.granted(fencingToken);
-    this.finish(undefined, this.host.grant(this.key, fencingToken, this.lockKey, connection, this.handoff));
+    this.finish(undefined, this.owner.grant(this.key, fencingToken, this.lockKey, connection, this.handoff));
   }
 
   private failed(connection: LockConnection, error: unknown): void {
@@ -224,7 +246,7 @@ export class LockAttempt implements ConnectionRequest {
     if (code === LOCK_NOT_AVAILABLE) {
       // lock_timeout ended the wait on the server: nothing is held, the session is reusable.
       if (this.waitClamped && this.remainingMs() >= 1) return this.lock(connection);
-      this.host.pool.release(connection);
+      this.sessions.pool.release(connection);
       return this.finish(this.keyHeldError());
     }
     if (connection.dead && !this.retried && this.remainingMs() > 0) {
@@ -233,12 +255,12 @@ export class LockAttempt implements ConnectionRequest {
       // that died while idle (a server restart) or under a grant gets one fresh retry.
       this.retried = true;
       this.connection = undefined;
-      this.host.pool.release(connection);
+      this.sessions.pool.release(connection);
       return this.takeConnection();
     }
     // Anything else (even an error after the grant, e.g. on nextval) may have left
     // the key taken: it is given back before the attempt ends.
-    const cause = code === UNDEFINED_TABLE ? new Error(`the fencing-token sequence ${this.host.statements.sequence} is missing (it is created again on the next connection): ${(error as Error).message}`, { cause: error }) : error;
+    const cause = code === UNDEFINED_TABLE ? new Error(`the fencing-token sequence ${this.sessions.statements.sequence} is missing (it is created again on the next connection): ${(error as Error).message}`, { cause: error }) : error;
     this.windDown(connection, true, this.backendError(cause));
   }
 
@@ -251,16 +273,16 @@ export class LockAttempt implements ConnectionRequest {
    */
   private windDown(connection: LockConnection, mayHold: boolean, error: unknown): void {
     if (this.ownSession || connection.dead) {
-      this.host.pool.discard(connection, error instanceof Error ? error : new Error('the lock attempt ended'));
+      this.sessions.pool.discard(connection, error instanceof Error ? error : new Error('the lock attempt ended'));
       return this.finish(error);
     }
     if (!mayHold) {
-      this.host.pool.release(connection);
+      this.sessions.pool.release(connection);
       return this.finish(error);
     }
-    connection.unlock(this.host.statements, this.lockKey).then(
-      () => this.host.pool.release(connection),
-      (failure: unknown) => this.host.pool.discard(connection, failure instanceof Error ? failure : new Error(String(failure))),
+    connection.unlock(this.sessions.statements, this.lockKey).then(
+      () => this.sessions.pool.release(connection),
+      (failure: unknown) => this.sessions.pool.discard(connection, failure instanceof Error ? failure : new Error(String(failure))),
     ).finally(() => this.finish(error));
   }
 
@@ -268,7 +290,7 @@ export class LockAttempt implements ConnectionRequest {
     if (!this.finished) {
       this.finished = true;
       if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort);
-      this.host.attemptDone(this, !!lock);
+      this.owner.attemptDone(this, !!lock);
       this.whenDone?.resolve();
     }
     if (lock) this.settle(lock);

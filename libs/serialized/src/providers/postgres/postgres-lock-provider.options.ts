@@ -1,3 +1,4 @@
+import type { HandOffMode } from '../../acquire-options.interface';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import type { PgPoolLike } from '../../peer-clients.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
@@ -49,12 +50,13 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
   /** Table of `@Idempotent`'s records (default `nestjs_serialized_idempotency`, `schema.name` accepted). */
   idempotencyTable?: string;
   /**
-   * Local hand-off (default `'cohort'`): a holder whose key a caller of this process
-   * waits for passes the server lock to it in-process, up to `maxLocalHandOffs` in a
-   * row. `'strict'` does so only while no other session waits for the key in the
-   * server (one statement per release checks it). See docs/providers/postgres.md.
+   * Local hand-off (default `'strict'`, arrival order, as on Redis): a holder whose key
+   * a caller of this process waits for passes the server lock to it in-process only
+   * while no other session waits for the key in the server (one statement per release
+   * checks it). `'cohort'` (opt-in) passes it on even then, up to `maxLocalHandOffs` in
+   * a row. See docs/providers/postgres.md.
    */
-  handoff?: 'strict' | 'cohort';
+  handoff?: HandOffMode;
   /** Local hand-offs in a row before the key goes back to the server (default 32; 0: never hand off locally). */
   maxLocalHandOffs?: number;
 }

@@ -4,7 +4,7 @@ import type { Lock } from '../../lock.interface';
 import type { LockConnection, SessionHolder } from './lock-connection';
 import type { Cohort } from './handoff-cohort';
 
-/** What a held lock asks of its provider. */
+/** What a held lock asks of its provider (`ProcessLocks`). */
 export interface PostgresLockOwner {
   /** Unlocks on the server and frees the key in this process (called once). */
   releaseLock(lock: PostgresLock): Promise<void>;
@@ -29,9 +29,9 @@ export class PostgresLock extends LockState implements Lock, SessionHolder {
     /** The session that holds the lock. */
     readonly connection: LockConnection,
     private readonly owner: PostgresLockOwner,
-    /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). @internal */
+    /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). */
     readonly cohort?: Cohort,
-    /** Local hand-offs in a row that led to this holder (0: granted by the server). @internal */
+    /** Local hand-offs in a row that led to this holder (0: granted by the server). */
     readonly handoffs = 0,
   ) {
     super();

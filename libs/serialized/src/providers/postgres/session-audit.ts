@@ -1,17 +1,5 @@
-import type { HeldLocks } from '../../internal/held-locks';
-import type { LocalHandoffs } from './local-handoff';
-import type { LockAttempt } from './lock.attempt';
 import type { LockConnection, UnownedLock } from './lock-connection';
 import type { LockConnectionPool } from './lock-connection.pool';
-import type { PostgresLock } from './postgres-lock';
-
-/** Who in a provider may own an advisory lock on one of its sessions. */
-export interface LockOwners {
-  readonly held: HeldLocks<PostgresLock>;
-  readonly attempts: ReadonlyMap<string, LockAttempt>;
-  readonly handoffs: LocalHandoffs;
-  readonly pool: LockConnectionPool;
-}
 
 /**
  * The invariant every lock session keeps, checked against the server: each
@@ -23,20 +11,31 @@ export interface LockOwners {
  * demand (`PostgresLockProvider#auditLocks`).
  */
 export class SessionAudit {
+  /**
+   * @param pool the sessions to audit
+   * @param ownedOn asked when a session's audit statement is sent: the lock keys of
+   *   that session someone in this process stands behind (a holder, a hand-off on
+   *   its way, an attempt)
+   * @param report logs one line per lock found without an owner
+   */
   constructor(
-    private readonly owners: LockOwners,
+    private readonly pool: LockConnectionPool,
+    private readonly ownedOn: (connection: LockConnection) => ReadonlySet<string>,
     private readonly report: (message: string) => void,
   ) {}
 
   /** Audits every open session that is not waiting in the server's lock queue; resolves with what was given back. */
   async all(): Promise<UnownedLock[]> {
-    const found = await Promise.all([...this.owners.pool.shareable()].map((connection) => this.session(connection)));
+    const found = await Promise.all([...this.pool.shareable()].map((connection) => this.session(connection)));
     return found.flat();
   }
 
   /** Audits one session. */
   async session(connection: LockConnection): Promise<UnownedLock[]> {
-    const unowned = await connection.audit(() => this.ownedOn(connection));
+    const unowned = await connection.audit(() => {
+      const owned = this.ownedOn(connection);
+      return (lockKey) => owned.has(lockKey);
+    });
     for (const lock of unowned) {
       this.report(
         `PostgreSQL session ${lock.pid} held advisory lock ${lock.lockKey}${lock.key === undefined ? '' : ` (key "${lock.key}")`} ` +
@@ -44,15 +43,5 @@ export class SessionAudit {
       );
     }
     return unowned;
-  }
-
-  /** Asked when the audit statement is sent: which claimed lock keys of `connection` someone stands behind. */
-  private ownedOn(connection: LockConnection): (lockKey: string) => boolean {
-    const { held, attempts, handoffs } = this.owners;
-    const owned = handoffs.handedOn(connection);
-    for (const lock of held.values()) if (lock.connection === connection) owned.add(lock.lockKey);
-    // An attempt owns its key on any session: it may be between statements or winding down.
-    for (const attempt of attempts.values()) owned.add(attempt.lockKey);
-    return (lockKey) => owned.has(lockKey);
   }
 }

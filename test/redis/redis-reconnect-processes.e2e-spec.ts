@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
-import { ThrowawayRedis } from '../redis/support/throwaway-redis';
+import { ThrowawayRedis } from './support/throwaway-redis';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
 import { sleep, uniqueId } from '../support/timing';
 
-const WORKER = 'test/semantics/workers/redis-lock.worker.ts';
+const WORKER = 'test/redis/workers/reconnect-processes.worker.ts';
 /** Next renewal a third of it away: 10 s. */
 const LEASE_MS = 30_000;
 /** The outcome bound: ~2 s after Redis answers again, with room for a busy host; far below lease / 3. */

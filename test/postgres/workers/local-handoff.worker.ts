@@ -1,10 +1,10 @@
 /**
  * One OS process of the cohorting suite: WAITERS callers of this process loop on one
- * key (PER_WAITER sections each), local hand-offs on (the default). Each section is a
+ * key (PER_WAITER sections each), local hand-offs in HANDOFF mode (default 'cohort'). Each section is a
  * read-modify-write of a shared row with a storage-side fencing check, and logs
  * (token, counter, process, time) so the suite can see the global order.
  * With HANG_AFTER set, the section of that number never ends (the process is killed there).
- * Env: DATABASE_URL, KEY_PREFIX, APP_NAME, KEY, WAITERS, PER_WAITER, TABLE, NAME, HANG_AFTER?.
+ * Env: DATABASE_URL, KEY_PREFIX, APP_NAME, KEY, WAITERS, PER_WAITER, TABLE, NAME, HANG_AFTER?, HANDOFF?.
  */
 // Deep imports: a worker that loads only what it uses starts in half the time (the suite waits for it).
 import { LockService } from 'nestjs-serialized/lock.service';
@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     applicationName: env('APP_NAME'),
     lockPoolSize: 2,
     waitTimeoutMs: 120_000,
+    handoff: process.env.HANDOFF === 'strict' ? 'strict' : 'cohort',
   });
   const locks = new LockService(provider);
   const work = new Client({ connectionString: env('DATABASE_URL') });

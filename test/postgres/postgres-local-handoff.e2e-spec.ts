@@ -4,7 +4,7 @@ import { WorkerProcess } from '../support/processes';
 import { uniqueId, waitFor } from '../support/timing';
 import { PgInspector, uniquePrefix } from './support/pg-inspect';
 
-const WORKER = 'test/postgres/workers/cohort.worker.ts';
+const WORKER = 'test/postgres/workers/local-handoff.worker.ts';
 /** The provider's documented default bound on local hand-offs in a row. */
 const MAX_LOCAL_HANDOFFS = 32;
 
@@ -109,7 +109,7 @@ describe('PostgreSQL local hand-off across OS processes', () => {
   describe('in one process', () => {
     const make = (): PostgresLockProvider => {
       const keyPrefix = uniquePrefix('cohort-one');
-      const made = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2 });
+      const made = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2, handoff: 'cohort' });
       providers.push(made);
       return made;
     };
@@ -156,9 +156,9 @@ describe('PostgreSQL local hand-off across OS processes', () => {
     });
 
     it.each([
-      ['the provider', { handoff: 'strict' as const }, {}],
-      ['the acquisition', {}, { handoff: 'strict' as const }],
-    ])("strict (set on %s): hands off locally while no other session waits in the server, and to that session once one does", async (_, providerOptions, call) => {
+      ['by default', {}, {}],
+      ['on the acquisition, the provider cohort', { handoff: 'cohort' as const }, { handoff: 'strict' as const }],
+    ])("strict (%s): hands off locally while no other session waits in the server, and to that session once one does", async (_, providerOptions, call) => {
       const keyPrefix = uniquePrefix('cohort-strict');
       const strict = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2, ...providerOptions });
       const other = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:b`, lockPoolSize: 2 });
