@@ -4,7 +4,7 @@ const POOL_BYTES = 1536;
 const RANDOM_BYTES = 6;
 
 /**
- * Owner tokens, one per acquisition: `<session>:<leaseMs>:p2.<sequence>.<random>`.
+ * Owner tokens, one per acquisition: `<session>:<leaseMs>:<sequence>.<random>`.
  * The session (random, per provider) names the process's wake-up channel; the
  * lease tells a releasing process how long to grant on hand-off; sequence and
  * random part make every token unique and unguessable. Random bytes come from a
@@ -23,6 +23,6 @@ export class OwnerTokens {
       this.offset = 0;
     }
     const random = this.pool.toString('base64url', this.offset, (this.offset += RANDOM_BYTES));
-    return `${this.session}:${leaseMs}:p2.${(++this.sequence).toString(36)}.${random}`;
+    return `${this.session}:${leaseMs}:${(++this.sequence).toString(36)}.${random}`;
   }
 }

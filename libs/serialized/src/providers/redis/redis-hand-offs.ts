@@ -63,23 +63,16 @@ export class RedisHandOffs {
   }
 
   /**
-   * A message on this process's channel: a hand-off "<member> <fence> <px>", or a
-   * notice "<owner> <place>" (a waiter of another process queued behind `owner`).
+   * A message on this process's channel: a hand-off "<member> <fence> <px> <last> <floor>",
+   * or a notice "<owner> <place>" (a waiter of another process queued behind `owner`).
    */
   onMessage(message: string): void {
     const since = this.stalls.respondedAt();
-    const first = message.indexOf(' ');
-    const second = message.indexOf(' ', first + 1);
-    if (first > 0 && second < 0) return this.host.noticed(message.slice(0, first), Number(message.slice(first + 1)));
-    if (first < 0 || second < 0) return;
-    // Protocol 2 appends "<last> <floor>" (the block and the first place of another process).
-    const [px, last, floor] = message.slice(second + 1).split(' ');
-    const fence = Number(message.slice(first + 1, second));
-    const handOff = {
-      member: message.slice(0, first), fence, px: Number(px),
-      last: last === undefined ? fence : Number(last), floor: floor === undefined ? -1 : Number(floor),
-    };
-    this.host.handedOver(handOff, since);
+    const fields = message.split(' ');
+    if (fields.length === 2) return this.host.noticed(fields[0], Number(fields[1]));
+    if (fields.length !== 5) return;
+    const [member, fence, px, last, floor] = fields;
+    this.host.handedOver({ member, fence: Number(fence), px: Number(px), last: Number(last), floor: Number(floor) }, since);
   }
 
   /**

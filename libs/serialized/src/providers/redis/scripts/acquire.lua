@@ -62,7 +62,7 @@ redis.call('PEXPIRE', queue, heartbeat * 2)
 redis.call('PEXPIRE', beats, heartbeat * 2)
 local floor = -1
 local owner_session = string.match(owner, '^([^:]+):')
-if tail and string.match(tail, PROTOCOL_2) then
+if tail then
   local tail_session = string.match(tail, '^([^:]+):')
   if tail_session ~= session and tail_session ~= owner_session then
     redis.call('PUBLISH', channel .. tail_session, tail .. ' ' .. string.format('%.0f', fence))
@@ -72,10 +72,10 @@ if owner_session == session then
   -- A short look (every queued waiter of the holder's process pays for it); -1 when
   -- it sees only the process's own: the holder's process learns nothing from it.
   floor = remote_floor(queue, session, 64, false)
-elseif string.match(owner, PROTOCOL_2) then
+else
   -- The holder's process may be serving waiters of its own that have no place here
   -- (riders, see redis-cohorts.ts): it learns that a waiter of another process now
-  -- waits ("<owner> <place>"; a protocol-2 process of an older version ignores it).
+  -- waits ("<owner> <place>").
   redis.call('PUBLISH', channel .. owner_session, owner .. ' ' .. string.format('%.0f', fence))
 end
 return {0, fence, redis.call('PTTL', lock), h_member, h_fence, h_px, h_last, h_floor, 0, floor}

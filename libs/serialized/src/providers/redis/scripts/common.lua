@@ -7,17 +7,13 @@
 --   <prefix>:{<key>}:hb   zset    waiters' heart-beats; score = server time (ms) until which
 --                                 the waiter counts as alive
 -- An owner token is "<session>:<leaseMs>:<unique>": the session names the process's
--- wake-up channel, the lease bounds what a hand-off grants. Protocol 2 (local hand-off)
--- writes "<session>:<leaseMs>:p2.<unique>"; a waiter of protocol 1 is told of a
--- hand-off in its own format ("<member> <fence> <px>").
+-- wake-up channel, the lease bounds what a hand-off grants.
 --
--- Fencing (protocol 2): whoever gets the key from Redis reserves a block of tokens
+-- Fencing: whoever gets the key from Redis reserves a block of tokens
 -- with one INCRBY ("block" in ARGV): it uses the first, and its process may hand the
 -- key to its own next waiters in-process with the following ones, so every holder,
 -- local or not, has a token greater than the one before. Queue scores are drawn from
 -- the same counter on arrival: they order the waiters, they are not tokens.
-local PROTOCOL_2 = '^[^:]+:%d+:p2%.'
-
 -- The server's clock, so that no client clock matters. Scripts read it before their
 -- first write: with effects replication (the default from Redis 5 on, the only mode
 -- from 7 on) a write may follow TIME; the uncontended paths never need the clock.
@@ -80,17 +76,14 @@ local function grant_next(lock, queue, beats, now, cap, channel, session, counte
     local owner_session, lease = string.match(member, '^([^:]+):(%d+):')
     if lease and alive_until >= now then
       local px = math.min(tonumber(lease), cap)
-      local v2 = string.match(member, PROTOCOL_2) ~= nil
-      local count = v2 and block or 1
-      local fence = next_fence(counter, count)
-      local floor = v2 and remote_floor(queue, owner_session, FLOOR_WINDOW, true) or -1
+      local fence = next_fence(counter, block)
+      local floor = remote_floor(queue, owner_session, FLOOR_WINDOW, true)
       redis.call('SET', lock, member, 'PX', px)
       if owner_session ~= session then
-        local message = member .. ' ' .. string.format('%.0f', fence) .. ' ' .. px
-        if v2 then message = message .. ' ' .. string.format('%.0f', fence + count - 1) .. ' ' .. string.format('%.0f', floor) end
-        redis.call('PUBLISH', channel .. owner_session, message)
+        redis.call('PUBLISH', channel .. owner_session, member .. ' ' .. string.format('%.0f', fence) .. ' ' .. px
+          .. ' ' .. string.format('%.0f', fence + block - 1) .. ' ' .. string.format('%.0f', floor))
       end
-      return {member, fence, px, fence + count - 1, floor}
+      return {member, fence, px, fence + block - 1, floor}
     end
   end
 end

@@ -37,7 +37,7 @@ export interface HandOff {
   readonly last: number;
   /**
    * The queue place of the first waiter of another process at the hand-off (0: none;
-   * -1: unknown, e.g. a protocol-1 message): local hand-offs stay behind it.
+   * -1: unknown): local hand-offs stay behind it.
    */
   readonly floor: number;
 }
@@ -60,11 +60,10 @@ export function handOffArgs(settings: HandOffSettings): readonly [number, string
   return [settings.heartbeatMs, settings.channelPrefix, settings.session, settings.block];
 }
 
-/** A hand-off from five reply fields (`member` empty: none; `last`/`floor` missing: protocol 1). */
-export function handOffOf(member: unknown, fence: unknown, px: unknown, last?: unknown, floor?: unknown): HandOff | undefined {
+/** A hand-off from five reply fields (`member` empty: none). */
+export function handOffOf(member: unknown, fence: unknown, px: unknown, last: unknown, floor: unknown): HandOff | undefined {
   if (typeof member !== 'string' || member === '') return undefined;
-  const first = Number(fence);
-  return { member, fence: first, px: Number(px), last: last === undefined ? first : Number(last), floor: floor === undefined ? -1 : Number(floor) };
+  return { member, fence: Number(fence), px: Number(px), last: Number(last), floor: Number(floor) };
 }
 
 /** Decodes `{0} | {1} | {2, member, fence, px, last, floor} | {3, '', fence, px, last, floor}` (release.lua, leave.lua). */
