@@ -39,6 +39,8 @@ const FOLDER_CYCLE_EXCEPTIONS = {
   'idempotency -> interceptors': 'the owner of idempotency/ (e.g. client-gone.ts to internal/)',
   // postgres-idempotency.store.ts reads the provider's options; the provider builds the store.
   'idempotency/stores -> providers/postgres': 'the PostgreSQL helper',
+  // The cohorts and riders still settle waiters themselves; once they only decide, they need no waiter class.
+  'providers/redis/local-handoff -> providers/redis/waiting': 'issue 22 (local hand-off decides, waiting acts)',
 };
 
 function walk(dir, out = []) {

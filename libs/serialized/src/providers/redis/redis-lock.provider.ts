@@ -14,17 +14,17 @@ import { LockProvider } from '../../lock.provider';
 import { redisProviderOptions } from '../../config/provider-options.mapper';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
-import { OwnerTokens } from './owner-tokens';
-import { RedisClientOwner, type RedisClient } from './redis-client';
-import { RedisConnection, URGENT } from './redis-connection';
-import { RedisGrantCheck } from './redis-grant-check';
-import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
-import type { RedisLock } from './redis-lock';
+import { OwnerTokens } from './protocol/owner-tokens';
+import { RedisClientOwner, type RedisClient } from './transport/redis-client';
+import { RedisConnection, URGENT } from './transport/redis-connection';
+import { RedisGrantCheck } from './waiting/redis-grant-check';
+import { RedisKeyspace, type RedisLockKeys } from './protocol/redis-keyspace';
+import type { RedisLock } from './holding/redis-lock';
 import { resolveRedisLockOptions, type RedisLockProviderOptions, type ResolvedRedisLockOptions } from './redis-lock-provider.options';
-import { RedisScripts } from './redis-scripts';
-import { RedisTryAcquire } from './redis-try-acquire';
+import { RedisScripts } from './protocol/redis-scripts';
+import { RedisTryAcquire } from './waiting/redis-try-acquire';
 import { withTimeout } from '../../observability/with-timeout';
-import { RedisWaiters } from './redis-waiters';
+import { RedisWaiters } from './waiting/redis-waiters';
 
 export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions } from './redis-lock-provider.options';
 

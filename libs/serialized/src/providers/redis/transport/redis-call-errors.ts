@@ -1,4 +1,4 @@
-import { LockBackendError } from '../../errors';
+import { LockBackendError } from '../../../errors/index';
 
 /**
  * The connection's failures, all `LockBackendError`s naming the key. It also

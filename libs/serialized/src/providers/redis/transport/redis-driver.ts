@@ -1,4 +1,4 @@
-import { SerializedConfigError } from '../../config/serialized-config.error';
+import { SerializedConfigError } from '../../../config/serialized-config.error';
 
 /** The `ioredis` module, loaded only when the Redis driver is used. */
 export type IoRedis = typeof import('ioredis');

@@ -1,7 +1,7 @@
-import type { RedisConnection } from './redis-connection';
-import type { RedisScripts } from './redis-scripts';
+import type { RedisConnection } from '../transport/redis-connection';
+import type { RedisScripts } from '../protocol/redis-scripts';
 import { Tenure } from './redis-tenure';
-import type { PassOnResult } from './scripts/hand-off';
+import type { PassOnResult } from '../protocol/scripts/hand-off';
 
 const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
 

@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import { LockLostError } from '../../errors';
-import type { Lock } from '../../lock.interface';
-import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
-import { LockState } from '../../internal/lock-state';
-import { URGENT, type RedisConnection } from './redis-connection';
-import type { RedisLockKeys } from './redis-keyspace';
-import type { RedisScripts } from './redis-scripts';
-import type { HandOff } from './scripts/hand-off';
+import { LockLostError } from '../../../errors/index';
+import type { Lock } from '../../../lock.interface';
+import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
+import { LockState } from '../../../internal/lock-state';
+import { URGENT, type RedisConnection } from '../transport/redis-connection';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
+import type { RedisScripts } from '../protocol/redis-scripts';
+import type { HandOff } from '../protocol/scripts/hand-off';
 
 /** What a held lock needs from its provider. */
 export interface RedisLockContext {

@@ -1,5 +1,5 @@
-import type { Deadline } from '../../internal/deadline-queue';
-import type { RedisLockKeys } from './redis-keyspace';
+import type { Deadline } from '../../../internal/deadline-queue';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
 
 /** What the key's list needs of a waiter: its owner token and its links. */
 export interface LinkedWaiter<W extends LinkedWaiter<W>> {

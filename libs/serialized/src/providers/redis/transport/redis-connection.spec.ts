@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
-import { LockBackendError } from '../../errors';
-import { DeadlineQueue } from '../../internal/deadline-queue';
+import { LockBackendError } from '../../../errors/index';
+import { DeadlineQueue } from '../../../internal/deadline-queue';
 import { RedisConnection, URGENT, type RedisClient } from './redis-connection';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

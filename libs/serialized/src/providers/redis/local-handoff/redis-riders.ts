@@ -1,5 +1,5 @@
 import type { RedisCohorts } from './redis-cohorts';
-import { QUEUED, SENDING, type KeyWaiters, type RedisWaiter } from './redis-waiter';
+import { QUEUED, SENDING, type KeyWaiters, type RedisWaiter } from '../waiting/redis-waiter';
 
 /** What riders need from the waiter state machine. */
 export interface RiderHost {

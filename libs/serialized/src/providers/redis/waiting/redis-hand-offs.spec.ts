@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError, LockTimeoutError } from '../../errors';
-import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
-import type { Lock } from '../../lock.interface';
-import type { RedisConnection } from './redis-connection';
+import { LockBackendError, LockTimeoutError } from '../../../errors/index';
+import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
+import type { Lock } from '../../../lock.interface';
+import type { RedisConnection } from '../transport/redis-connection';
 import { RedisGrantCheck } from './redis-grant-check';
 import { RedisHandOffs, type HandOffHost } from './redis-hand-offs';
 import { RedisKeyWaiters } from './redis-key-waiters';
-import type { RedisScripts } from './redis-scripts';
+import type { RedisScripts } from '../protocol/redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SENDING, SETTLED, type KeyWaiters } from './redis-waiter';
 
 const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };

@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
-import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { SERIALIZED_DEFAULTS } from '../../../serialized.defaults';
 import type { Cluster, Redis } from 'ioredis';
-import type { DeadlineQueue } from '../../internal/deadline-queue';
-import { EventLoopLagClock } from '../../internal/event-loop-lag.clock';
+import type { DeadlineQueue } from '../../../internal/deadline-queue';
+import { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
 import type { RedisCallOptions } from './redis-call';
 import { RedisCallErrors } from './redis-call-errors';
 import { RedisClientOwner, type RedisClient } from './redis-client';

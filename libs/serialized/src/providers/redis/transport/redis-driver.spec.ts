@@ -1,4 +1,4 @@
-import { SerializedConfigError } from '../../config/serialized-config.error';
+import { SerializedConfigError } from '../../../config/serialized-config.error';
 import { loadIoredis } from './redis-driver';
 
 describe('loadIoredis', () => {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
-import type { EventLoopLagClock } from '../../internal/event-loop-lag.clock';
+import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
+import type { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
 import type { Call, RedisCallOptions } from './redis-call';
 import type { RedisCallErrors } from './redis-call-errors';
 import { CallQueue } from './redis-call-queue';

@@ -1,13 +1,13 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
-import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
-import type { RedisConnection } from './redis-connection';
-import type { GrantBlock } from './redis-cohorts';
-import type { RedisLockKeys } from './redis-keyspace';
-import type { RedisScripts } from './redis-scripts';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../../errors/index';
+import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
+import type { RedisConnection } from '../transport/redis-connection';
+import type { GrantBlock } from '../local-handoff/redis-cohorts';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
+import type { RedisScripts } from '../protocol/redis-scripts';
 import { CONFIRMING, SETTLED, type RedisWaiter } from './redis-waiter';
-import type { HandOff } from './scripts/hand-off';
-import type { AcquireResult } from './scripts/acquire.script';
+import type { HandOff } from '../protocol/scripts/hand-off';
+import type { AcquireResult } from '../protocol/scripts/acquire.script';
 
 /** What a waiter's acquisition call needs from the waiter state machine. */
 export interface EnqueueHost {

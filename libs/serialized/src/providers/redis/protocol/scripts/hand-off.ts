@@ -1,6 +1,6 @@
-import type { ScriptClient } from '../../../internal/lua-script';
+import type { ScriptClient } from '../../../../internal/lua-script';
 
-export type { ScriptClient } from '../../../internal/lua-script';
+export type { ScriptClient } from '../../../../internal/lua-script';
 
 /** The Redis keys of one lock, as the scripts take them (`RedisKeyspace` names them). */
 export interface LockKeys {

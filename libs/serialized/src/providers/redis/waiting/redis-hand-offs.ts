@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import { LockTimeoutError } from '../../errors';
-import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
-import type { Lock } from '../../lock.interface';
-import type { GrantBlock } from './redis-cohorts';
+import { LockTimeoutError } from '../../../errors/index';
+import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
+import type { Lock } from '../../../lock.interface';
+import type { GrantBlock } from '../local-handoff/redis-cohorts';
 import type { RedisGrantCheck } from './redis-grant-check';
-import type { RedisLockKeys } from './redis-keyspace';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import { CONFIRMING, QUEUED, SENDING, SETTLED, type RedisWaiter } from './redis-waiter';
-import type { HandOff } from './scripts/hand-off';
+import type { HandOff } from '../protocol/scripts/hand-off';
 
 /** What hand-offs need from the provider. */
 export interface HandOffHost {

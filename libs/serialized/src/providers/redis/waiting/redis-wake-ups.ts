@@ -1,5 +1,5 @@
-import { closeClient } from './redis-client';
-import type { RedisClient, RedisConnection } from './redis-connection';
+import { closeClient } from '../transport/redis-client';
+import type { RedisClient, RedisConnection } from '../transport/redis-connection';
 
 /**
  * The process's single wake-up path: one subscriber connection on one channel of

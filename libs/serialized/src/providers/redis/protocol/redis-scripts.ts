@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { LuaScript } from '../../internal/lua-script';
+import { LuaScript } from '../../../internal/lua-script';
 import { AcquireScript } from './scripts/acquire.script';
 import { CheckScript } from './scripts/check.script';
 import { ExtendScript } from './scripts/extend.script';

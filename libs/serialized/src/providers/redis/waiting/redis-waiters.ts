@@ -1,27 +1,27 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
-import type { DeadlineQueue } from '../../internal/deadline-queue';
-import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
-import type { HeldLocks } from '../../internal/held-locks';
-import type { PendingBudget } from '../../internal/pending-budget';
-import type { Lock } from '../../lock.interface';
-import type { OwnerTokens } from './owner-tokens';
-import type { RedisConnection } from './redis-connection';
+import type { DeadlineQueue } from '../../../internal/deadline-queue';
+import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
+import type { HeldLocks } from '../../../internal/held-locks';
+import type { PendingBudget } from '../../../internal/pending-budget';
+import type { Lock } from '../../../lock.interface';
+import type { OwnerTokens } from '../protocol/owner-tokens';
+import type { RedisConnection } from '../transport/redis-connection';
 import type { RedisGrantCheck } from './redis-grant-check';
-import { RedisCohorts, type CohortHost, type GrantBlock, type RedisHandOffMode } from './redis-cohorts';
+import { RedisCohorts, type CohortHost, type GrantBlock, type RedisHandOffMode } from '../local-handoff/redis-cohorts';
 import { RedisEnqueues, type EnqueueHost } from './redis-enqueues';
 import { RedisHandOffs, type HandOffHost } from './redis-hand-offs';
 import { RedisKeyWaiters } from './redis-key-waiters';
-import type { RedisKeyspace, RedisLockKeys } from './redis-keyspace';
+import type { RedisKeyspace, RedisLockKeys } from '../protocol/redis-keyspace';
 import { RedisLeaves } from './redis-leaves';
-import type { RedisLock, RedisLockContext } from './redis-lock';
-import { RedisRiders, type RiderHost } from './redis-riders';
+import type { RedisLock, RedisLockContext } from '../holding/redis-lock';
+import { RedisRiders, type RiderHost } from '../local-handoff/redis-riders';
 import { RedisSafetyChecks, type SafetyCheckHost } from './redis-safety-checks';
-import type { RedisScripts } from './redis-scripts';
+import type { RedisScripts } from '../protocol/redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SETTLED, type KeyWaiters, type WaitRequest } from './redis-waiter';
 import { RedisWaitBudgets, type WaitBudgetHost } from './redis-wait-budgets';
 import { RedisWakeUps } from './redis-wake-ups';
-import type { HandOff } from './scripts/hand-off';
+import type { HandOff } from '../protocol/scripts/hand-off';
 
 /** What the waiter state machine works with (built once by the provider). */
 export interface RedisWaitersParts {

@@ -1,7 +1,7 @@
-import type { Lock } from '../../lock.interface';
-import type { HandOffMode as RedisHandOffMode } from '../../acquire-options.interface';
-import type { Deadline } from '../../internal/deadline-queue';
-import type { RedisCallOptions } from './redis-connection';
+import type { Lock } from '../../../lock.interface';
+import type { HandOffMode as RedisHandOffMode } from '../../../acquire-options.interface';
+import type { Deadline } from '../../../internal/deadline-queue';
+import type { RedisCallOptions } from '../transport/redis-connection';
 import type { LinkedWaiter, RedisKeyWaiters } from './redis-key-waiters';
 
 /** One waiter's acquisition as asked for. */

@@ -1,8 +1,8 @@
 import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
-import { LockTimeoutError } from '../../errors';
-import type { DeadlineQueue } from '../../internal/deadline-queue';
-import type { RedisConnection } from './redis-connection';
+import { LockTimeoutError } from '../../../errors/index';
+import type { DeadlineQueue } from '../../../internal/deadline-queue';
+import type { RedisConnection } from '../transport/redis-connection';
 import { SENDING, SETTLED, type RedisWaiter } from './redis-waiter';
 
 /** What a waiter whose budget ran out is told through. */

@@ -1,5 +1,5 @@
-import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
-import type { EventLoopLagClock } from '../../internal/event-loop-lag.clock';
+import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
+import type { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
 
 /** A call waiting for the connection to become ready. */
 interface ReadyWaiter {

@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import type { HandOffMode } from '../../acquire-options.interface';
-import type { HeldLocks } from '../../internal/held-locks';
-import type { RedisLockKeys } from './redis-keyspace';
-import { RedisLock, type RedisLockContext } from './redis-lock';
+import type { HandOffMode } from '../../../acquire-options.interface';
+import type { HeldLocks } from '../../../internal/held-locks';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
+import { RedisLock, type RedisLockContext } from '../holding/redis-lock';
 import { Tenure } from './redis-tenure';
-import type { RedisWaiter } from './redis-waiter';
+import type { RedisWaiter } from '../waiting/redis-waiter';
 
 /**
  * How a held key passes to the next waiter: `strict` (default) keeps global

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
-import { URGENT, type RedisConnection } from './redis-connection';
-import type { RedisLockKeys } from './redis-keyspace';
-import type { RedisScripts } from './redis-scripts';
-import type { HandOff } from './scripts/hand-off';
+import { URGENT, type RedisConnection } from '../transport/redis-connection';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
+import type { RedisScripts } from '../protocol/redis-scripts';
+import type { HandOff } from '../protocol/scripts/hand-off';
 
 /** Told when a leave passed the key on. */
 export interface HandOffSink {

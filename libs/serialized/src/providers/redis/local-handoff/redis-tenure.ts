@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { URGENT, type RedisConnection } from './redis-connection';
-import type { RedisLockKeys } from './redis-keyspace';
-import type { RedisScripts } from './redis-scripts';
+import { URGENT, type RedisConnection } from '../transport/redis-connection';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
+import type { RedisScripts } from '../protocol/redis-scripts';
 
 /** The next block of fencing tokens of a tenure, reserved while the current one was still in use. */
 export interface NextBlock {

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError } from '../../errors';
-import type { Lock } from '../../lock.interface';
-import type { OwnerTokens } from './owner-tokens';
+import { LockBackendError } from '../../../errors/index';
+import type { Lock } from '../../../lock.interface';
+import type { OwnerTokens } from '../protocol/owner-tokens';
 import type { RedisGrantCheck } from './redis-grant-check';
-import type { RedisKeyspace, RedisLockKeys } from './redis-keyspace';
+import type { RedisKeyspace, RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisWaiters } from './redis-waiters';
 
 function noop(): void {}

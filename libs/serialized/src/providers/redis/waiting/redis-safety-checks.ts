@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError } from '../../errors';
-import type { DeadlineQueue } from '../../internal/deadline-queue';
-import type { GrantBlock } from './redis-cohorts';
-import { URGENT, type RedisConnection } from './redis-connection';
-import type { RedisScripts } from './redis-scripts';
+import { LockBackendError } from '../../../errors/index';
+import type { DeadlineQueue } from '../../../internal/deadline-queue';
+import type { GrantBlock } from '../local-handoff/redis-cohorts';
+import { URGENT, type RedisConnection } from '../transport/redis-connection';
+import type { RedisScripts } from '../protocol/redis-scripts';
 import { QUEUED, type KeyWaiters, type RedisWaiter } from './redis-waiter';
-import type { CheckResult } from './scripts/check.script';
-import type { HandOff } from './scripts/hand-off';
+import type { CheckResult } from '../protocol/scripts/check.script';
+import type { HandOff } from '../protocol/scripts/hand-off';
 
 /** What the checks need from the waiter state machine. */
 export interface SafetyCheckHost {

@@ -1,5 +1,5 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { SerializedConfigError } from '../../config/serialized-config.error';
+import { SerializedConfigError } from '../../../config/serialized-config.error';
 import { loadIoredis } from './redis-driver';
 
 /** A standalone, Sentinel or Cluster client. */
