@@ -39,8 +39,8 @@ export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions }
  *   first live waiter and tells its process by a message on that process's own
  *   channel (or, for a waiter of the releasing process, by the reply): the woken
  *   waiter already holds the key.
- * - **Waiting** costs no polling: one heart-beat / safety check per key and
- *   process every `heartbeatMs / 3`, and a check when the holder's lease would end,
+ * - **Waiting** costs no polling: one heart-beat per key and
+ *   process every `heartbeatMs / 3`, and one when the holder's lease would end,
  *   so a crashed holder's key passes on within one lease and a crashed waiter is
  *   passed over after `heartbeatMs`.
  * - **Holding** renews the lease every third of it; a lost lease aborts
@@ -53,7 +53,7 @@ export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions }
  *
  * The rooms: {@link RedisConnection} (with its client owner, readiness gate and
  * reply streams), {@link RedisWaiters} (the waiter state machine, hand-offs,
- * safety checks, leaves), {@link RedisTryAcquire}, `RedisLock` (a held key), and
+ * heart-beats, leaves), {@link RedisTryAcquire}, `RedisLock` (a held key), and
  * {@link RedisScripts} (one typed gateway per Lua script).
  *
  * After every lock is released, nothing is left in Redis but the fencing counter

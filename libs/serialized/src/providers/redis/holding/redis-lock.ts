@@ -1,3 +1,5 @@
+import type { Floor } from '../protocol/floor';
+import type { HandOffMode } from '../../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../../../errors/index';
 import type { Lock } from '../../../lock.interface';
@@ -37,7 +39,7 @@ export interface RedisLockContext {
     /** The release with `keep` is on its way: the served waiters' places it removes. */
     keeping(lock: RedisLock): readonly string[];
     /** It kept the key with a fresh block. */
-    kept(lock: RedisLock, keys: RedisLockKeys, kept: { fence: number; last: number; px: number; floor: number }, since: number): void;
+    kept(lock: RedisLock, keys: RedisLockKeys, kept: { fence: number; last: number; px: number; floor: Floor }, since: number): void;
     /** It did not keep the key: the tenure is over. */
     ended(lock: RedisLock): void;
   };
@@ -69,7 +71,7 @@ export class RedisLock extends LockState implements Lock {
   private lastRenewError: unknown;
   private releasing: Promise<void> | undefined;
   /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
-  handoff: 'strict' | 'cohort' | undefined;
+  handoff: HandOffMode | undefined;
   private readonly onRenewal = (): void => this.renew();
   private readonly onLeaseEnd = (): void => {
     this.guard = undefined;

@@ -1,3 +1,4 @@
+import { Floor } from '../protocol/floor';
 import { performance } from 'node:perf_hooks';
 import type { HandOffMode } from '../../../acquire-options.interface';
 import type { HeldLocks } from '../../../internal/held-locks';
@@ -13,15 +14,13 @@ import type { RedisWaiter } from '../waiting/redis-waiter';
  * waiters first, up to `maxLocalHandOffs` in a row, before the key goes back to
  * Redis (and to an earlier waiter of another process).
  */
-/** See {@link HandOffMode}. */
-export type RedisHandOffMode = HandOffMode;
 
 /** What a tenure (this process holding a key it got from Redis) learned when it began. */
 export interface GrantBlock {
   /** The last fencing token reserved for this tenure (the holder's own: no local hand-offs). */
   readonly last: number;
-  /** Queue place of the first waiter of another process (0: none; -1: unknown). */
-  readonly floor: number;
+  /** Queue place of the first waiter of another process. */
+  readonly floor: Floor;
 }
 
 /** What the cohorts need from the waiter state machine (which is also the context of its locks). */
@@ -67,7 +66,7 @@ export class RedisCohorts {
   handOffs = 0;
 
   constructor(
-    private readonly mode: RedisHandOffMode,
+    private readonly mode: HandOffMode,
     /** Cohort mode: local hand-offs in a row while a waiter of another process is known to be queued. */
     private readonly maxLocalHandOffs: number,
     private readonly host: CohortHost,
@@ -82,7 +81,7 @@ export class RedisCohorts {
    */
   grant(
     key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number,
-    block?: GrantBlock, handoff?: RedisHandOffMode,
+    block?: GrantBlock, handoff?: HandOffMode,
   ): RedisLock {
     // A tenure whose lock was lost and not yet released: its served waiters' places go now.
     const previous = this.tenures.get(key);
@@ -91,8 +90,7 @@ export class RedisCohorts {
     // The block's size is the granting script's caller's setting: this process uses no more of it than its own allows.
     const last = block ? Math.min(block.last, fence + this.maxLocalHandOffs) : fence;
     if (block && last > fence) {
-      const floor = block.floor < 0 ? -Infinity : block.floor === 0 ? Infinity : block.floor;
-      this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(last), floor));
+      this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(last), block.floor));
       this.tenureKeys.set(token, key);
     } else {
       // No tenure to serve them: the riders that rode on the granted waiter's place take places of their own.
@@ -108,9 +106,9 @@ export class RedisCohorts {
    * A reply queued a waiter of this process behind a holder of this process:
    * `floor` is the place of the first waiter of another process ahead of it.
    */
-  learned(key: string, floor: number): void {
+  learned(key: string, floor: Floor): void {
     const tenure = this.tenures.get(key);
-    if (tenure && floor > 0 && floor < tenure.floor) tenure.floor = floor;
+    if (tenure && floor !== Floor.UNKNOWN && floor < tenure.floor) tenure.floor = floor;
   }
 
   /** A waiter of another process queued at `place` behind the holder `owner` (a message on this process's channel): the key, if `owner` is a tenure's. */
@@ -131,7 +129,7 @@ export class RedisCohorts {
    */
   mayRide(waiter: RedisWaiter): boolean {
     // No waiter of another process known to be queued.
-    return this.tenures.get(waiter.queue.key)?.floor === Infinity;
+    return this.tenures.get(waiter.queue.key)?.floor === Floor.NONE;
   }
 
   /**
@@ -196,7 +194,7 @@ export class RedisCohorts {
   }
 
   /** The release with `keep` kept the key (`fence`..`last`, `px` ms from `since`): the next local waiter holds it. */
-  kept(lock: RedisLock, keys: RedisLockKeys, { fence, last, px, floor }: { fence: number; last: number; px: number; floor: number }, since: number): void {
+  kept(lock: RedisLock, keys: RedisLockKeys, { fence, last, px, floor }: { fence: number; last: number; px: number; floor: Floor }, since: number): void {
     const tenure = this.tenures.get(lock.key);
     if (tenure && tenure.token === lock.token) {
       tenure.kept(BigInt(last));
@@ -224,7 +222,7 @@ export class RedisCohorts {
 
   private serve(key: string, tenure: Tenure, waiter: RedisWaiter, fence: bigint, px: number, since: number): void {
     this.handOffs++;
-    if (tenure.floor !== Infinity) tenure.ahead++;
+    if (tenure.floor !== Floor.NONE) tenure.ahead++;
     if (!waiter.rider) {
       tenure.served.push(waiter.token);
       this.served.set(waiter.token, { key, keys: tenure.keys });

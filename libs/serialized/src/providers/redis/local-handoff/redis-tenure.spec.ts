@@ -1,3 +1,4 @@
+import { Floor } from '../protocol/floor';
 import type { RedisConnection } from '../transport/redis-connection';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import { Tenure } from './redis-tenure';
@@ -18,7 +19,7 @@ function fakeRedis() {
   return { connection, scripts, asked };
 }
 
-const kept = (fence: number, last: number, floor = 0): PassOnResult => ({ status: 'kept', handed: undefined, kept: { fence, px: 1000, last, floor } });
+const kept = (fence: number, last: number, floor: number = Floor.NONE): PassOnResult => ({ status: 'kept', handed: undefined, kept: { fence, px: 1000, last, floor } });
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('Tenure refills (the next block of fencing tokens, reserved while riders wait)', () => {
@@ -26,7 +27,7 @@ describe('Tenure refills (the next block of fencing tokens, reserved while rider
     const { connection, scripts, asked } = fakeRedis();
     const tenure = new Tenure('k', 's:1000:p2.a', keys, 100n, 102n, Infinity);
     tenure.served.push('s:1000:p2.b');
-    const floors: number[] = [];
+    const floors: Floor[] = [];
     const forgotten: string[] = [];
     const ask = (): void => tenure.askRefill(connection, scripts, 1000, (f) => floors.push(f), (s) => forgotten.push(...s));
     ask();

@@ -1,3 +1,4 @@
+import type { Floor } from '../protocol/floor';
 import { performance } from 'node:perf_hooks';
 import { URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
@@ -20,8 +21,8 @@ interface Asking {
 export class Tenure {
   /** The fencing token of the tenure's current (or last) holder. */
   issued: bigint;
-  /** Queue place of the first waiter of another process known to be queued (Infinity: none). */
-  floor: number;
+  /** Queue place of the first waiter of another process known to be queued. */
+  floor: Floor;
   /** Local hand-offs since a waiter of another process became known to be queued (cohort mode's bound). */
   ahead = 0;
   /** Owner tokens of the waiters served in-process (their places leave the queue at the release). */
@@ -36,7 +37,7 @@ export class Tenure {
     fence: bigint,
     /** The last fencing token of the block reserved when the tenure began (or was kept). */
     public last: bigint,
-    floor: number,
+    floor: Floor,
   ) {
     this.issued = fence;
     this.floor = floor;
@@ -60,7 +61,7 @@ export class Tenure {
    * lease), so the hand-off at the block's end needs no round trip. Its reply says
    * whether a waiter of another process is queued (`learned`).
    */
-  askRefill(connection: RedisConnection, scripts: RedisScripts, leaseMs: number, learned: (floor: number) => void, forget: (served: readonly string[]) => void): void {
+  askRefill(connection: RedisConnection, scripts: RedisScripts, leaseMs: number, learned: (floor: Floor) => void, forget: (served: readonly string[]) => void): void {
     if (this.refill !== undefined) return;
     const ask: Asking = { asking: true };
     this.refill = ask;

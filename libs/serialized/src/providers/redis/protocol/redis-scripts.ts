@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { LuaScript } from '../../../internal/lua-script';
 import { AcquireScript } from './scripts/acquire.script';
-import { CheckScript } from './scripts/check.script';
+import { HeartbeatScript } from './scripts/heartbeat.script';
 import { ExtendScript } from './scripts/extend.script';
 import type { HandOffSettings } from './scripts/hand-off';
 import { LeaveScript } from './scripts/leave.script';
@@ -20,14 +20,14 @@ export class RedisScripts {
   readonly release: ReleaseScript;
   readonly extend: ExtendScript;
   readonly leave: LeaveScript;
-  readonly check: CheckScript;
+  readonly heartbeat: HeartbeatScript;
 
   constructor(settings: HandOffSettings, dir: string = SCRIPTS_DIR) {
     const common = LuaScript.load(dir, 'common', 0).source;
     this.acquire = new AcquireScript(LuaScript.load(dir, 'acquire', 4, common), settings);
     this.release = new ReleaseScript(LuaScript.load(dir, 'release', 4, common), settings);
     this.leave = new LeaveScript(LuaScript.load(dir, 'leave', 4, common), settings);
-    this.check = new CheckScript(LuaScript.load(dir, 'check', 4, common), settings);
+    this.heartbeat = new HeartbeatScript(LuaScript.load(dir, 'heartbeat', 4, common), settings);
     this.extend = new ExtendScript(LuaScript.load(dir, 'extend', 1));
   }
 }

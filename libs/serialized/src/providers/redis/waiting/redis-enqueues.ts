@@ -1,3 +1,4 @@
+import { Floor } from '../protocol/floor';
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../../errors/index';
 import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
@@ -14,7 +15,7 @@ export interface EnqueueHost {
   /** A script passed the key on (to a waiter of this process, or of another). */
   handedOver(handOff: HandOff, since: number): void;
   /** A reply queued a waiter of this process behind a holder of this process (`floor`: the first waiter of another process). */
-  learned(key: string, floor: number): void;
+  learned(key: string, floor: Floor): void;
   /** The key is `waiter`'s, with `px` ms of lease from no earlier than `since`. */
   grantWaiter(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): void;
   /** Its reply gave the waiter a place in Redis (`holderPttl`: what is left of the holder's lease). */
@@ -90,7 +91,7 @@ export class RedisEnqueues {
     }
     // Handed the key by a message that overtook this reply; Redis is being asked whether it still holds.
     if (waiter.phase === CONFIRMING) return;
-    if (status === 'granted') return this.host.grantWaiter(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: 0 });
+    if (status === 'granted') return this.host.grantWaiter(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: Floor.NONE });
     if (status !== 'queued') {
       this.host.settle(waiter);
       waiter.reject(new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }));

@@ -1,3 +1,4 @@
+import { Floor } from '../protocol/floor';
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockTimeoutError } from '../../../errors/index';
 import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
@@ -68,7 +69,7 @@ describe('RedisHandOffs', () => {
   it('a hand-off read at once runs at once: no question to Redis', async () => {
     const { handOffs, asked, waiter, settled } = setUp();
     const w = waiter();
-    handOffs.handedOver({ member: w.token, fence: 7, px: 5000, last: 7, floor: -1 }, performance.now() - 10);
+    handOffs.handedOver({ member: w.token, fence: 7, px: 5000, last: 7, floor: Floor.UNKNOWN }, performance.now() - 10);
     expect(asked).toHaveLength(0);
     expect(await settled(w)).toMatchObject({ fencingToken: 7n, px: 5000 });
     expect(w.granted).toBe(true);
@@ -78,12 +79,12 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, settled } = setUp({ respondedAt: performance.now() - 8000 });
     const w = waiter();
     const readAt = performance.now();
-    handOffs.onMessage(`${w.token} 7 5000`);
+    handOffs.onMessage(`${w.token} 7 5000 7 -1`);
     expect(w.phase).toBe(CONFIRMING);
     expect(w.queue.queued).toBe(0);
     expect(asked.map((a) => a.args)).toEqual([[keys.lock, w.token, 30_000]]);
     // Notices of the same hand-off meanwhile change nothing.
-    handOffs.handedOver({ member: w.token, fence: 7, px: 5000, last: 7, floor: -1 }, performance.now() - 8000);
+    handOffs.handedOver({ member: w.token, fence: 7, px: 5000, last: 7, floor: Floor.UNKNOWN }, performance.now() - 8000);
     expect(asked).toHaveLength(1);
     expect(await settled(w)).toBe('pending');
     asked[0].answer(1);
@@ -98,14 +99,14 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter();
     const old = w.token;
-    handOffs.handedOver({ member: old, fence: 7, px: 5000, last: 7, floor: -1 }, performance.now() - 8000);
+    handOffs.handedOver({ member: old, fence: 7, px: 5000, last: 7, floor: Floor.UNKNOWN }, performance.now() - 8000);
     asked[0].answer(0);
     expect(await settled(w)).toBe('pending');
     expect(w.phase).toBe(SENDING);
     expect(w.granted).toBe(false);
     expect(events).toEqual([`enqueue ${old}'`]);
     // A late notice for the old token finds nobody.
-    handOffs.handedOver({ member: old, fence: 7, px: 5000, last: 7, floor: -1 }, performance.now());
+    handOffs.handedOver({ member: old, fence: 7, px: 5000, last: 7, floor: Floor.UNKNOWN }, performance.now());
     expect(await settled(w)).toBe('pending');
   });
 
@@ -113,7 +114,7 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter({ waitTimeoutMs: 1 });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    handOffs.handedOver({ member: w.token, fence: 7, px: 5000, last: 7, floor: -1 }, performance.now() - 8000);
+    handOffs.handedOver({ member: w.token, fence: 7, px: 5000, last: 7, floor: Floor.UNKNOWN }, performance.now() - 8000);
     asked[0].answer(0);
     expect(await settled(w)).toBeInstanceOf(LockTimeoutError);
     expect(events).toEqual([]);
@@ -123,7 +124,7 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter({ leaseMs: 30 });
     const token = w.token;
-    handOffs.handedOver({ member: token, fence: 7, px: 30, last: 7, floor: -1 }, performance.now() - 8000);
+    handOffs.handedOver({ member: token, fence: 7, px: 30, last: 7, floor: Floor.UNKNOWN }, performance.now() - 8000);
     for (let i = 0; i < 3; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20)); // a third of the lease and more
       asked[i].answer(1);
@@ -138,7 +139,7 @@ describe('RedisHandOffs', () => {
     const { handOffs, asked, waiter, events, settled } = setUp();
     const w = waiter();
     const token = w.token;
-    handOffs.handedOver({ member: token, fence: 7, px: 5000, last: 7, floor: -1 }, performance.now() - 8000);
+    handOffs.handedOver({ member: token, fence: 7, px: 5000, last: 7, floor: Floor.UNKNOWN }, performance.now() - 8000);
     asked[0].fail(new LockBackendError('Redis is unreachable', { key: 'k' }));
     expect(await settled(w)).toBeInstanceOf(LockBackendError);
     expect(events).toEqual([`leave ${token}`]);

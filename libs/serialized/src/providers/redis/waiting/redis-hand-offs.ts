@@ -1,3 +1,4 @@
+import { floorOf } from '../protocol/floor';
 import { performance } from 'node:perf_hooks';
 import { LockTimeoutError } from '../../../errors/index';
 import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
@@ -31,7 +32,7 @@ export interface HandOffHost {
  * How a hand-off reaches a waiter of this process and when it may run on it.
  *
  * A script makes the waiter the owner and says so by a reply (the release's,
- * the acquisition's, a leave's, a check's) or by a message on this process's
+ * the acquisition's, a leave's, a heart-beat's) or by a message on this process's
  * channel. A reply's grant counts from when its command was sent; a message's
  * from when this process's event loop was last known responsive (it answers no
  * request of ours). The waiter runs at once when most of that lease is surely
@@ -72,7 +73,7 @@ export class RedisHandOffs {
     if (fields.length === 2) return this.host.noticed(fields[0], Number(fields[1]));
     if (fields.length !== 5) return;
     const [member, fence, px, last, floor] = fields;
-    this.host.handedOver({ member, fence: Number(fence), px: Number(px), last: Number(last), floor: Number(floor) }, since);
+    this.host.handedOver({ member, fence: Number(fence), px: Number(px), last: Number(last), floor: floorOf(floor) }, since);
   }
 
   /**

@@ -18,7 +18,7 @@ export interface LinkedWaiter<W extends LinkedWaiter<W>> {
  * (`RedisCohorts.ride`) on this process's tenure of the key (the riders at the front)
  * or on the place of the waiter right before it (a run of riders behind that
  * waiter, served when it gets the key), but the process talks
- * about the key with one voice: one heart-beat / safety check for all of them, one
+ * about the key with one voice: one heart-beat for all of them, one
  * wake-up at the holder's lease end. Exists only while someone of this process
  * waits for the key.
  */
@@ -35,22 +35,22 @@ export class RedisKeyWaiters<W extends LinkedWaiter<W>> {
   leader: W | undefined;
   first: W | undefined;
   last: W | undefined;
-  /** The next heart-beat / safety check. */
-  check: Deadline | undefined;
-  /** A check is on its way to Redis. */
-  checking = false;
-  /** When a check asked for during another one should run. */
-  recheckAt = Infinity;
+  /** The next heart-beat. */
+  heartbeat: Deadline | undefined;
+  /** A heart-beat is on its way to Redis. */
+  heartbeating = false;
+  /** When a heart-beat asked for during another one should run. */
+  heartbeatAgainAt = Infinity;
 
   constructor(
     readonly key: string,
     readonly keys: RedisLockKeys,
-    private readonly checker: { run(queue: RedisKeyWaiters<W>): void },
+    private readonly heartbeats: { run(queue: RedisKeyWaiters<W>): void },
   ) {}
 
-  readonly fireCheck = (): void => {
-    this.check = undefined;
-    this.checker.run(this);
+  readonly fireHeartbeat = (): void => {
+    this.heartbeat = undefined;
+    this.heartbeats.run(this);
   };
 
   link(waiter: W): void {

@@ -1,3 +1,5 @@
+import { Floor } from '../protocol/floor';
+import type { HandOffMode } from '../../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../../../errors/index';
 import type { Lock } from '../../../lock.interface';
@@ -20,7 +22,7 @@ export class RedisTryAcquire {
     private readonly grants: RedisGrantCheck,
   ) {}
 
-  take(key: string, leaseMs: number, signal: AbortSignal | undefined, handoff?: 'strict' | 'cohort'): Promise<Lock | null> {
+  take(key: string, leaseMs: number, signal: AbortSignal | undefined, handoff?: HandOffMode): Promise<Lock | null> {
     // This process's own release of the key is on its way (run() does not wait for it; a script reloaded
     // after NOSCRIPT may reach Redis after a later call): a caller that saw the section end finds the key free.
     const releasing = this.waiters.releaseOf(key);
@@ -55,7 +57,7 @@ export class RedisTryAcquire {
   /** The key was taken: the caller holds it once it is sure the lease still runs. */
   private async taken(
     key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, signal: AbortSignal | undefined,
-    last: number, handoff: 'strict' | 'cohort' | undefined,
+    last: number, handoff: HandOffMode | undefined,
   ): Promise<Lock | null> {
     if (!this.grants.isFresh(since, px)) {
       // The reply came too late to count (a stalled event loop): Redis decides.
@@ -73,6 +75,6 @@ export class RedisTryAcquire {
       this.waiters.leave(key, keys, token);
       throw signal.reason;
     }
-    return this.waiters.cohorts.grant(key, keys, token, fence, leaseMs, px, since, { last, floor: 0 }, handoff);
+    return this.waiters.cohorts.grant(key, keys, token, fence, leaseMs, px, since, { last, floor: Floor.NONE }, handoff);
   }
 }

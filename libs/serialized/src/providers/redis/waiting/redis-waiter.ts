@@ -1,5 +1,5 @@
 import type { Lock } from '../../../lock.interface';
-import type { HandOffMode as RedisHandOffMode } from '../../../acquire-options.interface';
+import type { HandOffMode } from '../../../acquire-options.interface';
 import type { Deadline } from '../../../internal/deadline-queue';
 import type { RedisCallOptions } from '../transport/redis-connection';
 import type { LinkedWaiter, RedisKeyWaiters } from './redis-key-waiters';
@@ -11,7 +11,7 @@ export interface WaitRequest {
   readonly waitTimeoutMs: number;
   readonly maxPending: number;
   /** How this caller, once holding, passes the key on (default the provider's). */
-  readonly handoff?: RedisHandOffMode;
+  readonly handoff?: HandOffMode;
   readonly signal: AbortSignal | undefined;
 }
 
@@ -41,7 +41,7 @@ export class RedisWaiter implements RedisCallOptions, LinkedWaiter<RedisWaiter> 
   fence = 0;
   /** Most waiters of this process its call allows (`maxPending`): checked again when its reply shows it queued. */
   maxPending = Infinity;
-  handoff: RedisHandOffMode | undefined;
+  handoff: HandOffMode | undefined;
   /** It has no place in Redis: it waits for a local hand-off from this process's tenure (see `RedisCohorts.ride`). */
   rider = false;
   /** A rider's waiter with a place it rides behind (undefined: it rides on this process's tenure). */

@@ -1,3 +1,5 @@
+import type { Floor } from '../protocol/floor';
+import type { HandOffMode } from '../../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
 import type { DeadlineQueue } from '../../../internal/deadline-queue';
@@ -8,7 +10,7 @@ import type { Lock } from '../../../lock.interface';
 import type { OwnerTokens } from '../protocol/owner-tokens';
 import type { RedisConnection } from '../transport/redis-connection';
 import type { RedisGrantCheck } from './redis-grant-check';
-import { RedisCohorts, type CohortHost, type GrantBlock, type RedisHandOffMode } from '../local-handoff/redis-cohorts';
+import { RedisCohorts, type CohortHost, type GrantBlock } from '../local-handoff/redis-cohorts';
 import { RedisEnqueues, type EnqueueHost } from './redis-enqueues';
 import { RedisHandOffs, type HandOffHost } from './redis-hand-offs';
 import { RedisKeyWaiters } from './redis-key-waiters';
@@ -16,7 +18,7 @@ import type { RedisKeyspace, RedisLockKeys } from '../protocol/redis-keyspace';
 import { RedisLeaves } from './redis-leaves';
 import type { RedisLock, RedisLockContext } from '../holding/redis-lock';
 import { RedisRiders, type RiderHost } from '../local-handoff/redis-riders';
-import { RedisSafetyChecks, type SafetyCheckHost } from './redis-safety-checks';
+import { RedisHeartbeats, type HeartbeatHost } from './redis-heartbeats';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SETTLED, type KeyWaiters, type WaitRequest } from './redis-waiter';
 import { RedisWaitBudgets, type WaitBudgetHost } from './redis-wait-budgets';
@@ -34,7 +36,7 @@ export interface RedisWaitersParts {
   readonly grants: RedisGrantCheck;
   readonly stalls: EventLoopStallMonitor;
   readonly heartbeatMs: number;
-  readonly handoff: RedisHandOffMode;
+  readonly handoff: HandOffMode;
   /** Cohort mode's bound on local hand-offs in a row ahead of a known waiter of another process. */
   readonly maxLocalHandOffs: number;
   readonly logger: Logger;
@@ -46,17 +48,17 @@ export interface RedisWaitersParts {
  * The waiters of this process and their state machine: SENDING (its acquisition
  * on its way) → QUEUED (a place in Redis) → SETTLED (holds the key, or gave up),
  * with CONFIRMING when a hand-off may have run out before it could run (see
- * {@link RedisHandOffs}). Waiters of one key share one heart-beat / safety check
- * ({@link RedisSafetyChecks}); every hand-off, whatever carried it, comes through
+ * {@link RedisHandOffs}). Waiters of one key share one heart-beat
+ * ({@link RedisHeartbeats}); every hand-off, whatever carried it, comes through
  * {@link handedOver}.
  */
-export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockContext, WaitBudgetHost, CohortHost, RiderHost, EnqueueHost {
+export class RedisWaiters implements HandOffHost, HeartbeatHost, RedisLockContext, WaitBudgetHost, CohortHost, RiderHost, EnqueueHost {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
   readonly leaves: RedisLeaves;
   private readonly handOffs: RedisHandOffs;
-  private readonly checks: RedisSafetyChecks;
+  private readonly heartbeats: RedisHeartbeats;
   private readonly wakeUps: RedisWakeUps;
   readonly cohorts: RedisCohorts;
   private readonly riders: RedisRiders;
@@ -76,7 +78,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     this.riders = new RedisRiders(this, this.cohorts);
     this.enqueues = new RedisEnqueues(parts.connection, parts.scripts, parts.stalls, this);
     this.leaves = new RedisLeaves(parts.connection, parts.scripts, this, parts.logger);
-    this.checks = new RedisSafetyChecks(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
+    this.heartbeats = new RedisHeartbeats(parts.connection, parts.scripts, parts.deadlines, parts.heartbeatMs, this);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this.handOffs, this);
   }
 
@@ -112,7 +114,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     const { key, leaseMs, waitTimeoutMs, signal } = request;
     let queue = this.keys.get(key);
     if (!queue) {
-      queue = new RedisKeyWaiters(key, this.parts.keyspace.keysOf(key), this.checks);
+      queue = new RedisKeyWaiters(key, this.parts.keyspace.keysOf(key), this.heartbeats);
       this.keys.set(key, queue);
     }
     queue.pending++;
@@ -167,7 +169,7 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
 
   /** After a reconnect or (re)subscription: messages may have been lost, so every waiting key is checked now. */
   resync(): void {
-    for (const queue of this.keys.values()) this.checks.schedule(queue, -2);
+    for (const queue of this.keys.values()) this.heartbeats.schedule(queue, -2);
   }
 
   /** Every waiter fails with `error` (shutdown); their places are given up. */
@@ -241,9 +243,9 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
   }
 
   closeKeyIfIdle(queue: KeyWaiters): void {
-    if (queue.pending > 0 || queue.checking) return;
-    if (queue.check) this.deadlines.cancel(queue.check);
-    queue.check = undefined;
+    if (queue.pending > 0 || queue.heartbeating) return;
+    if (queue.heartbeat) this.deadlines.cancel(queue.heartbeat);
+    queue.heartbeat = undefined;
     if (this.keys.get(queue.key) === queue) this.keys.delete(queue.key);
     if (this.keys.size === 0) this.parts.stalls.stop();
   }
@@ -258,10 +260,10 @@ export class RedisWaiters implements HandOffHost, SafetyCheckHost, RedisLockCont
     waiter.phase = QUEUED;
     waiter.queue.link(waiter);
     this.wakeUps.ensure();
-    this.checks.schedule(waiter.queue, holderPttl);
+    this.heartbeats.schedule(waiter.queue, holderPttl);
   }
 
-  learned(key: string, floor: number): void {
+  learned(key: string, floor: Floor): void {
     this.cohorts.learned(key, floor);
   }
 

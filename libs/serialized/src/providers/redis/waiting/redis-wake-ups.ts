@@ -8,8 +8,8 @@ import type { RedisClient, RedisConnection } from '../transport/redis-connection
  * hand-offs of others and no channel is subscribed per key.
  *
  * Opened when a caller first has to wait. After every (re)subscription the
- * provider re-checks its waiting keys: a message sent while the subscriber was
- * away is lost, and the check finds what it said.
+ * provider sends a heart-beat for each waiting key: a message sent while the subscriber was
+ * away is lost, and the heart-beat's reply says what it said.
  */
 export class RedisWakeUps {
   private subscriber: RedisClient | undefined;
@@ -57,7 +57,7 @@ export class RedisWakeUps {
         this.subscribed = true;
         if (!this.closed) this.resync.resync();
       },
-      () => undefined, // retried on the next 'ready'; the safety check covers the gap
+      () => undefined, // retried on the next 'ready'; the heart-beat covers the gap
     );
   }
 }

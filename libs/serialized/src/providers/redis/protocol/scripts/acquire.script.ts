@@ -1,8 +1,9 @@
-import { type LockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
+import { floorOf, type Floor } from '../floor';
+import { type RedisLockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
 
 /** What acquire.lua is asked. */
 export interface AcquireArgs {
-  readonly keys: LockKeys;
+  readonly keys: RedisLockKeys;
   readonly token: string;
   readonly leaseMs: number;
   /** `wait`: take a place in the queue when the key is not free; `try`: only a free key will do. */
@@ -26,9 +27,9 @@ export interface AcquireResult {
   readonly last: number;
   /**
    * `queued` while a holder of this process's session holds the key: the place of the
-   * first waiter of another process (0: none); -1 otherwise (or not among the first 64).
+   * first waiter of another process (`Floor.NONE`: none); `Floor.UNKNOWN` otherwise (or not among the first 64).
    */
-  readonly floor: number;
+  readonly floor: Floor;
 }
 
 const STATUS = { 1: 'granted', 0: 'queued', [-1]: 'busy', 2: 'twice' } as const;
@@ -55,7 +56,7 @@ export class AcquireScript {
     if (decoded === undefined) throw new Error(`acquire.lua answered an unknown status ${status}`);
     return {
       status: decoded, fence: Number(fence), pttl: Number(pttl), handed: handOffOf(member, handedFence, handedPx, handedLast, handedFloor),
-      last: Number(last), floor: Number(floor),
+      last: Number(last), floor: floorOf(floor),
     };
   }
 }

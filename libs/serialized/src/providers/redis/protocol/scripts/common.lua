@@ -1,4 +1,4 @@
--- Prepended to every script that can pass a key on (acquire, release, leave, check).
+-- Prepended to every script that can pass a key on (acquire, release, leave, heartbeat).
 --
 -- Layout of one lock (all keys share the hash tag {<key>}, so they live in one
 -- Cluster slot):

@@ -1,9 +1,10 @@
+import { floorOf, type Floor } from '../floor';
 import type { ScriptClient } from '../../../../internal/lua-script';
 
 export type { ScriptClient } from '../../../../internal/lua-script';
 
 /** The Redis keys of one lock, as the scripts take them (`RedisKeyspace` names them). */
-export interface LockKeys {
+export interface RedisLockKeys {
   readonly lock: string;
   readonly queue: string;
   readonly heartbeats: string;
@@ -36,10 +37,10 @@ export interface HandOff {
   /** The last token of the block reserved with `fence` (`fence` itself: no local hand-offs). */
   readonly last: number;
   /**
-   * The queue place of the first waiter of another process at the hand-off (0: none;
-   * -1: unknown): local hand-offs stay behind it.
+   * The queue place of the first waiter of another process at the hand-off
+   * (`Floor.NONE`, `Floor.UNKNOWN`): local hand-offs stay behind it.
    */
-  readonly floor: number;
+  readonly floor: Floor;
 }
 
 /** The reply of a script that may end by passing the key on (release, leave). */
@@ -50,9 +51,9 @@ export interface PassOnResult {
   /**
    * `kept` (release.lua with `keep`): the key stays the caller's, `px` ms from the
    * call, with a fresh block `fence`..`last`; `floor`: the place of the first waiter
-   * of another process (0: none).
+   * of another process.
    */
-  readonly kept?: { readonly fence: number; readonly px: number; readonly last: number; readonly floor: number };
+  readonly kept?: { readonly fence: number; readonly px: number; readonly last: number; readonly floor: Floor };
 }
 
 /** The arguments `grant_next` takes, in the scripts' order. */
@@ -63,13 +64,13 @@ export function handOffArgs(settings: HandOffSettings): readonly [number, string
 /** A hand-off from five reply fields (`member` empty: none). */
 export function handOffOf(member: unknown, fence: unknown, px: unknown, last: unknown, floor: unknown): HandOff | undefined {
   if (typeof member !== 'string' || member === '') return undefined;
-  return { member, fence: Number(fence), px: Number(px), last: Number(last), floor: Number(floor) };
+  return { member, fence: Number(fence), px: Number(px), last: Number(last), floor: floorOf(floor) };
 }
 
 /** Decodes `{0} | {1} | {2, member, fence, px, last, floor} | {3, '', fence, px, last, floor}` (release.lua, leave.lua). */
 export function passOnResultOf(reply: unknown): PassOnResult {
   const [status, member, fence, px, last, floor] = reply as [number, string?, number?, number?, number?, number?];
-  if (status === 3) return { status: 'kept', handed: undefined, kept: { fence: Number(fence), px: Number(px), last: Number(last), floor: Number(floor) } };
+  if (status === 3) return { status: 'kept', handed: undefined, kept: { fence: Number(fence), px: Number(px), last: Number(last), floor: floorOf(floor) } };
   if (status === 2) return { status: 'handed', handed: handOffOf(member, fence, px, last, floor) };
   return { status: status === 1 ? 'released' : 'none', handed: undefined };
 }

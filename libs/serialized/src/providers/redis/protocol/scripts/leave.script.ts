@@ -1,4 +1,4 @@
-import { type LockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
+import { type RedisLockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
 
 /** Gateway to leave.lua: a waiter gives up its place, passing the key on if it was handed over meanwhile. */
 export class LeaveScript {
@@ -11,7 +11,7 @@ export class LeaveScript {
     this.passOn = handOffArgs(settings);
   }
 
-  async run(client: ScriptClient, keys: LockKeys, token: string): Promise<PassOnResult> {
+  async run(client: ScriptClient, keys: RedisLockKeys, token: string): Promise<PassOnResult> {
     return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn]));
   }
 }

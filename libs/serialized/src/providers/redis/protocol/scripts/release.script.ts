@@ -1,4 +1,4 @@
-import { type LockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
+import { type RedisLockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
 
 /** Gateway to release.lua: owner-checked release that hands the key straight to the first live waiter. */
 export class ReleaseScript {
@@ -17,7 +17,7 @@ export class ReleaseScript {
    * (their places leave the queue first). `keepMs` > 0: when nobody is queued, keep
    * the key that long more with a fresh block of tokens (`kept`) instead.
    */
-  async run(client: ScriptClient, keys: LockKeys, token: string, served: readonly string[] = [], keepMs = 0): Promise<PassOnResult> {
+  async run(client: ScriptClient, keys: RedisLockKeys, token: string, served: readonly string[] = [], keepMs = 0): Promise<PassOnResult> {
     return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn, keepMs, ...served]));
   }
 }

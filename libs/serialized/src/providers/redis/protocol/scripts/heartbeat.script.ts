@@ -1,7 +1,8 @@
-import { type LockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
+import { floorOf, type Floor } from '../floor';
+import { type RedisLockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
 
-/** What check.lua answered. */
-export interface CheckResult {
+/** What heartbeat.lua answered. */
+export interface HeartbeatResult {
   /** Owner token of the holder now (`undefined`: free). */
   readonly owner: string | undefined;
   /** What is left of the holder's lease (-2: no holder). */
@@ -12,13 +13,13 @@ export interface CheckResult {
    * The owner is one of the tokens asked about, handed the key by a message this
    * process missed: a fresh block of fencing tokens for it (`fence` 0 otherwise).
    */
-  readonly ownerBlock: { readonly fence: number; readonly last: number; readonly floor: number };
+  readonly ownerBlock: { readonly fence: number; readonly last: number; readonly floor: Floor };
   /** Tokens asked about that are no longer queued (granted, or dropped after missing their heart-beats). */
   readonly missing: readonly string[];
 }
 
-/** Gateway to check.lua: one process's heart-beat for its waiters of one key, and the safety check. */
-export class CheckScript {
+/** Gateway to heartbeat.lua: one process's heart-beat for its waiters of one key (the "safety check"). */
+export class HeartbeatScript {
   private readonly passOn: readonly [number, string, string, number];
 
   constructor(
@@ -28,7 +29,7 @@ export class CheckScript {
     this.passOn = handOffArgs(settings);
   }
 
-  async run(client: ScriptClient, keys: LockKeys, tokens: readonly string[]): Promise<CheckResult> {
+  async run(client: ScriptClient, keys: RedisLockKeys, tokens: readonly string[]): Promise<HeartbeatResult> {
     const reply = (await this.script.run(client, [
       keys.lock, keys.queue, keys.heartbeats, keys.fence, this.settings.heartbeatMs, ...this.passOn, ...tokens,
     ])) as (string | number)[];
@@ -37,7 +38,7 @@ export class CheckScript {
       owner: owner === '' ? undefined : owner,
       pttl: Number(reply[1]),
       handed: handOffOf(reply[2], reply[3], reply[4], reply[5], reply[6]),
-      ownerBlock: { fence: Number(reply[7]), last: Number(reply[8]), floor: Number(reply[9]) },
+      ownerBlock: { fence: Number(reply[7]), last: Number(reply[8]), floor: floorOf(reply[9]) },
       missing: reply.slice(10) as string[],
     };
   }

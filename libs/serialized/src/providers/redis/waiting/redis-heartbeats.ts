@@ -5,11 +5,11 @@ import type { GrantBlock } from '../local-handoff/redis-cohorts';
 import { URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import { QUEUED, type KeyWaiters, type RedisWaiter } from './redis-waiter';
-import type { CheckResult } from '../protocol/scripts/check.script';
+import type { HeartbeatResult } from '../protocol/scripts/heartbeat.script';
 import type { HandOff } from '../protocol/scripts/hand-off';
 
 /** What the checks need from the waiter state machine. */
-export interface SafetyCheckHost {
+export interface HeartbeatHost {
   /** The process's waiters of `queue.key` are still this `queue`. */
   isCurrent(queue: KeyWaiters): boolean;
   waiter(token: string): RedisWaiter | undefined;
@@ -25,12 +25,12 @@ export interface SafetyCheckHost {
 }
 
 /**
- * One heart-beat / safety check per key and process for all of its waiters:
+ * One heart-beat per key and process for all of its waiters:
  * every `heartbeatMs / 3`, and when the holder's lease would end. It keeps their
  * places alive, passes on a key whose holder's lease ran out, and finds what a
  * missed hand-off message said. No waiter polls.
  */
-export class RedisSafetyChecks {
+export class RedisHeartbeats {
   private readonly intervalMs: number;
 
   constructor(
@@ -38,7 +38,7 @@ export class RedisSafetyChecks {
     private readonly scripts: RedisScripts,
     private readonly deadlines: DeadlineQueue,
     heartbeatMs: number,
-    private readonly host: SafetyCheckHost,
+    private readonly host: HeartbeatHost,
   ) {
     this.intervalMs = heartbeatMs / 3;
   }
@@ -54,22 +54,22 @@ export class RedisSafetyChecks {
     if (holderPttl === -2) delay = 0; // no holder: someone must pass the key on
     else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
     const at = performance.now() + delay;
-    if (queue.checking) {
-      queue.recheckAt = Math.min(queue.recheckAt, at);
+    if (queue.heartbeating) {
+      queue.heartbeatAgainAt = Math.min(queue.heartbeatAgainAt, at);
       return;
     }
-    if (queue.check) {
-      if (queue.check.at <= at) return;
-      this.deadlines.cancel(queue.check);
+    if (queue.heartbeat) {
+      if (queue.heartbeat.at <= at) return;
+      this.deadlines.cancel(queue.heartbeat);
     }
-    queue.check = this.deadlines.schedule(delay, queue.fireCheck);
+    queue.heartbeat = this.deadlines.schedule(delay, queue.fireHeartbeat);
   }
 
   /** Checks the key now (its deadline fired). */
   run(queue: KeyWaiters): void {
-    if (queue.places === 0 || queue.checking || !this.host.isCurrent(queue)) return;
-    queue.checking = true;
-    queue.recheckAt = Infinity;
+    if (queue.places === 0 || queue.heartbeating || !this.host.isCurrent(queue)) return;
+    queue.heartbeating = true;
+    queue.heartbeatAgainAt = Infinity;
     const tokens = queue.tokens();
     let sentAt = -Infinity;
     this.connection
@@ -77,7 +77,7 @@ export class RedisSafetyChecks {
         queue.key,
         (client) => {
           sentAt = performance.now();
-          return this.scripts.check.run(client, queue.keys, tokens);
+          return this.scripts.heartbeat.run(client, queue.keys, tokens);
         },
         URGENT,
       )
@@ -87,9 +87,9 @@ export class RedisSafetyChecks {
       );
   }
 
-  private checked(queue: KeyWaiters, result: CheckResult, sentAt: number): void {
+  private checked(queue: KeyWaiters, result: HeartbeatResult, sentAt: number): void {
     const host = this.host;
-    queue.checking = false;
+    queue.heartbeating = false;
     // What the reply says held when the check ran, no earlier than when it was sent.
     if (result.handed) host.handedOver(result.handed, sentAt);
     const ours = result.owner ? host.waiter(result.owner) : undefined;
@@ -108,14 +108,14 @@ export class RedisSafetyChecks {
       host.closeKeyIfIdle(queue);
       return;
     }
-    const recheck = queue.recheckAt - performance.now();
-    queue.recheckAt = Infinity;
+    const recheck = queue.heartbeatAgainAt - performance.now();
+    queue.heartbeatAgainAt = Infinity;
     this.schedule(queue, Math.min(result.pttl === -2 ? -2 : result.pttl, Number.isFinite(recheck) ? Math.max(0, recheck - 2) : Infinity));
   }
 
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
   private failed(queue: KeyWaiters, error: unknown): void {
-    queue.checking = false;
+    queue.heartbeating = false;
     // Riders too: their tenure cannot renew without Redis either. From the last: a rider
     // goes before the place it rides on would send it to Redis for a place of its own.
     for (let waiter = queue.last; waiter; waiter = queue.last) {

@@ -1,4 +1,4 @@
--- One process's heart-beat for its waiters of one key, and the slow safety check:
+-- One process's heart-beat for its waiters of one key, (the "safety check" is this script):
 -- refreshes each waiter's place, passes a free key on (the holder's lease ran out,
 -- or a hand-off message was missed) and reports who holds the key now.
 --
