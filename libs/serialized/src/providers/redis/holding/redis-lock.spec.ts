@@ -1,9 +1,9 @@
 import { LockLostError } from '../../../errors/index';
 import { DeadlineQueue } from '../../../internal/deadline-queue';
 import { RedisLock, type RedisLockContext } from './redis-lock';
-import { ExtendScript } from '../protocol/scripts/extend.script';
-import type { HandOff } from '../protocol/scripts/hand-off';
-import { ReleaseScript } from '../protocol/scripts/release.script';
+import { ExtendScript } from '../protocol/extend.script';
+import type { HandOff } from '../protocol/hand-off';
+import { ReleaseScript } from '../protocol/release.script';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -8,7 +8,7 @@ import { LockState } from '../../../internal/lock-state';
 import { URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
-import type { HandOff } from '../protocol/scripts/hand-off';
+import type { HandOff } from '../protocol/hand-off';
 
 /** What a held lock needs from its provider. */
 export interface RedisLockContext {

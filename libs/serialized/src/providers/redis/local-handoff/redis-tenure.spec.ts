@@ -2,7 +2,7 @@ import { Floor } from '../protocol/floor';
 import type { RedisConnection } from '../transport/redis-connection';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import { Tenure } from './redis-tenure';
-import type { PassOnResult } from '../protocol/scripts/hand-off';
+import type { PassOnResult } from '../protocol/hand-off';
 
 const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
 

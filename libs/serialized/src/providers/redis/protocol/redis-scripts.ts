@@ -1,14 +1,14 @@
 import path from 'node:path';
 import { LuaScript } from '../../../internal/lua-script';
-import { AcquireScript } from './scripts/acquire.script';
-import { HeartbeatScript } from './scripts/heartbeat.script';
-import { ExtendScript } from './scripts/extend.script';
-import type { HandOffSettings } from './scripts/hand-off';
-import { LeaveScript } from './scripts/leave.script';
-import { ReleaseScript } from './scripts/release.script';
+import { AcquireScript } from './acquire.script';
+import { HeartbeatScript } from './heartbeat.script';
+import { ExtendScript } from './extend.script';
+import type { HandOffSettings } from './hand-off';
+import { LeaveScript } from './leave.script';
+import { ReleaseScript } from './release.script';
 
 /** Where the `.lua` files live (copied next to the compiled code by the build). */
-const SCRIPTS_DIR = path.join(__dirname, 'scripts');
+const SCRIPTS_DIR = path.join(__dirname, 'lua');
 
 /**
  * The provider's scripts, read once from their files, each behind a typed gateway

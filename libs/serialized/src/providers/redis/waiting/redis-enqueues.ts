@@ -7,8 +7,8 @@ import type { GrantBlock } from '../local-handoff/redis-cohorts';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import { CONFIRMING, SETTLED, type RedisWaiter } from './redis-waiter';
-import type { HandOff } from '../protocol/scripts/hand-off';
-import type { AcquireResult } from '../protocol/scripts/acquire.script';
+import type { HandOff } from '../protocol/hand-off';
+import type { AcquireResult } from '../protocol/acquire.script';
 
 /** What a waiter's acquisition call needs from the waiter state machine. */
 export interface EnqueueHost {

@@ -7,7 +7,7 @@ import type { GrantBlock } from '../local-handoff/redis-cohorts';
 import type { RedisGrantCheck } from './redis-grant-check';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import { CONFIRMING, QUEUED, SENDING, SETTLED, type RedisWaiter } from './redis-waiter';
-import type { HandOff } from '../protocol/scripts/hand-off';
+import type { HandOff } from '../protocol/hand-off';
 
 /** What hand-offs need from the provider. */
 export interface HandOffHost {

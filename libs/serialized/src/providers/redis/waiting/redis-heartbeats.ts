@@ -5,8 +5,8 @@ import type { GrantBlock } from '../local-handoff/redis-cohorts';
 import { URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import { QUEUED, type KeyWaiters, type RedisWaiter } from './redis-waiter';
-import type { HeartbeatResult } from '../protocol/scripts/heartbeat.script';
-import type { HandOff } from '../protocol/scripts/hand-off';
+import type { HeartbeatResult } from '../protocol/heartbeat.script';
+import type { HandOff } from '../protocol/hand-off';
 
 /** What the checks need from the waiter state machine. */
 export interface HeartbeatHost {

@@ -3,7 +3,7 @@ import type { Logger } from '@nestjs/common';
 import { URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
-import type { HandOff } from '../protocol/scripts/hand-off';
+import type { HandOff } from '../protocol/hand-off';
 
 /** Told when a leave passed the key on. */
 export interface HandOffSink {

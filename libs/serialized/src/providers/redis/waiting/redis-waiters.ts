@@ -23,7 +23,7 @@ import type { RedisScripts } from '../protocol/redis-scripts';
 import { CONFIRMING, QUEUED, RedisWaiter, SETTLED, type KeyWaiters, type WaitRequest } from './redis-waiter';
 import { RedisWaitBudgets, type WaitBudgetHost } from './redis-wait-budgets';
 import { RedisWakeUps } from './redis-wake-ups';
-import type { HandOff } from '../protocol/scripts/hand-off';
+import type { HandOff } from '../protocol/hand-off';
 
 /** What the waiter state machine works with (built once by the provider). */
 export interface RedisWaitersParts {

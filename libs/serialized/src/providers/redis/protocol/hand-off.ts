@@ -1,7 +1,7 @@
-import { floorOf, type Floor } from '../floor';
-import type { ScriptClient } from '../../../../internal/lua-script';
+import { floorOf, type Floor } from './floor';
+import type { ScriptClient } from '../../../internal/lua-script';
 
-export type { ScriptClient } from '../../../../internal/lua-script';
+export type { ScriptClient } from '../../../internal/lua-script';
 
 /** The Redis keys of one lock, as the scripts take them (`RedisKeyspace` names them). */
 export interface RedisLockKeys {

@@ -1,4 +1,4 @@
-import { floorOf, type Floor } from '../floor';
+import { floorOf, type Floor } from './floor';
 import { type RedisLockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
 
 /** What heartbeat.lua answered. */
