@@ -2,7 +2,7 @@ import { LockLostError } from '../../../errors/index';
 import { DeadlineQueue } from '../../../internal/deadline-queue';
 import { RedisLock, type RedisLockContext } from './redis-lock';
 import { ExtendScript } from '../protocol/extend.script';
-import type { HandOff } from '../protocol/hand-off';
+import type { PassOnResult } from '../protocol/hand-off';
 import { ReleaseScript } from '../protocol/release.script';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -30,11 +30,12 @@ function fakeContext() {
       release: new ReleaseScript(script('release'), { heartbeatMs: 5000, channelPrefix: 'p:wake:', session: 'session', block: 1 }),
     },
     deadlines: new DeadlineQueue(),
-    handedOver: () => undefined,
-    released: (lock: RedisLock) => released.push(lock),
+    passOn: () => false,
+    keepFor: () => 0,
+    releaseSent: () => [],
+    releaseAnswered: (lock: RedisLock) => released.push(lock),
     releasing: () => undefined,
     warn: () => undefined,
-    cohorts: { passOn: () => false, end: () => [], forget: () => undefined, keepFor: () => 0, keeping: () => [], kept: () => undefined, ended: () => undefined },
   } as unknown as RedisLockContext;
   const extends_ = () => calls.filter((c) => c.script === 'extend');
   return { context, calls, extends_, released };
@@ -202,13 +203,14 @@ describe('RedisLock', () => {
   it('reports the hand-off a release made with the time the release was sent, not when its reply was read', async () => {
     const { context, calls } = fakeContext();
     const handOffs: { member: string; since: number }[] = [];
-    (context as { handedOver: unknown }).handedOver = ({ member }: HandOff, since: number) => handOffs.push({ member, since });
+    (context as { releaseAnswered: unknown }).releaseAnswered = (_lock: RedisLock, result: PassOnResult | undefined, since: number) =>
+      result?.handed && handOffs.push({ member: result.handed.member, since });
     const lock = make(context, 30_000);
     const before = performance.now();
     const releasing = lock.release();
     const sentBy = performance.now();
     await sleep(50);
-    calls.find((c) => c.script === 'release')!.answer([2, 'other:90:2.y', 8, 5000]);
+    calls.find((c) => c.script === 'release')!.answer([2, 'other:90:2.y', 8, 5000, 8, 0]);
     await releasing;
     expect(handOffs).toHaveLength(1);
     expect(handOffs[0].since).toBeGreaterThanOrEqual(before);

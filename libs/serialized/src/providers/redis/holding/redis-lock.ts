@@ -1,4 +1,3 @@
-import type { Floor } from '../protocol/floor';
 import type { HandOffMode } from '../../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../../../errors/index';
@@ -8,41 +7,31 @@ import { LockState } from '../../../internal/lock-state';
 import { URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
-import type { HandOff } from '../protocol/hand-off';
+import type { PassOnResult } from '../protocol/hand-off';
 
-/** What a held lock needs from its provider. */
+/**
+ * What a held lock needs from the waiting module (`RedisWaiters`), which carries
+ * out the local hand-off decisions at its release. A host interface (one of two in
+ * the provider, listed in scripts/check-structure.js): a lock is created by that
+ * module and its release has to reach it, while the module cannot be imported from
+ * here without a cycle.
+ */
 export interface RedisLockContext {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
-  /**
-   * The release passed the key on (perhaps to a waiter of this process), with its
-   * lease from no earlier than `since` (when the release was sent).
-   */
-  handedOver(handOff: HandOff, since: number): void;
-  /** The lock is released (or its release failed): it no longer counts as held. */
-  released(lock: RedisLock): void;
+  /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
+  passOn(lock: RedisLock): boolean;
+  /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
+  keepFor(lock: RedisLock): number;
+  /** The release is on its way (`keep` > 0: keeping the key): the served waiters' places it removes. */
+  releaseSent(lock: RedisLock, keep: number): readonly string[];
+  /** The release's reply (sent at `sentAt`, with `served` and `keep`), or its failure (`result` undefined). */
+  releaseAnswered(lock: RedisLock, result: PassOnResult | undefined, sentAt: number, served: readonly string[], keep: number): void;
   /** One warning for a loss this lock found at release (the holder was not told before). */
   warn(message: string): void;
   /** Its release is on its way to Redis (`done` settles with the reply): a try of the key in this process waits for it. */
   releasing(lock: RedisLock, done: Promise<unknown>): void;
-  /** Local hand-offs (see `RedisCohorts`). */
-  readonly cohorts: {
-    /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
-    passOn(lock: RedisLock): boolean;
-    /** The lock goes back to Redis: owner tokens of the waiters it served in-process (their places leave the queue). */
-    end(lock: RedisLock): readonly string[];
-    /** The release carrying them was answered (or failed). */
-    forget(served: readonly string[]): void;
-    /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
-    keepFor(lock: RedisLock): number;
-    /** The release with `keep` is on its way: the served waiters' places it removes. */
-    keeping(lock: RedisLock): readonly string[];
-    /** It kept the key with a fresh block. */
-    kept(lock: RedisLock, keys: RedisLockKeys, kept: { fence: number; last: number; px: number; floor: Floor }, since: number): void;
-    /** It did not keep the key: the tenure is over. */
-    ended(lock: RedisLock): void;
-  };
 }
 
 /** Shortest pause before retrying a renewal that failed while the lease still runs. */
@@ -141,11 +130,10 @@ export class RedisLock extends LockState implements Lock {
     this.cancelRenewal();
     this.cancelGuard();
     const { context, keys } = this;
-    const { cohorts } = context;
-    if (passable && cohorts.passOn(this)) return (this.releasing = Promise.resolve());
+    if (passable && context.passOn(this)) return (this.releasing = Promise.resolve());
     // Riders wait and the block is spent: keep the key with a fresh block for them.
-    const keep = passable ? cohorts.keepFor(this) : 0;
-    const served = keep > 0 ? cohorts.keeping(this) : cohorts.end(this);
+    const keep = passable ? context.keepFor(this) : 0;
+    const served = context.releaseSent(this, keep);
     let sentAt = -Infinity;
     this.releasing = context.connection
       .run(
@@ -160,17 +148,11 @@ export class RedisLock extends LockState implements Lock {
         (result) => {
           // Not ours any more: the lease ran out while the holder ran, and nobody had told it.
           if (result.status === 'none') this.lostAtRelease();
-          context.released(this);
-          cohorts.forget(served);
-          if (result.kept) cohorts.kept(this, keys, result.kept, sentAt);
-          else if (keep > 0) cohorts.ended(this);
-          if (result.handed) context.handedOver(result.handed, sentAt);
+          context.releaseAnswered(this, result, sentAt, served, keep);
         },
         (error: unknown) => {
           // Not released: the lease ends it (and the queue moves on then).
-          context.released(this);
-          cohorts.forget(served);
-          if (keep > 0) cohorts.ended(this);
+          context.releaseAnswered(this, undefined, sentAt, served, keep);
           throw error;
         },
       );

@@ -1,19 +1,20 @@
-import { Floor } from '../protocol/floor';
 import { performance } from 'node:perf_hooks';
 import type { HandOffMode } from '../../../acquire-options.interface';
-import type { HeldLocks } from '../../../internal/held-locks';
+import type { RedisLock } from '../holding/redis-lock';
+import { refill, type Redis } from '../protocol/commands';
+import { Floor } from '../protocol/floor';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
-import { RedisLock, type RedisLockContext } from '../holding/redis-lock';
 import { Tenure } from './redis-tenure';
-import type { RedisWaiter } from '../waiting/redis-waiter';
 
-/**
- * How a held key passes to the next waiter: `strict` (default) keeps global
- * arrival order — a local hand-off only to a waiter that reached Redis before any
- * waiter of another process still queued; `cohort` lets a process serve its own
- * waiters first, up to `maxLocalHandOffs` in a row, before the key goes back to
- * Redis (and to an earlier waiter of another process).
- */
+/** What the cohorts read of a waiter (the waiting module's `RedisWaiter`); they never change it. */
+export interface LocalWaiter {
+  readonly token: string;
+  readonly fence: number;
+  readonly rider: boolean;
+  readonly leaseMs: number;
+  readonly handoff: HandOffMode | undefined;
+  readonly signal: AbortSignal | undefined;
+}
 
 /** What a tenure (this process holding a key it got from Redis) learned when it began. */
 export interface GrantBlock {
@@ -23,16 +24,21 @@ export interface GrantBlock {
   readonly floor: Floor;
 }
 
-/** What the cohorts need from the waiter state machine (which is also the context of its locks). */
-export interface CohortHost extends RedisLockContext {
-  /** The waiter is done waiting (it then resolves or rejects). */
-  settle(waiter: RedisWaiter): void;
-  /** Gives up `token`'s place, or passes the key on if `token` holds it. */
-  leave(key: string, keys: RedisLockKeys, token: string): void;
-  /** The riders at the front of `key`'s waiters (no place in Redis) take places of their own: the tenure they rode on ended. */
-  unride(key: string): void;
+/** A decision: `waiter` is to hold the key in-process, under the tenure's `token`, with `fence` and `px` ms of lease from `since`. */
+export interface Serve<W extends LocalWaiter> {
+  readonly waiter: W;
+  readonly keys: RedisLockKeys;
+  readonly token: string;
+  readonly fence: bigint;
+  readonly px: number;
+  readonly since: number;
 }
 
+/** A decision at a tenure's beginning or end: the places to leave, and whether the riders at the front take places of their own. */
+export interface TenureChange {
+  readonly leave?: { readonly keys: RedisLockKeys; readonly tokens: readonly string[] };
+  readonly unride: boolean;
+}
 
 /**
  * Local hand-off (lock cohorting, Dice, Marathe & Shavit, PPoPP 2012): while this
@@ -42,21 +48,21 @@ export interface CohortHost extends RedisLockContext {
  * block the tenure reserved with one `INCRBY`, so fencing tokens keep increasing
  * across local and Redis hand-offs, and the block's size bounds the consecutive
  * local hand-offs. In `strict` mode a waiter is served locally only while its
- * place is ahead of every waiter of another process known to be queued: the
- * scripts report the first such place when the tenure begins and with each reply
- * that queues a waiter of this process behind its own holder, and a waiter of
- * another process that queues behind the holder tells it by a message.
+ * place is ahead of every waiter of another process known to be queued (the
+ * floor): the scripts report it when the tenure begins and with each reply that
+ * queues a waiter of this process behind its own holder, and a waiter of another
+ * process that queues behind the holder tells it by a notice.
  *
- * Riders: while this process holds the key and knows of no waiter of another
- * process queued (or rides behind a place of its own, see {@link RedisRiders}),
- * a new waiter takes no place in Redis at all: it waits in this process
- * and is served by a local hand-off. When the block runs out with riders waiting,
- * the release keeps the key with a fresh block for them (and learns whether a
- * waiter of another process is queued, in case its notice was lost). When the
- * tenure ends any other way, the riders take places of their own. See
- * docs/semantics.md.
+ * Riders (see `admit`): while this process holds the key and knows of no waiter
+ * of another process queued, a new waiter takes no place in Redis at all. When the
+ * block runs out with riders waiting, the release keeps the key with a fresh block
+ * for them. When the tenure ends any other way, the riders take places of their own.
+ * See docs/semantics.md.
+ *
+ * This class decides and keeps the tenures; it creates no lock and settles no
+ * waiter: the waiting module (`RedisWaiters`) carries its decisions out.
  */
-export class RedisCohorts {
+export class RedisCohorts<W extends LocalWaiter> {
   private readonly tenures = new Map<string, Tenure>();
   /** Key of each tenure, by its owner token (where a remote waiter's notice finds it). */
   private readonly tenureKeys = new Map<string, string>();
@@ -69,49 +75,38 @@ export class RedisCohorts {
     private readonly mode: HandOffMode,
     /** Cohort mode: local hand-offs in a row while a waiter of another process is known to be queued. */
     private readonly maxLocalHandOffs: number,
-    private readonly host: CohortHost,
-    private readonly held: HeldLocks<RedisLock>,
-    /** This process's first waiter of a key with a place in the Redis queue. */
-    private readonly firstQueued: (key: string) => RedisWaiter | undefined,
+    private readonly redis: Redis,
+    /** The provider is shutting down: nothing is handed on in-process. */
+    private readonly closing: () => boolean,
   ) {}
 
   /**
-   * A new lock got from Redis, held under `token` with `px` ms of lease from
-   * `grantedAt`: a new tenure, with `block` the tokens reserved for its local hand-offs.
+   * A lock got from Redis under `token` at `fence`: a new tenure, with `block` the
+   * tokens reserved for its local hand-offs (none: no tenure).
    */
-  grant(
-    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, grantedAt: number,
-    block?: GrantBlock, handoff?: HandOffMode,
-  ): RedisLock {
+  begin(key: string, keys: RedisLockKeys, token: string, fence: number, block: GrantBlock | undefined): TenureChange {
     // A tenure whose lock was lost and not yet released: its served waiters' places go now.
     const previous = this.tenures.get(key);
-    if (previous) for (const served of previous.served) this.host.leave(key, previous.keys, served);
-    this.drop(key);
+    const leave = previous ? { keys: previous.keys, tokens: previous.served } : undefined;
+    const dropped = this.drop(key);
     // The block's size is the granting script's caller's setting: this process uses no more of it than its own allows.
     const last = block ? Math.min(block.last, fence + this.maxLocalHandOffs) : fence;
     if (block && last > fence) {
       this.tenures.set(key, new Tenure(key, token, keys, BigInt(fence), BigInt(last), block.floor));
       this.tenureKeys.set(token, key);
-    } else {
-      // No tenure to serve them: the riders that rode on the granted waiter's place take places of their own.
-      this.host.unride(key);
+      return { leave, unride: dropped };
     }
-    const lock = new RedisLock(this.host, key, keys, token, BigInt(fence), leaseMs, px, grantedAt);
-    lock.handoff = handoff;
-    this.held.add(lock);
-    return lock;
+    // No tenure to serve them: the riders that rode on the granted waiter's place take places of their own.
+    return { leave, unride: true };
   }
 
-  /**
-   * A reply queued a waiter of this process behind a holder of this process:
-   * `floor` is the place of the first waiter of another process ahead of it.
-   */
+  /** A reply says `floor` is the place of the first waiter of another process ahead of this key's waiters. */
   learned(key: string, floor: Floor): void {
     const tenure = this.tenures.get(key);
     if (tenure && floor !== Floor.UNKNOWN && floor < tenure.floor) tenure.floor = floor;
   }
 
-  /** A waiter of another process queued at `place` behind the holder `owner` (a message on this process's channel): the key, if `owner` is a tenure's. */
+  /** A waiter of another process queued at `place` behind the holder `owner` (a notice): the key, if `owner` is a tenure's. */
   noticed(owner: string, place: number): string | undefined {
     const key = this.tenureKeys.get(owner);
     if (key !== undefined) this.learned(key, place);
@@ -123,36 +118,31 @@ export class RedisCohorts {
     return this.maxLocalHandOffs > 0;
   }
 
-  /**
-   * A new waiter of a key this process holds may ride on the tenure (no place in
-   * Redis): see the class comment. The caller has checked local arrival order.
-   */
-  mayRide(waiter: RedisWaiter): boolean {
-    // No waiter of another process known to be queued.
-    return this.tenures.get(waiter.queue.key)?.floor === Floor.NONE;
+  /** A new waiter of `key` may ride on this process's tenure: no waiter of another process known to be queued. */
+  mayRide(key: string): boolean {
+    return this.tenures.get(key)?.floor === Floor.NONE;
   }
 
   /**
-   * `lock` is being released with a fresh lease: passes it to this process's next
-   * waiter if the mode and the block allow. False: release it to Redis.
+   * `lock` is being released with a fresh lease: whom to pass it to in-process
+   * (`first`: this process's first waiter of the key), if the mode and the block
+   * allow. Undefined: release it to Redis.
    */
-  passOn(lock: RedisLock): boolean {
+  passOn(lock: RedisLock, first: W | undefined): Serve<W> | undefined {
     const tenure = this.tenures.get(lock.key);
-    if (!tenure || tenure.token !== lock.token || this.held.closing) return false;
+    if (!tenure || tenure.token !== lock.token || this.closing()) return undefined;
     const spent = lock.fencingToken >= tenure.last;
-    if (spent && !tenure.ready) return false;
-    const waiter = this.next(lock, tenure);
-    if (!waiter) return false;
+    if (spent && !tenure.ready) return undefined;
+    const waiter = this.next(lock, tenure, first);
+    if (!waiter) return undefined;
     // The block is spent: the next one, reserved meanwhile, if it is above every token issued.
-    const refill = spent ? tenure.takeRefill() : undefined;
-    if (spent && !refill) return false;
-    this.held.delete(lock);
+    const next = spent ? tenure.takeRefill() : undefined;
+    if (spent && !next) return undefined;
     // The tenure's owner token and its lease as it stands (or as the refill left it);
     // the new holder renews it on its own schedule (and its signal aborts if Redis no longer has it).
     const now = performance.now();
-    const px = Math.max(lock.leaseLeft(), refill ? refill.until - now : 0);
-    this.serve(lock.key, tenure, waiter, refill ? refill.fence : lock.fencingToken + 1n, px, now);
-    return true;
+    const px = Math.max(lock.leaseLeft(), next ? next.until - now : 0);
+    return this.serve(lock.key, tenure, waiter, next ? next.fence : lock.fencingToken + 1n, px, now);
   }
 
   /**
@@ -160,8 +150,7 @@ export class RedisCohorts {
    * releasing holder's mode (per call, else the provider's) is strict and it has a
    * place behind a waiter of another process. A rider is served where it joined.
    */
-  private next(lock: RedisLock, tenure: Tenure): RedisWaiter | undefined {
-    const waiter = this.firstQueued(lock.key);
+  private next(lock: RedisLock, tenure: Tenure, waiter: W | undefined): W | undefined {
     if (!waiter || waiter.signal?.aborted) return undefined;
     // Ahead of every waiter of another process: a rider (it joined while none was known, or rides
     // behind a place none was known to be queued behind), or a place before the first of them.
@@ -172,17 +161,18 @@ export class RedisCohorts {
   }
 
   /**
-   * `lock` is released with a fresh lease and its block spent while riders wait:
-   * the lease (ms) to keep the key for with a fresh block (release.lua `keep`), so
-   * that they are served where they joined; 0: release as usual (no rider, or the
-   * next local waiter may not be served: the riders then take places of their own).
-   * Riders join only while no waiter of another process is known, and the reply to
-   * a keep says whether one is: see docs/semantics.md for the bound.
+   * `lock` is released with a fresh lease and its block spent while riders wait
+   * (`riders`: how many of the key's waiters ride): the lease (ms) to keep the key
+   * for with a fresh block (release.lua `keep`), so that they are served where they
+   * joined; 0: release as usual (no rider, or the next local waiter may not be
+   * served: the riders then take places of their own). Riders join only while no
+   * waiter of another process is known, and the reply to a keep says whether one
+   * is: see docs/semantics.md for the bound.
    */
-  keepFor(lock: RedisLock): number {
+  keepFor(lock: RedisLock, first: W | undefined, riders: number): number {
     const tenure = this.tenures.get(lock.key);
-    if (!tenure || tenure.token !== lock.token || this.held.closing || !this.hasRiders(lock.key)) return 0;
-    return this.next(lock, tenure)?.leaseMs ?? 0;
+    if (!tenure || tenure.token !== lock.token || this.closing() || riders === 0) return 0;
+    return this.next(lock, tenure, first)?.leaseMs ?? 0;
   }
 
   /** The release with `keep` is on its way: the served waiters' places it removes (the tenure goes on meanwhile). */
@@ -193,34 +183,35 @@ export class RedisCohorts {
     return served;
   }
 
-  /** The release with `keep` kept the key (`fence`..`last`, `px` ms from `since`): the next local waiter holds it. */
-  kept(lock: RedisLock, keys: RedisLockKeys, { fence, last, px, floor }: { fence: number; last: number; px: number; floor: Floor }, since: number): void {
+  /**
+   * The release with `keep` kept the key (`fence`..`last`, `px` ms from `since`):
+   * whom to serve (`first`, when it may be), or undefined: nobody left to serve here
+   * (they gave up on the way, or the next has to wait behind another process), so
+   * the kept key goes back to Redis.
+   */
+  kept(lock: RedisLock, kept: { fence: number; last: number; px: number; floor: Floor }, since: number, first: W | undefined): Serve<W> | undefined {
     const tenure = this.tenures.get(lock.key);
-    if (tenure && tenure.token === lock.token) {
-      tenure.kept(BigInt(last));
-      this.learned(lock.key, floor);
-      const waiter = this.held.closing ? undefined : this.next(lock, tenure);
-      if (waiter) return this.serve(lock.key, tenure, waiter, BigInt(fence), px, since);
-    }
-    // Nobody left to serve here (they gave up on the way, or the next has to wait behind another process): back to Redis.
-    const idle = new RedisLock(this.host, lock.key, keys, lock.token, BigInt(fence), px, px, since);
-    idle.release().catch(() => undefined);
+    if (!tenure || tenure.token !== lock.token) return undefined;
+    tenure.kept(BigInt(kept.last));
+    this.learned(lock.key, kept.floor);
+    const waiter = this.closing() ? undefined : this.next(lock, tenure, first);
+    return waiter && this.serve(lock.key, tenure, waiter, BigInt(kept.fence), kept.px, since);
   }
 
   /** The tenure ends (its lock goes back to Redis): the served waiters' places to remove. */
-  end(lock: RedisLock): readonly string[] {
+  end(lock: RedisLock): { served: readonly string[]; unride: boolean } {
     const tenure = this.tenures.get(lock.key);
-    if (!tenure || tenure.token !== lock.token) return [];
+    if (!tenure || tenure.token !== lock.token) return { served: [], unride: false };
     this.drop(lock.key);
-    return tenure.served;
+    return { served: tenure.served, unride: true };
   }
 
-  /** The release with `keep` did not keep the key (or failed): the tenure is over. */
-  ended(lock: RedisLock): void {
-    if (this.tenures.get(lock.key)?.token === lock.token) this.drop(lock.key);
+  /** The release with `keep` did not keep the key (or failed): the tenure is over. True: its riders take places of their own. */
+  ended(lock: RedisLock): boolean {
+    return this.tenures.get(lock.key)?.token === lock.token && this.drop(lock.key);
   }
 
-  private serve(key: string, tenure: Tenure, waiter: RedisWaiter, fence: bigint, px: number, since: number): void {
+  private serve(key: string, tenure: Tenure, waiter: W, fence: bigint, px: number, since: number): Serve<W> {
     this.handOffs++;
     if (tenure.floor !== Floor.NONE) tenure.ahead++;
     if (!waiter.rider) {
@@ -228,29 +219,42 @@ export class RedisCohorts {
       this.served.set(waiter.token, { key, keys: tenure.keys });
     }
     tenure.issued = fence;
-    const next = new RedisLock(this.host, key, tenure.keys, tenure.token, fence, waiter.leaseMs, px, since);
-    next.handoff = waiter.handoff;
-    this.held.add(next);
-    waiter.granted = true;
-    this.host.settle(waiter);
-    waiter.resolve(next);
-    const left = Number(tenure.last - fence);
-    if (waiter.queue.riders > left && waiter.queue.frontRiders(left + 1) > left) {
-      tenure.askRefill(this.host.connection, this.host.scripts, waiter.leaseMs, (floor) => this.learned(key, floor), (s) => this.forget(s));
-    }
+    return { waiter, keys: tenure.keys, token: tenure.token, fence, px, since };
   }
 
-  private hasRiders(key: string): boolean {
-    return (this.firstQueued(key)?.queue.riders ?? 0) > 0;
-  }
-
-  /** The key's tenure is over: its riders take places of their own. */
-  private drop(key: string): void {
+  /**
+   * A waiter was served in-process: when riders wait beyond the block (`riders`,
+   * of which `frontRiders(n)` ride at the front), the next block is reserved now,
+   * so that the hand-off at the block's end needs no round trip.
+   */
+  afterServe(key: string, fence: bigint, leaseMs: number, riders: number, frontRiders: (limit: number) => number): void {
     const tenure = this.tenures.get(key);
     if (!tenure) return;
+    const left = Number(tenure.last - fence);
+    if (riders <= left || frontRiders(left + 1) <= left) return;
+    const served = tenure.askRefill();
+    if (!served) return;
+    refill(this.redis, key, tenure.keys, tenure.token, served.tokens, leaseMs).then(
+      ({ reply, sentAt }) => {
+        this.forget(served.tokens);
+        const floor = tenure.refilled(served, reply, sentAt);
+        if (floor !== undefined) this.learned(key, floor);
+      },
+      () => {
+        // Their places lapse with their heart-beats; the block's end goes to Redis as usual.
+        this.forget(served.tokens);
+        tenure.refillFailed(served);
+      },
+    );
+  }
+
+  /** The key's tenure is over. True when there was one (its riders take places of their own). */
+  private drop(key: string): boolean {
+    const tenure = this.tenures.get(key);
+    if (!tenure) return false;
     this.tenures.delete(key);
     this.tenureKeys.delete(tenure.token);
-    this.host.unride(key);
+    return true;
   }
 
   /** The release that removed the served waiters' places was answered (or failed: they lapse with their heart-beats). */
@@ -260,12 +264,9 @@ export class RedisCohorts {
 
   /**
    * A script handed the key to `member`. A waiter already served in-process has
-   * nothing waiting for it (our own lease ran out meanwhile): pass the key on.
+   * nothing waiting for it (our own lease ran out meanwhile): where to leave from.
    */
-  handedToServed(member: string): boolean {
-    const served = this.served.get(member);
-    if (served === undefined) return false;
-    this.host.leave(served.key, served.keys, member);
-    return true;
+  servedOf(member: string): { key: string; keys: RedisLockKeys } | undefined {
+    return this.served.get(member);
   }
 }

@@ -1,8 +1,6 @@
 import type { Floor } from '../protocol/floor';
-import { performance } from 'node:perf_hooks';
-import { URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
-import type { RedisScripts } from '../protocol/redis-scripts';
+import type { PassOnResult } from '../protocol/hand-off';
 
 /** The next block of fencing tokens of a tenure, reserved while the current one was still in use. */
 export interface NextBlock {
@@ -12,9 +10,10 @@ export interface NextBlock {
   readonly until: number;
 }
 
-/** A refill on its way (an identity: a reply to an earlier one is told apart). */
-interface Asking {
+/** A refill on its way (an identity: a reply to an earlier one is told apart), with the served tokens it carries. */
+export interface Refill {
   readonly asking: true;
+  readonly tokens: readonly string[];
 }
 
 /** One tenure: this process holds `key` in Redis under `token`. */
@@ -28,7 +27,7 @@ export class Tenure {
   /** Owner tokens of the waiters served in-process (their places leave the queue at the release). */
   served: string[] = [];
   /** The next block: being reserved, reserved, or not to be asked for again (the key was not ours). */
-  refill: Asking | 'refused' | NextBlock | undefined;
+  refill: Refill | 'refused' | NextBlock | undefined;
 
   constructor(
     readonly key: string,
@@ -56,37 +55,33 @@ export class Tenure {
   }
 
   /**
-   * Riders wait beyond this block: reserves the next one now (release.lua with
-   * `keep`, which also removes the served waiters' places and never shortens the
-   * lease), so the hand-off at the block's end needs no round trip. Its reply says
-   * whether a waiter of another process is queued (`learned`).
+   * Riders wait beyond this block: the next one is to be reserved now (release.lua
+   * with `keep`, which also removes the served waiters' places and never shortens
+   * the lease), so the hand-off at the block's end needs no round trip. The ask (its
+   * served tokens go with it), or undefined when one is on its way or was refused.
    */
-  askRefill(connection: RedisConnection, scripts: RedisScripts, leaseMs: number, learned: (floor: Floor) => void, forget: (served: readonly string[]) => void): void {
-    if (this.refill !== undefined) return;
-    const ask: Asking = { asking: true };
+  askRefill(): Refill | undefined {
+    if (this.refill !== undefined) return undefined;
+    const ask: Refill = { asking: true, tokens: this.served };
     this.refill = ask;
-    const served = this.served;
     this.served = [];
-    let sentAt = -Infinity;
-    connection
-      .run(this.key, (client) => ((sentAt = performance.now()), scripts.release.run(client, this.keys, this.token, served, leaseMs)), URGENT)
-      .then(
-        (result) => {
-          forget(served);
-          // Asked again since (a release kept the key meanwhile, with a later block): this one is stale.
-          if (this.refill !== ask) return;
-          if (!result.kept) return void (this.refill = 'refused');
-          const fence = BigInt(result.kept.fence);
-          // Tokens only ever increase: a block below the current one is never used.
-          this.refill = fence > this.last ? { fence, last: BigInt(result.kept.last), until: sentAt + result.kept.px } : undefined;
-          learned(result.kept.floor);
-        },
-        () => {
-          // Their places lapse with their heart-beats; the block's end goes to Redis as usual.
-          forget(served);
-          if (this.refill === ask) this.refill = 'refused';
-        },
-      );
+    return ask;
+  }
+
+  /** The refill's reply: the floor it reports (undefined: stale or refused, nothing learned). */
+  refilled(ask: Refill, result: PassOnResult, sentAt: number): Floor | undefined {
+    // Asked again since (a release kept the key meanwhile, with a later block): this one is stale.
+    if (this.refill !== ask) return undefined;
+    if (!result.kept) return void (this.refill = 'refused');
+    const fence = BigInt(result.kept.fence);
+    // Tokens only ever increase: a block below the current one is never used.
+    this.refill = fence > this.last ? { fence, last: BigInt(result.kept.last), until: sentAt + result.kept.px } : undefined;
+    return result.kept.floor;
+  }
+
+  /** The refill failed: the block's end goes to Redis as usual. */
+  refillFailed(ask: Refill): void {
+    if (this.refill === ask) this.refill = 'refused';
   }
 
   /** At the block's end: the next block if it is here (it becomes the current one), else undefined. */

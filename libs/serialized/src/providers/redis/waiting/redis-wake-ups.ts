@@ -2,6 +2,19 @@ import { closeClient } from '../transport/redis-client';
 import type { RedisClient, RedisConnection } from '../transport/redis-connection';
 
 /**
+ * Who hears the wake-up channel (`RedisWaiters`). A host interface (one of two in
+ * the provider, listed in scripts/check-structure.js): the subscriber's events come
+ * when Redis sends them, not as the reply to anything this process asked, so they
+ * can only be handed on.
+ */
+export interface WakeUpListener {
+  /** Every message of the channel (a hand-off or a notice). */
+  onMessage(message: string): void;
+  /** After every (re)subscription: messages sent meanwhile are lost. */
+  resync(): void;
+}
+
+/**
  * The process's single wake-up path: one subscriber connection on one channel of
  * its own (`<prefix>:wake:<session>`). A process that releases a key to a waiter of
  * another process publishes to that process's channel only, so nobody hears the
@@ -20,10 +33,7 @@ export class RedisWakeUps {
   constructor(
     private readonly connection: RedisConnection,
     readonly channel: string,
-    /** Gets every message of the channel (a hand-off). */
-    private readonly deliver: { onMessage(message: string): void },
-    /** Told after every (re)subscription: messages sent meanwhile are lost. */
-    private readonly resync: { resync(): void },
+    private readonly listener: WakeUpListener,
   ) {}
 
   /** Starts listening, once. */
@@ -32,7 +42,7 @@ export class RedisWakeUps {
     const subscriber = this.connection.createSubscriber();
     this.subscriber = subscriber;
     subscriber.on('message', (channel: string, message: string) => {
-      if (channel === this.channel) this.deliver.onMessage(message);
+      if (channel === this.channel) this.listener.onMessage(message);
     });
     subscriber.on('ready', () => this.subscribe());
     if (subscriber.status === 'ready') this.subscribe();
@@ -55,7 +65,7 @@ export class RedisWakeUps {
     subscriber.subscribe(this.channel).then(
       () => {
         this.subscribed = true;
-        if (!this.closed) this.resync.resync();
+        if (!this.closed) this.listener.resync();
       },
       () => undefined, // retried on the next 'ready'; the heart-beat covers the gap
     );
