@@ -158,9 +158,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
 
   private onAcquireReply(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
     if (result.handed) this.onHandOff(result.handed, sentAt);
-    const { key, keys } = waiter.queue;
-    const { status } = result;
-    if (status === 'queued') this.cohorts.learned(key, result.floor);
+    if (result.status === 'queued') this.cohorts.learned(waiter.queue.key, result.floor);
     this.placeOrUndo(waiter, token, result, sentAt);
     this.lead(waiter);
   }
