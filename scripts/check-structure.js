@@ -25,7 +25,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
-const LIB = path.join(ROOT, 'libs', 'serialized', 'src');
+// CHECK_STRUCTURE_LIB: another copy of the library (test/structure/check-structure.spec.ts checks the checks).
+const LIB = process.env.CHECK_STRUCTURE_LIB ? path.resolve(process.env.CHECK_STRUCTURE_LIB) : path.join(ROOT, 'libs', 'serialized', 'src');
 const REDIS = 'providers/redis/';
 
 /** The one file that assigns a Redis waiter's state (its transitions). */
