@@ -54,16 +54,8 @@ const PORTS = {
   },
   'providers/redis/transport/redis-readiness.gate.ts': { ReadyWaiter: 'a caller waiting for a ready connection: its promise' },
 };
-/**
- * Host interfaces outside the waiter state that still exist, with who removes
- * them (they count towards MAX_HOSTS once listed in HOST_INTERFACES instead).
- */
-const HOST_EXCEPTIONS = {
-  'providers/redis/transport/redis-reply.stream.ts': {
-    // The reply stream asks its connection for a sendable client and to cork the socket.
-    ReplyStreamHost: 'issue 22 (transport: the stream gets the client and the cork as values)',
-  },
-};
+/** Host interfaces still to go, with who removes them (none). */
+const HOST_EXCEPTIONS = {};
 
 /**
  * Import edges ("from -> to", relative to libs/serialized/src) allowed to close a

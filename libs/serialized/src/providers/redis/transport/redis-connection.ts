@@ -7,7 +7,8 @@ import type { RedisCallOptions } from './redis-call';
 import { RedisCallErrors } from './redis-call-errors';
 import { RedisClientOwner, type RedisClient } from './redis-client';
 import { RedisReadinessGate } from './redis-readiness.gate';
-import { ReplyStream, type ReplyStreamHost } from './redis-reply.stream';
+import { ReplyStream } from './redis-reply.stream';
+import { RedisWire } from './redis-wire';
 
 export type { RedisClient } from './redis-client';
 export { URGENT, type RedisCallOptions } from './redis-call';
@@ -67,14 +68,13 @@ export const DEFAULT_MAX_IN_FLIGHT = SERIALIZED_DEFAULTS.redisMaxInFlight;
  * a lock command replayed after an outage would take a place its caller has long
  * given up.
  */
-export class RedisConnection implements ReplyStreamHost {
+export class RedisConnection {
   readonly client: RedisClient;
   readonly isCluster: boolean;
   readonly timeoutMs: number;
   readonly maxInFlight: number;
   readonly clock: EventLoopLagClock;
   readonly errors = new RedisCallErrors();
-  closed = false;
   private readonly owner: RedisClientOwner;
   private readonly slotOf: ((key: string) => number) | undefined;
   private readonly gate: RedisReadinessGate;
@@ -84,7 +84,13 @@ export class RedisConnection implements ReplyStreamHost {
   private readonly stream: ReplyStream;
   private readonly nodeStreams = new Map<string, ReplyStream>();
   private warned = false;
-  private corked = false;
+  private readonly wire: RedisWire;
+  /** Closed (`close()`): nothing is sent any more. */
+  get closed(): boolean {
+    // Read by reportError, which the client owner may call before the wire exists.
+    return this.wire?.closed ?? false;
+  }
+
   private readonly onReady = (): void => this.ready();
   private readonly onEnd = (): void => this.ended();
   readonly onError = (error: Error): void => this.reportError(error);
@@ -105,7 +111,8 @@ export class RedisConnection implements ReplyStreamHost {
     this.gate = new RedisReadinessGate(this.deadlines, this.clock, this.timeoutMs, (key) =>
       this.errors.unsent(this.errors.unreachable(key, `could not connect within ${this.timeoutMs} ms`)),
     );
-    this.stream = new ReplyStream(this);
+    this.wire = new RedisWire(this.client, this.isCluster, this.deadlines, this.clock, this.errors, this.timeoutMs, this.maxInFlight);
+    this.stream = new ReplyStream(this.wire);
     this.client.on('ready', this.onReady);
     this.client.on('end', this.onEnd);
   }
@@ -162,7 +169,7 @@ export class RedisConnection implements ReplyStreamHost {
   /** Closes the connection if the library opened it; a client passed in is left open. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.closed = true;
+    this.wire.closed = true;
     this.gate.failAll((key) => this.errors.unsent(this.errors.closed(key)));
     this.client.off('ready', this.onReady);
     this.client.off('end', this.onEnd);
@@ -171,30 +178,6 @@ export class RedisConnection implements ReplyStreamHost {
     await this.owner.close();
     for (const stream of this.streams()) stream.close();
     this.clock.stop();
-  }
-
-  /** {@link ReplyStreamHost}: the client, when a command may be handed to it now. */
-  sendable(key: string): RedisClient | Error {
-    if (this.closed) return this.errors.closed(key);
-    if (this.client.status !== 'ready') return this.errors.unreachable(key, 'the connection was lost before the command was sent');
-    return this.client;
-  }
-
-  /**
-   * {@link ReplyStreamHost}: holds the socket's writes until the current burst of
-   * JavaScript is over, so that the commands sent in it leave in one write instead
-   * of one system call each (standalone and Sentinel connections).
-   */
-  cork(): void {
-    if (this.corked || this.isCluster) return;
-    const socket = (this.client as Redis).stream as { cork?: () => void; uncork?: () => void } | undefined;
-    if (!socket?.cork || !socket.uncork) return;
-    this.corked = true;
-    socket.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      socket.uncork!();
-    });
   }
 
   /** Waits for the connection (see {@link RedisReadinessGate}), then sends. */
@@ -215,7 +198,7 @@ export class RedisConnection implements ReplyStreamHost {
     if (node === undefined) return this.stream;
     let stream = this.nodeStreams.get(node);
     if (!stream) {
-      stream = new ReplyStream(this);
+      stream = new ReplyStream(this.wire);
       stream.heardAs(this.stream);
       this.nodeStreams.set(node, stream);
     }

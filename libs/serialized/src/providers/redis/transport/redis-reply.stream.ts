@@ -5,26 +5,12 @@ import type { Call, RedisCallOptions } from './redis-call';
 import type { RedisCallErrors } from './redis-call-errors';
 import { CallQueue } from './redis-call-queue';
 import type { RedisClient } from './redis-client';
+import type { RedisWire } from './redis-wire';
 
 /** Commands on the wire from which writes are batched per turn of the event loop (measured: see docs). */
 const CORK_AT = 128;
 
 /** What a reply stream needs from its connection. */
-export interface ReplyStreamHost {
-  readonly deadlines: DeadlineQueue;
-  /** The lag-free clock silence is measured on. */
-  readonly clock: EventLoopLagClock;
-  readonly errors: RedisCallErrors;
-  /** The backend bound: how long calls may wait without a single reply. */
-  readonly timeoutMs: number;
-  /** Most commands on the wire at once. */
-  readonly maxInFlight: number;
-  readonly closed: boolean;
-  /** The client when a command may be handed to it now, otherwise why it may not. */
-  sendable(key: string): RedisClient | Error;
-  /** Holds the socket's writes until the end of this turn (a burst leaves in one write). */
-  cork(): void;
-}
 
 /**
  * One stream of replies: the standalone (or Sentinel) connection, or one Cluster
@@ -58,7 +44,7 @@ export class ReplyStream {
     this.watched();
   };
 
-  constructor(private readonly host: ReplyStreamHost) {}
+  constructor(private readonly host: RedisWire) {}
 
   /** The stream answered (a reply, or the connection's ready check). */
   heard(): void {
