@@ -5,8 +5,17 @@
  * 1. No import cycle in libs/serialized/src. Every `import`/`export ... from`
  *    counts, type-only ones and re-exports included: a cycle of types is still a
  *    knot a newcomer has to untie in their head.
- * 2. No non-spec .ts file of the library over 300 lines.
+ * 2. One writer of a Redis waiter's state (issue 22): its phase, grant, fence and
+ *    rider membership (and the other fields in WAITER_STATE) are assigned only in
+ *    WAITER_STATE_OWNER, whose methods are the transitions of models/VOCABULARY.md.
+ *    An assignment `.<field> =` (or `++`, `--`, `??=` ...) anywhere else in the
+ *    Redis provider fails.
+ * 3. No new host (callback) interface in the Redis provider: every interface with
+ *    a method there is listed in HOST_INTERFACES with why it is one (a host is
+ *    called back by what it made; at most MAX_HOSTS of them), or in PORTS (an
+ *    interface with methods that calls nothing back: options, a gateway's port).
  *
+ * A file is as long as its one responsibility needs: there is no line rule.
  * Known offenders owned by other work are listed below as exceptions. The lists
  * may only shrink: an exception that no longer applies fails the check too, so it
  * is removed by whoever fixes it.
@@ -16,15 +25,37 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
-const LIB = path.join(ROOT, 'libs', 'serialized', 'src');
-const MAX_LINES = 300;
+// CHECK_STRUCTURE_LIB: another copy of the library (test/structure/check-structure.spec.ts checks the checks).
+const LIB = process.env.CHECK_STRUCTURE_LIB ? path.resolve(process.env.CHECK_STRUCTURE_LIB) : path.join(ROOT, 'libs', 'serialized', 'src');
+const REDIS = 'providers/redis/';
 
-/** Files still over MAX_LINES (path relative to libs/serialized/src → owner of the split). */
-const LONG_FILE_EXCEPTIONS = {
-  // The session's claims and audit (issue 25) grew these past the line rule, which issue 22 replaces.
-  'providers/postgres/lock-connection.ts': 'issue 22 (the line rule goes)',
-  'providers/postgres/postgres-lock.provider.ts': 'issue 22 (the line rule goes)',
+/** The one file that assigns a Redis waiter's state (its transitions). */
+const WAITER_STATE_OWNER = 'providers/redis/waiting/redis-waiter.ts';
+/** The waiter's fields that only its transitions change. */
+const WAITER_STATE = ['phase', 'fence', 'handed', 'anchor', 'following', 'followers', 'notice'];
+
+/** Host interfaces of the Redis provider (file → interface → why it is one). */
+const MAX_HOSTS = 2;
+const HOST_INTERFACES = {
+  'providers/redis/holding/redis-lock.ts': {
+    RedisLockContext: 'a held lock tells the waiting module of its release (the local hand-off it carries out); that module creates the locks',
+  },
+  'providers/redis/waiting/redis-wake-ups.ts': {
+    WakeUpListener: "the subscriber's messages come when Redis sends them, not as the reply to a command: they can only be handed on",
+  },
 };
+/** Interfaces with methods that call nothing back (file → interface → what it is). */
+const PORTS = {
+  'providers/redis/protocol/hand-off.ts': { RunnableScript: 'what a script gateway runs (a loaded LuaScript)' },
+  'providers/redis/transport/redis-connection.ts': { RedisConnectionOptions: "the connection's options (slotOf: a pure function of the key)" },
+  'providers/redis/transport/redis-call.ts': {
+    RedisCallOptions: "a call's options (skip(): asked once, just before sending)",
+    Call: 'one call on its way: its promise is settled through resolve/reject',
+  },
+  'providers/redis/transport/redis-readiness.gate.ts': { ReadyWaiter: 'a caller waiting for a ready connection: its promise' },
+};
+/** Host interfaces still to go, with who removes them (none). */
+const HOST_EXCEPTIONS = {};
 
 /**
  * Import edges ("from -> to", relative to libs/serialized/src) allowed to close a
@@ -207,22 +238,48 @@ function main() {
     if (!closes) problems.push(`stale exception in FOLDER_CYCLE_EXCEPTIONS (no longer closes a cycle; remove it): ${key} (${owner})`);
   }
 
-  // 2. File length.
-  const lengths = files
-    .filter((file) => !isSpec(file))
-    .map((file) => ({ file: rel(file), lines: fs.readFileSync(file, 'utf8').split('\n').length - 1 }));
-  for (const { file, lines } of lengths) {
-    if (lines > MAX_LINES && !(file in LONG_FILE_EXCEPTIONS)) problems.push(`file over ${MAX_LINES} lines: ${file} (${lines})`);
+  // 2. One writer of waiter state.
+  const assignment = new RegExp(`\\.(${WAITER_STATE.join('|')})\\s*(?:=(?!=)|\\+\\+|--|[-+*/|&]=|\\?\\?=|\\|\\|=|&&=)`);
+  const stripped = (source) => source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+  let waiterStateWriters = 0;
+  for (const file of files.filter((f) => !isSpec(f) && rel(f).startsWith(REDIS))) {
+    const name = rel(file);
+    const lines = stripped(fs.readFileSync(file, 'utf8')).split('\n');
+    const writes = lines.map((line, i) => [line, i + 1]).filter(([line]) => assignment.test(line));
+    if (writes.length) waiterStateWriters++;
+    if (name === WAITER_STATE_OWNER) continue;
+    for (const [line, at] of writes) problems.push(`waiter state assigned outside ${WAITER_STATE_OWNER}: ${name}:${at}: ${line.trim()}`);
   }
-  for (const [file, owner] of Object.entries(LONG_FILE_EXCEPTIONS)) {
-    const entry = lengths.find((l) => l.file === file);
-    if (!entry || entry.lines <= MAX_LINES) problems.push(`stale exception in LONG_FILE_EXCEPTIONS (now ${entry ? entry.lines : 'gone'}; remove it): ${file} (${owner})`);
+  if (!fs.existsSync(path.join(LIB, WAITER_STATE_OWNER))) problems.push(`the owner of waiter state is gone: ${WAITER_STATE_OWNER} (update WAITER_STATE_OWNER)`);
+
+  // 3. Host interfaces of the Redis provider.
+  const listed = (lists, file, name) => lists.some((list) => list[file] && name in list[file]);
+  const found = new Set();
+  for (const file of files.filter((f) => !isSpec(f) && rel(f).startsWith(REDIS))) {
+    const name = rel(file);
+    const source = stripped(fs.readFileSync(file, 'utf8'));
+    for (const match of source.matchAll(/\binterface\s+(\w+)[^{]*\{/g)) {
+      let depth = 1;
+      let i = match.index + match[0].length;
+      while (depth && i < source.length) depth += { '{': 1, '}': -1 }[source[i++]] ?? 0;
+      const body = source.slice(match.index + match[0].length, i - 1);
+      if (!/^\s*(?:readonly\s+)?\w+\??\s*(?:<[^>]*>)?\(/m.test(body) && !/:\s*\([^)]*\)\s*=>/.test(body)) continue;
+      found.add(`${name} ${match[1]}`);
+      if (!listed([HOST_INTERFACES, PORTS, HOST_EXCEPTIONS], name, match[1])) {
+        problems.push(`new host interface ${match[1]} in ${name}: list it in HOST_INTERFACES (at most ${MAX_HOSTS}, with why) or PORTS (if it calls nothing back)`);
+      }
+    }
   }
+  for (const list of [HOST_INTERFACES, PORTS, HOST_EXCEPTIONS]) {
+    for (const [file, names] of Object.entries(list)) {
+      for (const name of Object.keys(names)) if (!found.has(`${file} ${name}`)) problems.push(`stale entry (no such interface with methods any more; remove it): ${file} ${name}`);
+    }
+  }
+  const hosts = Object.values(HOST_INTERFACES).reduce((n, names) => n + Object.keys(names).length, 0);
+  if (hosts > MAX_HOSTS) problems.push(`${hosts} host interfaces in the Redis provider, at most ${MAX_HOSTS}`);
 
   if (process.argv.includes('--report')) {
-    const top = [...lengths].sort((a, b) => b.lines - a.lines).slice(0, 5);
-    console.log('largest library files:');
-    for (const { file, lines } of top) console.log(`  ${String(lines).padStart(5)}  ${file}`);
+    console.log(`Redis provider: ${hosts} host interfaces (+${Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0)} listed exceptions), ${waiterStateWriters} file(s) writing waiter state`);
     const allFolders = new Map([...folders].map(([node, targets]) => [node, new Set(targets)]));
     for (const key of Object.keys(FOLDER_CYCLE_EXCEPTIONS)) {
       const [a, b] = key.split(' -> ');
@@ -238,8 +295,9 @@ function main() {
     for (const problem of problems) console.error(`  - ${problem}`);
     process.exit(1);
   }
-  const listed = [LONG_FILE_EXCEPTIONS, CYCLE_EDGE_EXCEPTIONS, FOLDER_CYCLE_EXCEPTIONS].reduce((n, list) => n + Object.keys(list).length, 0);
-  console.log(`check-structure: ${files.length} files, no import cycles, none over ${MAX_LINES} lines (${listed} listed exceptions)`);
+  const exceptions = [CYCLE_EDGE_EXCEPTIONS, FOLDER_CYCLE_EXCEPTIONS].reduce((n, list) => n + Object.keys(list).length, 0)
+    + Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0);
+  console.log(`check-structure: ${files.length} files, no import cycles, waiter state written only in ${WAITER_STATE_OWNER}, ${hosts} Redis host interfaces (${exceptions} listed exceptions)`);
 }
 
 function withAll(graph, edges) {

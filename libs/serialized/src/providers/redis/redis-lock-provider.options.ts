@@ -1,3 +1,4 @@
+import type { HandOffMode } from '../../acquire-options.interface';
 import { SerializedConfigError } from '../../config/serialized-config.error';
 import { SERIALIZED_OPTIONS_SCHEMA as S } from '../../config/serialized-options.schema';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
@@ -48,7 +49,7 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
    * unfairness). Either way the key goes back to Redis after `maxLocalHandOffs`
    * local hand-offs in a row. See docs/semantics.md, *Local hand-off*.
    */
-  handoff?: 'strict' | 'cohort';
+  handoff?: HandOffMode;
   /**
    * Most local hand-offs in a row before the key goes back to Redis (default 16,
    * 0 to 1000; 0 turns local hand-off off). Each process reserves this many
@@ -83,7 +84,7 @@ export interface ResolvedRedisLockOptions {
   readonly shutdownGraceMs: number;
   readonly heartbeatMs: number;
   readonly maxInFlight: number;
-  readonly handoff: 'strict' | 'cohort';
+  readonly handoff: HandOffMode;
   readonly maxLocalHandOffs: number;
 }
 

@@ -14,17 +14,15 @@ import { LockProvider } from '../../lock.provider';
 import { redisProviderOptions } from '../../config/provider-options.mapper';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
-import { OwnerTokens } from './owner-tokens';
-import { RedisClientOwner, type RedisClient } from './redis-client';
-import { RedisConnection, URGENT } from './redis-connection';
-import { RedisGrantCheck } from './redis-grant-check';
-import { RedisKeyspace, type RedisLockKeys } from './redis-keyspace';
-import type { RedisLock } from './redis-lock';
+import { OwnerTokens } from './protocol/owner-tokens';
+import { RedisClientOwner, type RedisClient } from './transport/redis-client';
+import { RedisConnection, URGENT } from './transport/redis-connection';
+import { RedisKeyspace, type RedisLockKeys } from './protocol/redis-keyspace';
+import type { RedisLock } from './holding/redis-lock';
 import { resolveRedisLockOptions, type RedisLockProviderOptions, type ResolvedRedisLockOptions } from './redis-lock-provider.options';
-import { RedisScripts } from './redis-scripts';
-import { RedisTryAcquire } from './redis-try-acquire';
+import { RedisScripts } from './protocol/redis-scripts';
 import { withTimeout } from '../../observability/with-timeout';
-import { RedisWaiters } from './redis-waiters';
+import { RedisWaiters } from './waiting/redis-waiters';
 
 export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions } from './redis-lock-provider.options';
 
@@ -39,8 +37,8 @@ export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions }
  *   first live waiter and tells its process by a message on that process's own
  *   channel (or, for a waiter of the releasing process, by the reply): the woken
  *   waiter already holds the key.
- * - **Waiting** costs no polling: one heart-beat / safety check per key and
- *   process every `heartbeatMs / 3`, and a check when the holder's lease would end,
+ * - **Waiting** costs no polling: one heart-beat per key and
+ *   process every `heartbeatMs / 3`, and one when the holder's lease would end,
  *   so a crashed holder's key passes on within one lease and a crashed waiter is
  *   passed over after `heartbeatMs`.
  * - **Holding** renews the lease every third of it; a lost lease aborts
@@ -51,10 +49,12 @@ export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions }
  *   provider recovers when Redis returns. A burst is not an outage: its callers
  *   wait within `waitTimeoutMs` (`LockTimeoutError`).
  *
- * The rooms: {@link RedisConnection} (with its client owner, readiness gate and
- * reply streams), {@link RedisWaiters} (the waiter state machine, hand-offs,
- * safety checks, leaves), {@link RedisTryAcquire}, `RedisLock` (a held key), and
- * {@link RedisScripts} (one typed gateway per Lua script).
+ * The rooms (docs/architecture.md, *The Redis provider*): transport/ (the
+ * connection, its client, readiness gate and reply streams), protocol/ (keys,
+ * tokens, one typed gateway per Lua script, the commands and channel messages),
+ * waiting/ ({@link RedisWaiters}: every waiter transition, tries, heart-beats,
+ * leaves), holding/ (`RedisLock`, a held key) and local-handoff/ (cohorts, riders,
+ * tenures: decisions only).
  *
  * After every lock is released, nothing is left in Redis but the fencing counter
  * (one per prefix; with Cluster, one per hash slot in use). See docs/providers/redis.md.
@@ -68,7 +68,6 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private readonly connection: RedisConnection;
   private readonly keyspace: RedisKeyspace;
   private readonly waiters: RedisWaiters;
-  private readonly try: RedisTryAcquire;
   /** `maxPendingTotal`: callers on their way or queued, across keys (a caller counts until it holds or leaves). */
   private readonly budget: PendingBudget;
   private shuttingDown: Promise<void> | undefined;
@@ -90,15 +89,13 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       this.logger,
     );
     const scripts = new RedisScripts({ heartbeatMs, channelPrefix: keyspace.channelPrefix, session: tokens.session, block: this.options.maxLocalHandOffs + 1 });
-    const grants = new RedisGrantCheck(this.connection, scripts);
     // Dates hand-off messages while this process has waiters; fine enough that a
     // hand-off read at once is never mistaken for a late one.
     const stalls = new EventLoopStallMonitor(Math.min(100, Math.max(10, heartbeatMs / 15)), 'nestjs-serialized.redis-stalls');
     this.waiters = new RedisWaiters({
-      connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, grants, stalls, heartbeatMs, logger: this.logger,
+      connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, stalls, heartbeatMs, logger: this.logger,
       budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)), handoff: this.options.handoff, maxLocalHandOffs: this.options.maxLocalHandOffs,
     });
-    this.try = new RedisTryAcquire(this.waiters, keyspace, tokens, grants);
     this.connection.onReconnect(() => {
       this.waiters.resync();
       // Redis may have lost its data (a restart without persistence, a fail-over):
@@ -179,7 +176,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const maxPending = options.maxPending ?? this.options.maxPending;
 
     if (waitTimeoutMs <= 0) {
-      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
+      return this.waiters.tryAcquire(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
     }
     const pending = this.waiters.pendingOf(key);
     const holding = this.held.holds(key);
@@ -187,7 +184,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       // None may wait: only a free key will do.
       const busy = new LockBusyError(key, 'max-pending', { maxPending });
       if (pending > 0 || holding) return Promise.reject(busy);
-      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
+      return this.waiters.tryAcquire(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
     }
     // The caller becoming the holder is not a waiter. While this process holds the
     // key, every caller of it waits; while it does not, one of those on their way
@@ -200,7 +197,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       // Every place is taken (maxPendingTotal): only a free key will do, as its caller would be no waiter.
       const busy = this.budget.busyError(key);
       if (pending > 0 || holding) return Promise.reject(busy);
-      return this.try.take(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
+      return this.waiters.tryAcquire(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(busy));
     }
     return this.waiters.wait({ key, leaseMs, waitTimeoutMs, maxPending, signal, handoff: options.handoff });
   }
@@ -210,7 +207,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     if (invalid) return Promise.reject(invalid);
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-    return this.try.take(key, options.leaseMs ?? this.options.leaseMs, options.signal, options.handoff);
+    return this.waiters.tryAcquire(key, options.leaseMs ?? this.options.leaseMs, options.signal, options.handoff);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -235,7 +232,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   private async shutDown(): Promise<void> {
     this.held.close();
     this.waiters.rejectAll((key) => LockBackendError.shuttingDown(key));
-    await this.waiters.leaves.settled();
+    await this.waiters.leavesSettled();
     await this.held.drain(this.options.shutdownGraceMs);
   }
 
@@ -243,7 +240,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     await this.beforeApplicationShutdown();
     // Each holder's signal aborts here (LockLostError): whatever still runs is told before its lease can end.
     for (const lock of [...this.held.values()]) lock.stopRenewing();
-    await this.waiters.leaves.settled();
+    await this.waiters.leavesSettled();
     await Promise.all([this.waiters.close(), this.connection.close()]);
     this.deadlines.clear();
   }

@@ -1,0 +1,219 @@
+import { LockLostError } from '../../../errors/index';
+import { DeadlineQueue } from '../../../internal/deadline-queue';
+import { RedisLock, type RedisLockContext } from './redis-lock';
+import { ExtendScript } from '../protocol/extend.script';
+import type { PassOnResult } from '../protocol/hand-off';
+import { ReleaseScript } from '../protocol/release.script';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Call {
+  script: string;
+  args: (string | number)[];
+  answer: (value: unknown) => void;
+  fail: (error: unknown) => void;
+}
+
+/** A Redis that records each script call and answers when the test says so. */
+function fakeContext() {
+  const calls: Call[] = [];
+  const script = (name: string) => ({
+    run: (_client: unknown, args: (string | number)[]) =>
+      new Promise((answer, fail) => calls.push({ script: name, args, answer, fail })),
+  });
+  const released: RedisLock[] = [];
+  const context = {
+    connection: { run: (_key: string, send: (client: unknown) => Promise<unknown>) => send({}) },
+    // The real gateways over a recording Redis: the arguments are what the scripts get.
+    scripts: {
+      extend: new ExtendScript(script('extend')),
+      release: new ReleaseScript(script('release'), { heartbeatMs: 5000, channelPrefix: 'p:wake:', session: 'session', block: 1 }),
+    },
+    deadlines: new DeadlineQueue(),
+    passOn: () => false,
+    keepFor: () => 0,
+    releaseSent: () => [],
+    releaseAnswered: (lock: RedisLock) => released.push(lock),
+    releasing: () => undefined,
+    warn: () => undefined,
+  } as unknown as RedisLockContext;
+  const extends_ = () => calls.filter((c) => c.script === 'extend');
+  return { context, calls, extends_, released };
+}
+
+const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
+const make = (context: RedisLockContext, leaseMs: number) =>
+  new RedisLock(context, 'k', keys, 'session:90:1.x', 7n, leaseMs, leaseMs, performance.now());
+
+describe('RedisLock', () => {
+  it('renews about every third of the lease, owner-checked, with the full lease', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 90);
+    await sleep(50);
+    expect(extends_()).toHaveLength(1);
+    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 90]);
+    extends_()[0].answer(1);
+    await sleep(45);
+    expect(extends_()).toHaveLength(2);
+    extends_()[1].answer(1);
+    expect(lock.signal.aborted).toBe(false);
+    context.deadlines.clear();
+  });
+
+  it('stops renewing synchronously on release, and releases once however often asked', async () => {
+    const { context, calls, released } = fakeContext();
+    const lock = make(context, 60);
+    const first = lock.release();
+    const second = lock.release();
+    expect(second).toBe(first);
+    calls.find((c) => c.script === 'release')!.answer([1]);
+    await first;
+    await sleep(100);
+    expect(calls.filter((c) => c.script === 'extend')).toHaveLength(0);
+    expect(released).toEqual([lock]);
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('aborts its signal with LockLostError when a renewal finds the key no longer ours', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 60);
+    await sleep(35);
+    extends_()[0].answer(0);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as Error).message).toContain('"k"');
+    await sleep(60);
+    expect(extends_()).toHaveLength(1); // no renewals after the loss
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('lets a renewal sent in time decide, even when its reply is read after the lease end (a stall)', async () => {
+    const { context, extends_ } = fakeContext();
+    // Renewal sent at ~100 ms; the lease it asks for would run to ~400 ms.
+    const lock = make(context, 300);
+    await sleep(150);
+    expect(extends_()).toHaveLength(1);
+    await sleep(180); // the lease end (300 ms) passes while the reply is still unread
+    expect(lock.lost).toBeUndefined();
+    expect(lock.signal.aborted).toBe(false);
+    extends_()[0].answer(1);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(false);
+    await sleep(120);
+    expect(extends_().length).toBeGreaterThanOrEqual(2); // renewing goes on
+    extends_().forEach((c) => c.answer(1));
+    context.deadlines.clear();
+  });
+
+  it('is lost by the clock once even the renewal in flight could not have kept it (reply unread past its own lease)', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 60);
+    await sleep(30);
+    expect(extends_()).toHaveLength(1);
+    // Past the renewal's send time + lease: whatever its reply says, someone else may hold the key now.
+    const until = performance.now() + 100;
+    while (performance.now() < until) {
+      // a stall: no timer, no I/O
+    }
+    expect(lock.lost).toBeInstanceOf(LockLostError);
+    expect(lock.signal.aborted).toBe(true);
+    extends_()[0].answer(1);
+    await sleep(0);
+    expect(lock.lost).toBeInstanceOf(LockLostError);
+    context.deadlines.clear();
+  });
+
+  it('keeps retrying a failing renewal while the lease lasts, then reports the loss with the cause', async () => {
+    const { context, extends_ } = fakeContext();
+    // A lease long enough for several retries even when a busy host delays timers.
+    const lock = make(context, 1200);
+    const cause = new Error('connection reset');
+    const failAll = setInterval(() => extends_().forEach((c) => c.fail(cause)), 5);
+    try {
+      for (let waited = 0; !lock.signal.aborted && waited < 10_000; waited += 20) await sleep(20);
+    } finally {
+      clearInterval(failAll);
+    }
+    expect(extends_().length).toBeGreaterThan(1);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as Error).cause).toBe(cause);
+  });
+
+  it('extend(ms) sets the lease renewals keep from then on', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 60);
+    const extending = lock.extend(300);
+    extends_()[0].answer(1);
+    await extending;
+    expect(extends_()[0].args[2]).toBe(300);
+    while (extends_().length < 2) await sleep(10);
+    expect(extends_()[1].args[2]).toBe(300);
+    extends_()[1].answer(1);
+    context.deadlines.clear();
+  });
+
+  it('recheck() asks Redis at once with an owner-checked renewal; a key found gone aborts the signal', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 30_000);
+    expect(extends_()).toHaveLength(0); // next renewal 10 s away
+    lock.recheck();
+    lock.recheck(); // one question on the way is enough
+    expect(extends_()).toHaveLength(1);
+    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 30_000]);
+    extends_()[0].answer(0);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    lock.recheck();
+    expect(extends_()).toHaveLength(1);
+    context.deadlines.clear();
+  });
+
+  it('recheck() of a key still held renews it and keeps renewing from then on', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 90);
+    lock.recheck();
+    extends_()[0].answer(1);
+    await sleep(0);
+    expect(lock.signal.aborted).toBe(false);
+    while (extends_().length < 2) await sleep(5);
+    extends_()[1].answer(1);
+    expect(lock.signal.aborted).toBe(false);
+    context.deadlines.clear();
+  });
+
+  it('abandon() aborts the signal with LockLostError at once and stops renewing; a released lock is left alone', async () => {
+    const { context, extends_, calls } = fakeContext();
+    const lock = make(context, 60);
+    lock.abandon('the Redis connection ended');
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as Error).message).toContain('the Redis connection ended');
+    await sleep(60);
+    expect(extends_()).toHaveLength(0);
+    const released = make(context, 60);
+    const releasing = released.release();
+    released.abandon('too late');
+    expect(released.signal.aborted).toBe(false);
+    calls.find((c) => c.script === 'release')!.answer([1]);
+    await releasing;
+  });
+
+  it('reports the hand-off a release made with the time the release was sent, not when its reply was read', async () => {
+    const { context, calls } = fakeContext();
+    const handOffs: { member: string; since: number }[] = [];
+    (context as { releaseAnswered: unknown }).releaseAnswered = (_lock: RedisLock, result: PassOnResult | undefined, since: number) =>
+      result?.handed && handOffs.push({ member: result.handed.member, since });
+    const lock = make(context, 30_000);
+    const before = performance.now();
+    const releasing = lock.release();
+    const sentBy = performance.now();
+    await sleep(50);
+    calls.find((c) => c.script === 'release')!.answer([2, 'other:90:2.y', 8, 5000, 8, 0]);
+    await releasing;
+    expect(handOffs).toHaveLength(1);
+    expect(handOffs[0].since).toBeGreaterThanOrEqual(before);
+    expect(handOffs[0].since).toBeLessThanOrEqual(sentBy);
+  });
+});

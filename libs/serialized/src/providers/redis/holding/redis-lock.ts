@@ -1,0 +1,277 @@
+import type { HandOffMode } from '../../../acquire-options.interface';
+import { performance } from 'node:perf_hooks';
+import { LockLostError } from '../../../errors/index';
+import type { Lock } from '../../../lock.interface';
+import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
+import { LockState } from '../../../internal/lock-state';
+import { URGENT, type RedisConnection } from '../transport/redis-connection';
+import type { RedisLockKeys } from '../protocol/redis-keyspace';
+import type { RedisScripts } from '../protocol/redis-scripts';
+import type { PassOnResult } from '../protocol/hand-off';
+
+/**
+ * What a held lock needs from the waiting module (`RedisWaiters`), which carries
+ * out the local hand-off decisions at its release. A host interface (one of two in
+ * the provider, listed in scripts/check-structure.js): a lock is created by that
+ * module and its release has to reach it, while the module cannot be imported from
+ * here without a cycle.
+ */
+export interface RedisLockContext {
+  readonly connection: RedisConnection;
+  readonly scripts: RedisScripts;
+  readonly deadlines: DeadlineQueue;
+  /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
+  passOn(lock: RedisLock): boolean;
+  /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
+  keepFor(lock: RedisLock): number;
+  /** The release is on its way (`keep` > 0: keeping the key): the served waiters' places it removes. */
+  releaseSent(lock: RedisLock, keep: number): readonly string[];
+  /** The release's reply (sent at `sentAt`, with `served` and `keep`), or its failure (`result` undefined). */
+  releaseAnswered(lock: RedisLock, result: PassOnResult | undefined, sentAt: number, served: readonly string[], keep: number): void;
+  /** One warning for a loss this lock found at release (the holder was not told before). */
+  warn(message: string): void;
+  /** Its release is on its way to Redis (`done` settles with the reply): a try of the key in this process waits for it. */
+  releasing(lock: RedisLock, done: Promise<unknown>): void;
+}
+
+/** Shortest pause before retrying a renewal that failed while the lease still runs. */
+const RENEW_RETRY_MIN_MS = 20;
+const RENEW_RETRY_MAX_MS = 1000;
+
+/**
+ * A key held in Redis under this lock's owner token. Its lease is renewed about
+ * every third of the lease while held (by the provider's one deadline timer, no
+ * timer of its own); renewal stops synchronously on `release()`. A renewal that
+ * finds the key gone or taken, or cannot reach Redis before the lease ends, aborts
+ * `signal` with `LockLostError`; nothing is ever thrown from a timer.
+ */
+export class RedisLock extends LockState implements Lock {
+  private renewal: Deadline | undefined;
+  /** The lease end, armed while a renewal is unconfirmed. */
+  private guard: Deadline | undefined;
+  private leaseEnd: number;
+  /** Length of the lease as last granted or renewed (a hand-off grants less than `leaseMs` until renewed). */
+  private leaseWindow: number;
+  private renewing = true;
+  /** A renewal is on its way to Redis. */
+  private renewalInFlight = false;
+  /** Where the lease of the renewal in flight would end at the earliest, should it succeed (sent at + its px). */
+  private renewalEnd = 0;
+  private lastRenewError: unknown;
+  private releasing: Promise<void> | undefined;
+  /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
+  handoff: HandOffMode | undefined;
+  private readonly onRenewal = (): void => this.renew();
+  private readonly onLeaseEnd = (): void => {
+    this.guard = undefined;
+    // A renewal sent in time may have succeeded and its reply merely not been read
+    // yet (after a stall, timers run before I/O, or it waits behind a burst): an
+    // owner-checked renewal that succeeds proves the key stayed ours, so its reply
+    // decides (it fails with the connection's silence bound if Redis stops answering).
+    if (this.held && !this.renewalInFlight) {
+      this.lose('its lease ran out before a renewal reached Redis', this.lastRenewError);
+    }
+  };
+
+  constructor(
+    private readonly context: RedisLockContext,
+    readonly key: string,
+    private readonly keys: RedisLockKeys,
+    /** The owner token this acquisition holds the key under. */
+    readonly token: string,
+    readonly fencingToken: bigint,
+    private leaseMs: number,
+    grantedPx: number,
+    grantedAt: number,
+  ) {
+    super();
+    // Counted from when the successful attempt was sent (or the hand-off heard of).
+    this.leaseEnd = grantedAt + grantedPx;
+    this.leaseWindow = grantedPx;
+    this.scheduleRenewal(grantedAt + grantedPx / 3 - performance.now());
+  }
+
+  async extend(ms: number = this.leaseMs): Promise<void> {
+    if (this.released) throw new LockLostError(this.key, 'it was already released');
+    if (this.lost) throw this.lost;
+    if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`extend(ms) needs a positive number of milliseconds, got ${ms}`);
+    const px = Math.ceil(ms);
+    const sentAt = performance.now();
+    const ours = await this.context.connection.run(
+      this.key,
+      (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px),
+      URGENT,
+    );
+    if (this.released) throw new LockLostError(this.key, 'it was released while being extended');
+    if (!ours) {
+      if (this.held) this.lose('it was no longer ours when extended (its lease had run out)');
+      throw this.lost;
+    }
+    if (this.lost) throw this.lost;
+    this.leaseMs = px;
+    this.leaseEnd = sentAt + px;
+    this.leaseWindow = px;
+    this.cancelGuard();
+    this.cancelRenewal();
+    this.scheduleRenewal(px / 3);
+  }
+
+  /** Lease still ahead of it (ms), as this process knows it. */
+  leaseLeft(): number {
+    return Math.max(0, this.leaseEnd - performance.now());
+  }
+
+  release(): Promise<void> {
+    // A local hand-off needs a lease this process is sure of: renewals healthy and
+    // at least half of it ahead (the next holder renews it on its own schedule).
+    const passable = this.held && this.renewing && !this.renewalInFlight && this.lastRenewError === undefined
+      && this.leaseEnd - performance.now() >= this.leaseWindow / 2;
+    if (!this.markReleased()) return this.releasing!;
+    this.cancelRenewal();
+    this.cancelGuard();
+    const { context, keys } = this;
+    if (passable && context.passOn(this)) return (this.releasing = Promise.resolve());
+    // Riders wait and the block is spent: keep the key with a fresh block for them.
+    const keep = passable ? context.keepFor(this) : 0;
+    const served = context.releaseSent(this, keep);
+    let sentAt = -Infinity;
+    this.releasing = context.connection
+      .run(
+        this.key,
+        (client) => {
+          sentAt = performance.now();
+          return context.scripts.release.run(client, keys, this.token, served, keep);
+        },
+        URGENT,
+      )
+      .then(
+        (result) => {
+          // Not ours any more: the lease ran out while the holder ran, and nobody had told it.
+          if (result.status === 'none') this.lostAtRelease();
+          context.releaseAnswered(this, result, sentAt, served, keep);
+        },
+        (error: unknown) => {
+          // Not released: the lease ends it (and the queue moves on then).
+          context.releaseAnswered(this, undefined, sentAt, served, keep);
+          throw error;
+        },
+      );
+    context.releasing(this, this.releasing);
+    return this.releasing;
+  }
+
+  /**
+   * Shutdown past its grace period: no more renewals, so the lease runs out on its
+   * own. The holder is told now, while the key is still its own: `signal` aborts
+   * with `LockLostError` before anyone else can take the key.
+   */
+  stopRenewing(): void {
+    this.renewing = false;
+    this.cancelRenewal();
+    this.cancelGuard();
+    if (this.held) {
+      this.lose('the provider shut down past its grace period and stopped renewing its lease, which now runs out on its own');
+    }
+  }
+
+  /**
+   * Asks Redis now, owner-checked, whether the key is still this lock's (a renewal
+   * ahead of time): after a reconnect Redis may have lost it. A key that is gone
+   * aborts `signal`; one that is still ours is renewed.
+   */
+  recheck(): void {
+    if (!this.held || !this.renewing || this.renewalInFlight) return;
+    this.cancelRenewal();
+    this.renew();
+  }
+
+  /** The provider can no longer renew it (its connection ended for good): `signal` aborts now. */
+  abandon(reason: string): void {
+    if (this.held) this.lose(reason);
+  }
+
+  private scheduleRenewal(delayMs: number): void {
+    if (!this.renewing || !this.held) return;
+    this.renewal = this.context.deadlines.schedule(Math.max(0, delayMs), this.onRenewal);
+  }
+
+  private renew(): void {
+    this.renewal = undefined;
+    if (!this.held || !this.renewing) return;
+    const sentAt = performance.now();
+    const px = this.leaseMs;
+    this.guard ??= this.context.deadlines.schedule(Math.max(0, this.leaseEnd - sentAt), this.onLeaseEnd);
+    this.renewalInFlight = true;
+    this.renewalEnd = sentAt + px;
+    this.context.connection
+      .run(this.key, (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px), URGENT)
+      .then(
+        (ours) => this.renewed(ours, sentAt, px),
+        (error: unknown) => this.renewalFailed(error),
+      );
+  }
+
+  private renewed(ok: boolean, sentAt: number, px: number): void {
+    this.renewalInFlight = false;
+    if (!this.held) return;
+    if (!ok) {
+      this.lose('its lease ran out and the key was no longer ours at renewal');
+      return;
+    }
+    this.cancelGuard();
+    this.lastRenewError = undefined;
+    this.leaseEnd = sentAt + px;
+    this.leaseWindow = px;
+    this.scheduleRenewal(px / 3);
+  }
+
+  private renewalFailed(error: unknown): void {
+    this.renewalInFlight = false;
+    if (!this.held) return;
+    this.lastRenewError = error;
+    const left = this.leaseEnd - performance.now();
+    if (left <= 0) {
+      this.lose('its lease could not be renewed before it ran out', error);
+      return;
+    }
+    // Keep trying while the lease lasts; the guard at the lease end decides.
+    this.scheduleRenewal(Math.min(Math.max(left / 4, RENEW_RETRY_MIN_MS), RENEW_RETRY_MAX_MS));
+  }
+
+  /**
+   * By the monotonic clock: the lease as last granted or renewed has run out, so
+   * the key may be someone else's. A renewal sent in time decides by its reply (as
+   * the lease-end guard lets it), but no longer than the lease it asked for: past
+   * that, even its success would not have kept the key.
+   */
+  protected override expiredNow(): LockLostError | undefined {
+    const now = performance.now();
+    if (now < this.leaseEnd || (this.renewalInFlight && now < this.renewalEnd)) return undefined;
+    this.cancelRenewal();
+    this.cancelGuard();
+    return new LockLostError(this.key, 'its lease ran out while its holder ran (the event loop or the process stalled past it)');
+  }
+
+  private lostAtRelease(): void {
+    if (this.lost) return;
+    const error = new LockLostError(this.key, 'the key was no longer its own at release: its lease had run out while its holder ran');
+    this.markLost(error);
+    this.context.warn(error.message);
+  }
+
+  private lose(reason: string, cause?: unknown): void {
+    this.cancelRenewal();
+    this.cancelGuard();
+    this.markLost(new LockLostError(this.key, reason, cause));
+  }
+
+  private cancelRenewal(): void {
+    if (this.renewal) this.context.deadlines.cancel(this.renewal);
+    this.renewal = undefined;
+  }
+
+  private cancelGuard(): void {
+    if (this.guard) this.context.deadlines.cancel(this.guard);
+    this.guard = undefined;
+  }
+}

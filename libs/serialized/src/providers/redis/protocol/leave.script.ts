@@ -1,0 +1,17 @@
+import { type RedisLockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
+
+/** Gateway to leave.lua: a waiter gives up its place, passing the key on if it was handed over meanwhile. */
+export class LeaveScript {
+  private readonly passOn: readonly [number, string, string, number];
+
+  constructor(
+    private readonly script: RunnableScript,
+    settings: HandOffSettings,
+  ) {
+    this.passOn = handOffArgs(settings);
+  }
+
+  async run(client: ScriptClient, keys: RedisLockKeys, token: string): Promise<PassOnResult> {
+    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn]));
+  }
+}

@@ -1,0 +1,23 @@
+import { type RedisLockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
+
+/** Gateway to release.lua: owner-checked release that hands the key straight to the first live waiter. */
+export class ReleaseScript {
+  private readonly passOn: readonly [number, string, string, number];
+
+  constructor(
+    private readonly script: RunnableScript,
+    settings: HandOffSettings,
+  ) {
+    this.passOn = handOffArgs(settings);
+  }
+
+  /**
+   * `none`: the key was no longer `token`'s (already released, or lost). `served`:
+   * owner tokens of waiters this process handed the key to in-process under `token`
+   * (their places leave the queue first). `keepMs` > 0: when nobody is queued, keep
+   * the key that long more with a fresh block of tokens (`kept`) instead.
+   */
+  async run(client: ScriptClient, keys: RedisLockKeys, token: string, served: readonly string[] = [], keepMs = 0): Promise<PassOnResult> {
+    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn, keepMs, ...served]));
+  }
+}

@@ -1,0 +1,218 @@
+import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { Logger } from '@nestjs/common';
+import fc from 'fast-check';
+import { LockTimeoutError } from '../../../errors/index';
+import { DeadlineQueue } from '../../../internal/deadline-queue';
+import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
+import { HeldLocks } from '../../../internal/held-locks';
+import { PendingBudget } from '../../../internal/pending-budget';
+import type { Lock } from '../../../lock.interface';
+import type { RedisLock } from '../holding/redis-lock';
+import type { AcquireResult } from '../protocol/acquire.script';
+import type { PassOnResult } from '../protocol/hand-off';
+import type { HeartbeatResult } from '../protocol/heartbeat.script';
+import { OwnerTokens } from '../protocol/owner-tokens';
+import { RedisKeyspace } from '../protocol/redis-keyspace';
+import type { RedisScripts } from '../protocol/redis-scripts';
+import type { RedisCallOptions } from '../transport/redis-call';
+import type { RedisConnection } from '../transport/redis-connection';
+import { RedisWaiters } from './redis-waiters';
+
+/**
+ * The real waiter module over a fake connection: every script call waits until the
+ * test (or fast-check's scheduler) answers it, so the order of replies, channel
+ * messages and aborts is the test's. Nothing here models the waiters a second time:
+ * the assertions are on what callers and Redis would see (locks, rejections, calls).
+ */
+interface Asked {
+  readonly script: 'acquire' | 'leave' | 'heartbeat' | 'extend' | 'release';
+  readonly token: string;
+  readonly args: readonly unknown[];
+  answer(reply: unknown): void;
+  fail(error: unknown): void;
+}
+
+function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number } = {}) {
+  const asked: Asked[] = [];
+  const ask = (script: Asked['script'], token: string, args: readonly unknown[]): Promise<never> =>
+    new Promise((answer, fail) => asked.push({ script, token, args, answer: answer as (reply: unknown) => void, fail }));
+  const unsent = new WeakSet<Error>();
+  const subscriber = Object.assign(new EventEmitter(), {
+    status: 'ready',
+    subscribe: () => Promise.resolve(1),
+    quit: () => Promise.resolve('OK'),
+    disconnect: () => undefined,
+  });
+  const connection = {
+    timeoutMs: 5000,
+    run: (_key: string, send: (client: unknown) => Promise<unknown>, call?: RedisCallOptions) => {
+      if (call?.skip?.()) {
+        const error = new Error('gave up before it was sent');
+        unsent.add(error);
+        return Promise.reject(error);
+      }
+      return send({});
+    },
+    mayHaveRun: (error: unknown) => !(error instanceof Error && unsent.has(error)),
+    answeredSince: () => true,
+    createSubscriber: () => subscriber,
+  } as unknown as RedisConnection;
+  const scripts = {
+    acquire: { run: (_c: unknown, args: { token: string; mode: string }) => ask('acquire', args.token, [args.mode]) },
+    leave: { run: (_c: unknown, _keys: unknown, token: string) => ask('leave', token, []) },
+    heartbeat: { run: (_c: unknown, _keys: unknown, tokens: string[]) => ask('heartbeat', '', tokens) },
+    extend: { run: (_c: unknown, _lock: string, token: string, px: number) => ask('extend', token, [px]) },
+    release: { run: (_c: unknown, _keys: unknown, token: string, served: string[], keep: number) => ask('release', token, [served, keep]) },
+  } as unknown as RedisScripts;
+  const deadlines = new DeadlineQueue({ unref: true });
+  const held = new HeldLocks<RedisLock>(true);
+  const stalls = { start: () => undefined, stop: () => undefined, respondedAt: options.respondedAt ?? (() => performance.now()) } as unknown as EventLoopStallMonitor;
+  const tokens = new OwnerTokens();
+  const waiters = new RedisWaiters({
+    connection, scripts, keyspace: new RedisKeyspace('t', false), tokens, deadlines, held, stalls, heartbeatMs: 60_000,
+    handoff: 'strict', maxLocalHandOffs: options.maxLocalHandOffs ?? 0, logger: new Logger('test'), budget: new PendingBudget(Infinity),
+  });
+  // Listening from the start (a message before the subscription is lost, and the heart-beat finds what it said).
+  (waiters as unknown as { wakeUps: { ensure(): void } }).wakeUps.ensure();
+  const wait = (waitTimeoutMs = 10_000, signal?: AbortSignal) =>
+    waiters.wait({ key: 'k', leaseMs: 30_000, waitTimeoutMs, maxPending: Infinity, signal });
+  const acquires = () => asked.filter((a) => a.script === 'acquire');
+  const message = (text: string) => subscriber.emit('message', `t:wake:${tokens.session}`, text);
+  const queued = (fence: number): AcquireResult => ({ status: 'queued', fence, pttl: 20_000, handed: undefined, last: 0, floor: -Infinity });
+  return { waiters, asked, acquires, wait, message, queued, deadlines, held, tokens };
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const outcome = (promise: Promise<Lock>) => {
+  const seen: { lock?: Lock; error?: unknown; settled: number } = { settled: 0 };
+  promise.then(
+    (lock) => Object.assign(seen, { lock, settled: seen.settled + 1 }),
+    (error: unknown) => Object.assign(seen, { error, settled: seen.settled + 1 }),
+  );
+  return seen;
+};
+
+describe('RedisWaiters (the one writer of waiter state, over a fake connection)', () => {
+  it('a hand-off message read at once runs at once: no question to Redis', async () => {
+    const { acquires, asked, wait, message, queued, deadlines } = setUp();
+    const w = outcome(wait());
+    await tick();
+    acquires()[0].answer(queued(5));
+    await tick();
+    message(`${acquires()[0].token} 7 5000 7 0`);
+    await tick();
+    expect(w.lock?.fencingToken).toBe(7n);
+    expect(asked.filter((a) => a.script === 'extend')).toHaveLength(0);
+    deadlines.clear();
+  });
+
+  it('a hand-off read after a stall past its lease runs only once Redis confirms it, with the lease counted from the question', async () => {
+    let respondedAt = performance.now();
+    const { acquires, asked, wait, message, queued, deadlines } = setUp({ respondedAt: () => respondedAt });
+    const w = outcome(wait());
+    await tick();
+    acquires()[0].answer(queued(5));
+    await tick();
+    respondedAt -= 8000;
+    message(`${acquires()[0].token} 7 5000 7 0`);
+    await tick();
+    const extend = asked.find((a) => a.script === 'extend')!;
+    expect(extend.token).toBe(acquires()[0].token);
+    expect(w.settled).toBe(0);
+    extend.answer(true);
+    await tick();
+    expect(w.lock?.fencingToken).toBe(7n);
+    expect((w.lock as RedisLock).leaseLeft()).toBeGreaterThan(29_000);
+    deadlines.clear();
+  });
+
+  it('a hand-off Redis no longer confirms never runs: the waiter is sent again under a new token', async () => {
+    const { acquires, asked, wait, message, queued, deadlines } = setUp({ respondedAt: () => performance.now() - 8000 });
+    const w = outcome(wait());
+    await tick();
+    const first = acquires()[0].token;
+    acquires()[0].answer(queued(5));
+    await tick();
+    message(`${first} 7 5000 7 0`);
+    await tick();
+    asked.find((a) => a.script === 'extend')!.answer(false);
+    await tick();
+    expect(w.settled).toBe(0);
+    expect(acquires()).toHaveLength(2);
+    expect(acquires()[1].token).not.toBe(first);
+    deadlines.clear();
+  });
+
+  it('a waiter whose place was dropped while its process stalled waits again, or times out once its budget is spent', async () => {
+    const { acquires, asked, wait, queued, waiters, deadlines } = setUp();
+    const w = outcome(wait(40));
+    await tick();
+    acquires()[0].answer(queued(5));
+    await tick();
+    waiters.resync();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const beat = asked.find((a) => a.script === 'heartbeat')!;
+    beat.answer({ owner: undefined, pttl: 1000, handed: undefined, ownerBlock: { fence: 0, last: 0, floor: 0 }, missing: [acquires()[0].token] } satisfies HeartbeatResult);
+    await tick();
+    expect(w.error).toBeInstanceOf(LockTimeoutError);
+    deadlines.clear();
+  });
+
+  it('a hand-off that comes in the tick its caller gave up is passed on, never run', async () => {
+    const { acquires, asked, wait, message, queued, deadlines } = setUp();
+    const abort = new AbortController();
+    const w = outcome(wait(10_000, abort.signal));
+    await tick();
+    acquires()[0].answer(queued(5));
+    await tick();
+    const token = acquires()[0].token;
+    abort.abort(new Error('gone'));
+    message(`${token} 7 5000 7 0`);
+    await tick();
+    expect(w.error).toEqual(new Error('gone'));
+    expect(asked.filter((a) => a.script === 'leave').map((a) => a.token)).toEqual([token]);
+    deadlines.clear();
+  });
+
+  it('over any order of replies, hand-off messages and aborts: each caller settles once, no transition is refused, a key handed to a leaver is passed on', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), fc.integer({ min: 1, max: 4 }), fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }), async (s, n, aborts) => {
+        const { acquires, asked, wait, message, queued, deadlines, held } = setUp();
+        const failures: unknown[] = [];
+        const onUnhandled = (error: unknown) => failures.push(error);
+        process.on('unhandledRejection', onUnhandled);
+        try {
+          const controllers = Array.from({ length: n }, () => new AbortController());
+          const callers = controllers.map((c) => outcome(wait(10_000, c.signal)));
+          await tick();
+          const tokens = acquires().map((a) => a.token);
+          // The first in the queue is handed the key by a message; the replies, the message and the aborts in any order.
+          s.schedule(Promise.resolve()).then(() => message(`${tokens[0]} 100 5000 100 0`));
+          acquires().forEach((a, i) => s.schedule(Promise.resolve()).then(() => a.answer(queued(10 + i))));
+          controllers.forEach((c, i) => aborts[i] && s.schedule(Promise.resolve()).then(() => c.abort(new Error(`abort ${i}`))));
+          await s.waitAll();
+          await tick();
+          // Every leave answers "nothing to pass on".
+          for (const a of asked.filter((x) => x.script === 'leave')) a.answer({ status: 'none', handed: undefined } satisfies PassOnResult);
+          await tick();
+          expect(failures).toEqual([]);
+          callers.forEach((c) => expect(c.settled).toBeLessThanOrEqual(1));
+          const first = callers[0];
+          // The first caller holds the key, or gave up and its key (or place) was left.
+          if (first.lock) expect(first.lock.fencingToken).toBe(100n);
+          else expect(asked.some((a) => a.script === 'leave' && a.token === tokens[0])).toBe(true);
+          // Nobody else was handed anything.
+          callers.slice(1).forEach((c) => expect(c.lock).toBeUndefined());
+          // A caller that gave up with a place left it.
+          callers.forEach((c, i) => c.error && i > 0 && expect(asked.some((a) => a.script === 'leave' && a.token === tokens[i])).toBe(true));
+          expect(held.size).toBe(first.lock ? 1 : 0);
+        } finally {
+          process.off('unhandledRejection', onUnhandled);
+          deadlines.clear();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});

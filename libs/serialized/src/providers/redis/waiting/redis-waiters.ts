@@ -1,0 +1,664 @@
+import { AsyncResource } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '@nestjs/common';
+import type { HandOffMode } from '../../../acquire-options.interface';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../../errors/index';
+import type { DeadlineQueue } from '../../../internal/deadline-queue';
+import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
+import type { HeldLocks } from '../../../internal/held-locks';
+import type { PendingBudget } from '../../../internal/pending-budget';
+import type { Lock } from '../../../lock.interface';
+import { RedisLock, type RedisLockContext } from '../holding/redis-lock';
+import { RedisCohorts, type GrantBlock, type Serve } from '../local-handoff/redis-cohorts';
+import { admit } from '../local-handoff/redis-riders';
+import * as commands from '../protocol/commands';
+import { Floor } from '../protocol/floor';
+import type { HandOff, PassOnResult } from '../protocol/hand-off';
+import type { AcquireResult } from '../protocol/acquire.script';
+import type { HeartbeatResult } from '../protocol/heartbeat.script';
+import { messageOf } from '../protocol/messages';
+import type { OwnerTokens } from '../protocol/owner-tokens';
+import type { RedisKeyspace, RedisLockKeys } from '../protocol/redis-keyspace';
+import type { RedisScripts } from '../protocol/redis-scripts';
+import type { RedisConnection } from '../transport/redis-connection';
+import { KeyWaiters, RedisWaiter, type WaitRequest } from './redis-waiter';
+import { RedisWakeUps, type WakeUpListener } from './redis-wake-ups';
+
+/** What the waiters work with (built once by the provider). */
+export interface RedisWaitersParts {
+  readonly connection: RedisConnection;
+  readonly scripts: RedisScripts;
+  readonly keyspace: RedisKeyspace;
+  readonly tokens: OwnerTokens;
+  readonly deadlines: DeadlineQueue;
+  readonly held: HeldLocks<RedisLock>;
+  readonly stalls: EventLoopStallMonitor;
+  readonly heartbeatMs: number;
+  readonly handoff: HandOffMode;
+  /** Cohort mode's bound on local hand-offs in a row ahead of a known waiter of another process. */
+  readonly maxLocalHandOffs: number;
+  readonly logger: Logger;
+  /** `maxPendingTotal`: a waiter holds a place from its call until it settles. */
+  readonly budget: PendingBudget;
+}
+
+function noop(): void {}
+
+/**
+ * The waiters of this process and every transition of their state (the phases
+ * and transitions of models/VOCABULARY.md, carried out by `RedisWaiter`'s
+ * methods). Each event enters here once — an acquire, heart-beat, leave or
+ * confirmation reply, a message on the wake-up channel, a waiter's timeout or
+ * abort, a held lock's release — and leaves with what it decided carried out: the
+ * commands (protocol/commands.ts) only send and return the decoded reply, and the
+ * local hand-off (local-handoff/) only decides.
+ *
+ * How a hand-off reaches a waiter and when it may run on it: a script makes the
+ * waiter the owner and says so by a reply (the release's, the acquisition's, a
+ * leave's, a heart-beat's) or by a message on this process's channel. A reply's
+ * grant counts from when its command was sent; a message's from when this
+ * process's event loop was last known responsive. The waiter runs at once when
+ * most of that lease is surely ahead (the usual case: one round trip plus the
+ * notification); when it may have run out (a stall, late news), Redis is asked
+ * first (`confirm`); if the key is no longer the waiter's, it never held it, and
+ * it waits again at the tail within what is left of its budget (`requeue`), or
+ * times out. So a late message or reply never makes this process a holder, and
+ * fencing tokens stay strictly increasing in the order holders ran.
+ */
+export class RedisWaiters implements RedisLockContext, WakeUpListener {
+  readonly connection: RedisConnection;
+  readonly scripts: RedisScripts;
+  readonly deadlines: DeadlineQueue;
+  readonly cohorts: RedisCohorts<RedisWaiter>;
+  private readonly wakeUps: RedisWakeUps;
+  private readonly held: HeldLocks<RedisLock>;
+  /** This process's waiters, per key (only while someone waits). */
+  private readonly keys = new Map<string, KeyWaiters>();
+  /** This process's waiters, by owner token: where hand-offs find them. */
+  private readonly byToken = new Map<string, RedisWaiter>();
+  private readonly releases = new Map<string, Promise<unknown>>();
+  /** Leaves on their way (shutdown waits for them). */
+  private readonly leaves = new Set<Promise<void>>();
+  /** Waiters whose budget starts at the next turn of the event loop. */
+  private readonly unstamped: RedisWaiter[] = [];
+  // The stamping turn is scheduled here, not in the request that happened to come first.
+  private readonly scope = new AsyncResource('nestjs-serialized.redis-wait-budgets');
+  private readonly onStamp = (): void => this.stamp();
+  /** How often a waiter whose budget ran out while its script had no answer looks again. */
+  private readonly recheckMs: number;
+  /** A key's heart-beats: every third of the heart-beat timeout. */
+  private readonly heartbeatEveryMs: number;
+
+  constructor(private readonly parts: RedisWaitersParts) {
+    ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines, held: this.held } = parts);
+    this.cohorts = new RedisCohorts(parts.handoff, parts.maxLocalHandOffs, parts, () => parts.held.closing);
+    this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this);
+    this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
+    this.heartbeatEveryMs = parts.heartbeatMs / 3;
+  }
+
+  /** Keys this process waits for right now. */
+  get size(): number {
+    return this.keys.size;
+  }
+
+  /** Waiters of `key` sending or queued (what `maxPending` bounds). */
+  pendingOf(key: string): number {
+    return this.keys.get(key)?.pending ?? 0;
+  }
+
+  // ---- a new waiter: send, or ride -------------------------------------------------
+
+  /** A new waiter: its acquisition (mode "wait") is sent now, or it rides; the budget runs from this call. */
+  wait(request: WaitRequest): Promise<Lock> {
+    const { key, leaseMs, waitTimeoutMs, signal } = request;
+    let queue = this.keys.get(key);
+    if (!queue) {
+      queue = new KeyWaiters(key, this.parts.keyspace.keysOf(key));
+      this.keys.set(key, queue);
+    }
+    queue.pending++;
+    const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, waitTimeoutMs, signal, performance.now());
+    [waiter.maxPending, waiter.handoff] = [request.maxPending, request.handoff];
+    this.byToken.set(waiter.token, waiter);
+    // Budgets run from the call, but not from within the caller's own synchronous burst
+    // (issue 11): they start at the first turn of the event loop after it, one stamp per turn.
+    if (this.unstamped.push(waiter) === 1) this.scope.runInAsyncScope(() => setImmediate(this.onStamp));
+    if (signal) {
+      waiter.onAbort = () => this.giveUp(waiter, signal.reason);
+      signal.addEventListener('abort', waiter.onAbort, { once: true });
+    }
+    this.admit(waiter);
+    return waiter.promise;
+  }
+
+  /** `send` or `ride` (see local-handoff/redis-riders.ts). */
+  private admit(waiter: RedisWaiter): void {
+    const queue = waiter.queue;
+    const may = !this.held.closing && this.wakeUps.listening && this.cohorts.on;
+    const admission = admit(queue, may, () => this.cohorts.mayRide(queue.key));
+    if (admission.kind === 'follow') waiter.follow(admission.leader);
+    else if (admission.kind === 'ride') waiter.ride(admission.anchor);
+    else this.send(waiter);
+  }
+
+  /** Sends the waiter's acquisition (mode "wait") under its current owner token. */
+  private send(waiter: RedisWaiter): void {
+    const { key, keys } = waiter.queue;
+    const token = waiter.token;
+    waiter.lead();
+    // From now on a hand-off message may come for it, and has to be dated.
+    this.parts.stalls.start();
+    // Given up while still queued in this process: never sent, nothing to undo (`waiter.skip()`).
+    commands.acquire(this, key, keys, token, waiter.leaseMs, 'wait', waiter).then(
+      (sent) => this.onAcquireReply(waiter, token, sent.reply, sent.sentAt),
+      (error: unknown) => this.onAcquireFailed(waiter, token, error),
+    );
+  }
+
+  private onAcquireReply(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
+    if (result.handed) this.onHandOff(result.handed, sentAt);
+    if (result.status === 'queued') this.cohorts.learned(waiter.queue.key, result.floor);
+    this.placeOrUndo(waiter, token, result, sentAt);
+    this.lead(waiter);
+  }
+
+  private placeOrUndo(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
+    const { key, keys } = waiter.queue;
+    const { status } = result;
+    // An earlier attempt of a waiter that now waits under a new token: undo it.
+    if (waiter.token !== token) {
+      if (status !== 'busy') this.leave(key, keys, token);
+      return;
+    }
+    if (waiter.done) {
+      // Handed the key by a message that overtook this reply (nothing to do), or it
+      // gave up meanwhile (shutdown): undo what the call took.
+      if (!waiter.handed && status !== 'busy') this.leave(key, keys, token);
+      return;
+    }
+    // Handed the key by a message that overtook this reply; Redis is being asked whether it still holds.
+    if (waiter.phase === 'confirming') return;
+    if (status === 'granted') return this.grant(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: Floor.NONE });
+    if (status !== 'queued') {
+      return this.giveUp(waiter, new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }), true);
+    }
+    // Its budget (started: it has a deadline) ran out while the reply was on its way (see `onTimeout`).
+    if (waiter.deadline && performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
+      return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
+    }
+    // It was let through in case it became the holder, and it did not: one waiter too many.
+    if (waiter.queue.queued >= waiter.maxPending) {
+      return this.giveUp(waiter, new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }), true);
+    }
+    // Its deadline and abort listener run since the call; it now has a place.
+    waiter.place(result.fence);
+    this.wakeUps.ensure();
+    this.scheduleHeartbeat(waiter.queue, result.pttl);
+  }
+
+  private onAcquireFailed(waiter: RedisWaiter, token: string, error: unknown): void {
+    const { key, keys } = waiter.queue;
+    if (waiter.token === token) {
+      // Handed the key by a message that overtook this failure: it holds it.
+      if (waiter.handed) return this.lead(waiter);
+      if (!waiter.done) this.giveUp(waiter, error, false);
+    }
+    // It may have run: undo whatever it took.
+    if (this.connection.mayHaveRun(error)) this.leave(key, keys, token);
+    this.lead(waiter);
+  }
+
+  /** The reply to `leader`'s acquisition came (or it failed): its followers ride behind it if they may now, or are sent. */
+  private lead(leader: RedisWaiter): void {
+    for (const waiter of leader.takeFollowers()) {
+      waiter.unfollow();
+      this.admit(waiter);
+    }
+  }
+
+  // ---- hand-offs -------------------------------------------------------------------
+
+  /** WakeUpListener: a message on this process's channel (a hand-off, or a notice). */
+  onMessage(text: string): void {
+    const message = messageOf(text);
+    if (message?.kind === 'hand-off') this.onHandOff(message.handOff, this.parts.stalls.respondedAt());
+    else if (message?.kind === 'notice') this.onNotice(message.owner, message.place);
+  }
+
+  /**
+   * A script passed the key to `handOff.member`, with `px` ms of lease from no
+   * earlier than `since`: if it is a waiter of this process, it now holds the key.
+   */
+  private onHandOff(handOff: HandOff, since: number): void {
+    // A waiter already served in-process has nothing waiting for it (our own lease ran out meanwhile): pass the key on.
+    const served = this.cohorts.servedOf(handOff.member);
+    if (served) return this.leave(served.key, served.keys, handOff.member);
+    const waiter = this.byToken.get(handOff.member);
+    // Anyone else: a waiter of another process (told by message), one of ours that
+    // gave up (its leave, sent later, passes the key on), or one whose hand-off is
+    // being confirmed (Redis decides).
+    if (waiter === undefined || waiter.done || waiter.phase === 'confirming') return;
+    this.grant(waiter, handOff.fence, handOff.px, since, handOff);
+  }
+
+  /** A waiter of another process queued at `place` behind `owner`, a holder or waiter of this process. */
+  private onNotice(owner: string, place: number): void {
+    const tenureKey = this.cohorts.noticed(owner, place);
+    // Handed the key but its news has not come yet (a reply on the other connection, or being
+    // confirmed), or the waiter the other process's waiter queued behind.
+    const waiter = tenureKey === undefined ? this.byToken.get(owner) : undefined;
+    if (waiter) waiter.noticed(place);
+    const key = tenureKey ?? waiter?.queue.key;
+    // At the tail of the queue: behind every place of this process before it, so no rider may join the last of them.
+    const anchor = key === undefined ? undefined : this.keys.get(key)?.lastPlace;
+    if (anchor && anchor.fence < place) anchor.noticed(place);
+  }
+
+  /**
+   * `grant`: the key is the waiter's, with `px` ms of lease from no earlier than
+   * `since`: it resolves with the lock, or passes the key on if it was just
+   * aborted. When the lease may have run out before the waiter could run, `confirm`.
+   */
+  private grant(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): void {
+    const { key, keys } = waiter.queue;
+    if (waiter.signal?.aborted) {
+      // Handed over in the same tick the caller gave up: pass it on, never run.
+      this.finish(waiter, false, true);
+      this.leave(key, keys, waiter.token);
+      waiter.reject(waiter.signal.reason);
+      return;
+    }
+    if (!commands.isFresh(since, px)) return this.confirm(waiter, fence);
+    // Granted before finished: the riders behind its place stay, to be served by its tenure.
+    this.finish(waiter, true);
+    const lock = this.lockFor(key, keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
+    this.cohorts.learned(key, waiter.notice);
+    waiter.resolve(lock);
+  }
+
+  /** `confirm`: Redis is asked whether the key is still the waiter's (grant re-confirmation). */
+  private confirm(waiter: RedisWaiter, fence: number): void {
+    const { key, keys } = waiter.queue;
+    const token = waiter.token;
+    if (waiter.phase === 'queued') this.sendAll(this.detach(waiter));
+    waiter.confirm(fence);
+    commands.confirm(this, key, keys, token, waiter.leaseMs).then(
+      (confirmed) => {
+        // Gave up meanwhile: its leave, sent after this question, passed the key on.
+        if (waiter.phase !== 'confirming' || waiter.token !== token) return;
+        if (typeof confirmed === 'number') this.grant(waiter, fence, waiter.leaseMs, confirmed);
+        else this.waitAgain(waiter, confirmed === 'late');
+      },
+      (error: unknown) => {
+        // It may still hold the key: pass it on (its lease ends it if Redis stays away).
+        if (waiter.phase === 'confirming' && waiter.token === token) this.giveUp(waiter, error, true);
+      },
+    );
+  }
+
+  /**
+   * `requeue`: the waiter has nothing in Redis any more: its hand-off ran out before
+   * it could run, or its place was dropped because this process did not heart-beat
+   * in time (its own stall, which is no backend failure). It takes a new place at
+   * the tail, under a new token, or times out once its budget is spent.
+   * `mayHoldKey`: the key may still be its own, so it is passed on first.
+   */
+  private waitAgain(waiter: RedisWaiter, mayHoldKey: boolean): void {
+    const { key, keys } = waiter.queue;
+    if (mayHoldKey) this.leave(key, keys, waiter.token);
+    if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
+      this.finish(waiter, false);
+      waiter.reject(new LockTimeoutError(key, waiter.waitTimeoutMs));
+      return;
+    }
+    if (waiter.phase === 'queued') this.sendAll(this.detach(waiter));
+    this.byToken.delete(waiter.token);
+    waiter.requeue(this.parts.tokens.next(waiter.leaseMs));
+    this.byToken.set(waiter.token, waiter);
+    this.send(waiter);
+  }
+
+  /**
+   * Unlinks `waiter`, which has a place and leaves it without the key (it gives up,
+   * lost its place, or its hand-off is in doubt): the riders that rode on its place
+   * are returned (`requeue`d), to be sent. A waiter of another process that queued
+   * behind its place told it, not the place before it: that one takes no more
+   * riders (as if told that someone queued right behind it).
+   */
+  private detach(waiter: RedisWaiter): RedisWaiter[] {
+    const queue = waiter.queue;
+    const before = waiter.prev && (waiter.prev.rider ? waiter.prev.anchor : waiter.prev);
+    if (before && before.phase === 'queued') before.noticed(waiter.fence);
+    const orphans = queue.takeRun(waiter);
+    queue.unlink(waiter);
+    return orphans;
+  }
+
+  /** The riders at the front of `key`'s waiters take places of their own: the tenure they rode on ended. */
+  private unride(key: string): void {
+    const queue = this.keys.get(key);
+    if (queue) this.sendAll(queue.takeRun());
+  }
+
+  /** Riders whose place or tenure is gone (`requeue`d) are sent for places of their own, in arrival order. */
+  private sendAll(waiters: readonly RedisWaiter[]): void {
+    for (const waiter of waiters) this.send(waiter);
+  }
+
+  /**
+   * `grant` (`granted`) or `give-up` (`handed`: the key came as it gave up): the
+   * waiter is done waiting (it then resolves or rejects), and leaves the lists.
+   */
+  private finish(waiter: RedisWaiter, granted: boolean, handed = false): void {
+    if (waiter.done) return;
+    const queue = waiter.queue;
+    let orphans: RedisWaiter[] | undefined;
+    if (waiter.phase === 'queued') {
+      // Leaving its place without the key: the riders behind it lose what they rode on.
+      if (granted) queue.unlink(waiter);
+      else orphans = this.detach(waiter);
+    } else if (waiter.phase === 'riding') queue.unlink(waiter);
+    else waiter.unfollow();
+    if (granted) waiter.grant();
+    else waiter.giveUp(handed);
+    queue.pending--;
+    this.parts.budget.give();
+    this.byToken.delete(waiter.token);
+    if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
+    if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
+    waiter.deadline = waiter.onAbort = undefined;
+    if (orphans?.length) this.sendAll(orphans);
+    this.closeKeyIfIdle(queue);
+  }
+
+  /** `give-up`: the waiter is rejected at once; its place in Redis, if any, is given up behind the scenes. */
+  private giveUp(waiter: RedisWaiter, error: unknown, hasPlace = waiter.phase === 'queued' || waiter.phase === 'confirming'): void {
+    if (waiter.done) return;
+    this.finish(waiter, false);
+    waiter.reject(error);
+    // A waiter still sending is undone when its reply arrives.
+    if (hasPlace) this.leave(waiter.queue.key, waiter.queue.keys, waiter.token);
+  }
+
+  // ---- timeouts --------------------------------------------------------------------
+
+  private stamp(): void {
+    const now = performance.now();
+    for (const waiter of this.unstamped) {
+      if (waiter.done) continue;
+      waiter.startedAt = now;
+      waiter.deadline = this.deadlines.schedule(waiter.waitTimeoutMs, () => this.onTimeout(waiter));
+    }
+    this.unstamped.length = 0;
+  }
+
+  /**
+   * A waiter's budget ran out. Queued (or confirming a hand-off, or riding): it
+   * gives up. Its script unanswered while others were answered since: Redis is
+   * merely busy, a timeout like any other (the reply undoes what the script took).
+   * Nothing answered since: Redis may be gone, which the backend bound says
+   * (`LockBackendError`, never a 429 for an outage), so it looks again shortly.
+   */
+  private onTimeout(waiter: RedisWaiter): void {
+    waiter.deadline = undefined;
+    if (waiter.done) return;
+    const key = waiter.queue.key;
+    if (waiter.phase !== 'sending' || this.connection.answeredSince(key, waiter.startedAt)) {
+      return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
+    }
+    waiter.deadline = this.deadlines.schedule(this.recheckMs, () => this.onTimeout(waiter));
+  }
+
+  // ---- heart-beats -----------------------------------------------------------------
+
+  /**
+   * Plans the key's next heart-beat (one per key and process for all of its
+   * waiters): after a third of the heart-beat timeout, or when the holder's lease
+   * would end (`holderPttl`; -2: no holder, now), whichever comes first. It keeps
+   * their places alive, passes on a key whose holder's lease ran out, and finds
+   * what a missed hand-off message said. No waiter polls.
+   */
+  private scheduleHeartbeat(queue: KeyWaiters, holderPttl: number): void {
+    if (queue.places === 0) return;
+    let delay = this.heartbeatEveryMs;
+    if (holderPttl === -2) delay = 0; // no holder: someone must pass the key on
+    else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
+    const at = performance.now() + delay;
+    if (queue.heartbeating) {
+      queue.heartbeatAgainAt = Math.min(queue.heartbeatAgainAt, at);
+      return;
+    }
+    if (queue.heartbeat) {
+      if (queue.heartbeat.at <= at) return;
+      this.deadlines.cancel(queue.heartbeat);
+    }
+    queue.heartbeat = this.deadlines.schedule(delay, () => {
+      queue.heartbeat = undefined;
+      this.heartbeat(queue);
+    });
+  }
+
+  private heartbeat(queue: KeyWaiters): void {
+    if (queue.places === 0 || queue.heartbeating || this.keys.get(queue.key) !== queue) return;
+    queue.heartbeating = true;
+    queue.heartbeatAgainAt = Infinity;
+    commands.heartbeat(this, queue.key, queue.keys, queue.tokens()).then(
+      (sent) => this.onHeartbeatReply(queue, sent.reply, sent.sentAt),
+      (error: unknown) => this.onHeartbeatFailed(queue, error),
+    );
+  }
+
+  private onHeartbeatReply(queue: KeyWaiters, result: HeartbeatResult, sentAt: number): void {
+    queue.heartbeating = false;
+    // What the reply says held when the script ran, no earlier than when it was sent.
+    if (result.handed) this.onHandOff(result.handed, sentAt);
+    const ours = result.owner ? this.byToken.get(result.owner) : undefined;
+    // Handed the key by a message this process missed.
+    // Its fencing tokens are the fresh block the heart-beat reserved for it.
+    if (ours && ours.phase === 'queued' && result.ownerBlock.fence > 0) {
+      this.grant(ours, result.ownerBlock.fence, result.pttl, sentAt, result.ownerBlock);
+    }
+    // Neither queued nor holding: passed over after missing its heart-beats (this
+    // process stalled), or handed a key whose lease ran out before it could run.
+    for (const token of result.missing) {
+      const lost = token === result.owner ? undefined : this.byToken.get(token);
+      if (lost && lost.phase === 'queued') this.waitAgain(lost, false);
+    }
+    if (queue.places === 0) return this.closeKeyIfIdle(queue);
+    const again = queue.heartbeatAgainAt - performance.now();
+    queue.heartbeatAgainAt = Infinity;
+    this.scheduleHeartbeat(queue, Math.min(result.pttl === -2 ? -2 : result.pttl, Number.isFinite(again) ? Math.max(0, again - 2) : Infinity));
+  }
+
+  /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
+  private onHeartbeatFailed(queue: KeyWaiters, error: unknown): void {
+    queue.heartbeating = false;
+    // Riders too: their tenure cannot renew without Redis either. From the last: a rider
+    // goes before the place it rides on would send it to Redis for a place of its own.
+    for (let waiter = queue.last; waiter; waiter = queue.last) {
+      // Its place expires with its heart-beats if Redis stays away.
+      this.giveUp(waiter, new LockBackendError(`Lost contact with Redis while waiting: ${(error as Error)?.message ?? error}`, { key: queue.key, cause: error }));
+    }
+    this.closeKeyIfIdle(queue);
+  }
+
+  private closeKeyIfIdle(queue: KeyWaiters): void {
+    if (queue.pending > 0 || queue.heartbeating) return;
+    if (queue.heartbeat) this.deadlines.cancel(queue.heartbeat);
+    queue.heartbeat = undefined;
+    if (this.keys.get(queue.key) === queue) this.keys.delete(queue.key);
+    if (this.keys.size === 0) this.parts.stalls.stop();
+  }
+
+  /** WakeUpListener: after a reconnect or (re)subscription messages may have been lost, so every waiting key heart-beats now. */
+  resync(): void {
+    for (const queue of this.keys.values()) this.scheduleHeartbeat(queue, -2);
+  }
+
+  // ---- leaves ----------------------------------------------------------------------
+
+  /** Gives up `token`'s place, or passes the key on if `token` holds it, behind the scenes. Never throws. */
+  leave(key: string, keys: RedisLockKeys, token: string): void {
+    const call = commands
+      .leave(this, key, keys, token)
+      .then(
+        (sent) => void (sent.reply.handed && this.onHandOff(sent.reply.handed, sent.sentAt)),
+        // The place expires with its heart-beats, a grant with its lease.
+        (error: unknown) => this.parts.logger.debug(`Could not leave the queue of lock "${key}": ${(error as Error)?.message ?? error}`),
+      )
+      .finally(() => this.leaves.delete(call));
+    this.leaves.add(call);
+  }
+
+  /** Resolves once every leave sent so far has its answer. */
+  async leavesSettled(): Promise<void> {
+    await Promise.allSettled([...this.leaves]);
+  }
+
+  // ---- tries (mode "try") ----------------------------------------------------------
+
+  /**
+   * Takes the key if it is free and nobody waits, in one round trip, `null`
+   * otherwise. Used by `tryAcquire`, `waitTimeoutMs: 0` and `maxPending: 0`.
+   */
+  tryAcquire(key: string, leaseMs: number, signal: AbortSignal | undefined, handoff?: HandOffMode): Promise<Lock | null> {
+    // This process's own release of the key is on its way (run() does not wait for it; a script reloaded
+    // after NOSCRIPT may reach Redis after a later call): a caller that saw the section end finds the key free.
+    const releasing = this.releases.get(key);
+    if (releasing) return releasing.then(noop, noop).then(() => this.tryAcquire(key, leaseMs, signal, handoff));
+    const keys = this.parts.keyspace.keysOf(key);
+    const token = this.parts.tokens.next(leaseMs);
+    return commands.acquire(this, key, keys, token, leaseMs, 'try').then(
+      ({ reply: result, sentAt }) => {
+        if (result.handed) this.onHandOff(result.handed, sentAt);
+        if (result.status === 'granted') return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal, result.last, handoff);
+        if (result.status === 'twice') {
+          this.leave(key, keys, token);
+          throw new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key });
+        }
+        return null;
+      },
+      (error: unknown) => {
+        // It may have run: undo whatever it took.
+        if (this.connection.mayHaveRun(error)) this.leave(key, keys, token);
+        throw error;
+      },
+    );
+  }
+
+  /** The key was taken by a try: the caller holds it once it is sure the lease still runs. */
+  private async taken(
+    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, signal: AbortSignal | undefined,
+    last: number, handoff: HandOffMode | undefined,
+  ): Promise<Lock | null> {
+    if (!commands.isFresh(since, px)) {
+      // The reply came too late to count (a stalled event loop): Redis decides.
+      const confirmed = await commands.confirm(this, key, keys, token, leaseMs).catch((error: unknown) => {
+        this.leave(key, keys, token);
+        throw error;
+      });
+      if (typeof confirmed !== 'number') {
+        if (confirmed === 'late') this.leave(key, keys, token);
+        return null;
+      }
+      [px, since] = [leaseMs, confirmed];
+    }
+    if (signal?.aborted) {
+      this.leave(key, keys, token);
+      throw signal.reason;
+    }
+    return this.lockFor(key, keys, token, fence, leaseMs, px, since, { last, floor: Floor.NONE }, handoff);
+  }
+
+  // ---- held locks and local hand-offs ----------------------------------------------
+
+  /** A lock got from Redis under `token`, with `px` ms of lease from `since`: a new tenure begins (`block`). */
+  private lockFor(
+    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, block: GrantBlock | undefined,
+    handoff: HandOffMode | undefined,
+  ): RedisLock {
+    const change = this.cohorts.begin(key, keys, token, fence, block);
+    for (const served of change.leave?.tokens ?? []) this.leave(key, change.leave!.keys, served);
+    if (change.unride) this.unride(key);
+    const lock = new RedisLock(this, key, keys, token, BigInt(fence), leaseMs, px, since);
+    lock.handoff = handoff;
+    this.held.add(lock);
+    return lock;
+  }
+
+  /** A local hand-off decided by the cohorts: the waiter holds the key in-process (`grant`). */
+  private serve(key: string, serve: Serve<RedisWaiter>): void {
+    const { waiter } = serve;
+    const lock = new RedisLock(this, key, serve.keys, serve.token, serve.fence, waiter.leaseMs, serve.px, serve.since);
+    lock.handoff = waiter.handoff;
+    this.held.add(lock);
+    const queue = waiter.queue;
+    this.finish(waiter, true);
+    waiter.resolve(lock);
+    this.cohorts.afterServe(key, serve.fence, waiter.leaseMs, queue.riders, (limit) => queue.frontRiders(limit));
+  }
+
+  /** RedisLockContext. */
+  passOn(lock: RedisLock): boolean {
+    const serve = this.cohorts.passOn(lock, this.keys.get(lock.key)?.first);
+    if (!serve) return false;
+    this.held.delete(lock);
+    this.serve(lock.key, serve);
+    return true;
+  }
+
+  /** RedisLockContext. */
+  keepFor(lock: RedisLock): number {
+    const queue = this.keys.get(lock.key);
+    return this.cohorts.keepFor(lock, queue?.first, queue?.first ? queue.riders : 0);
+  }
+
+  /** RedisLockContext. */
+  releaseSent(lock: RedisLock, keep: number): readonly string[] {
+    if (keep > 0) return this.cohorts.keeping(lock);
+    const { served, unride } = this.cohorts.end(lock);
+    if (unride) this.unride(lock.key);
+    return served;
+  }
+
+  /** RedisLockContext: the release's reply, or its failure (`result` undefined). */
+  releaseAnswered(lock: RedisLock, result: PassOnResult | undefined, sentAt: number, served: readonly string[], keep: number): void {
+    this.held.delete(lock);
+    this.cohorts.forget(served);
+    if (result?.kept) {
+      const serve = this.cohorts.kept(lock, result.kept, sentAt, this.keys.get(lock.key)?.first);
+      if (serve) this.serve(lock.key, serve);
+      else {
+        // Nobody left to serve here (they gave up on the way, or the next has to wait behind another process): back to Redis.
+        const { fence, px } = result.kept;
+        new RedisLock(this, lock.key, this.parts.keyspace.keysOf(lock.key), lock.token, BigInt(fence), px, px, sentAt).release().catch(noop);
+      }
+    } else if (keep > 0 && this.cohorts.ended(lock)) this.unride(lock.key);
+    if (result?.handed) this.onHandOff(result.handed, sentAt);
+  }
+
+  /** RedisLockContext: a release on its way, by key, until its reply (a try of the key waits for it). */
+  releasing(lock: RedisLock, done: Promise<unknown>): void {
+    this.releases.set(lock.key, done);
+    const forget = () => void (this.releases.get(lock.key) === done && this.releases.delete(lock.key));
+    done.then(forget, forget);
+  }
+
+  /** RedisLockContext: one warning for a loss a lock found at its release. */
+  warn(message: string): void {
+    this.parts.logger.warn(message);
+  }
+
+  // ---- shutdown --------------------------------------------------------------------
+
+  /** Every waiter fails with `error` (shutdown); their places are given up. */
+  rejectAll(error: (key: string) => Error): void {
+    for (const waiter of [...this.byToken.values()]) this.giveUp(waiter, error(waiter.queue.key));
+  }
+
+  /** Closes the wake-up connection (after the leaves on their way have their answers). */
+  async close(): Promise<void> {
+    await this.wakeUps.close();
+  }
+}
