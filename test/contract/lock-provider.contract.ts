@@ -374,6 +374,20 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       await next!.release();
     });
 
+    it('LockService validates a call once: through it, the provider\'s validating entry points are never called', async () => {
+      const { provider, locks } = await make();
+      const key = uniqueId('validated');
+      const validating = [jest.spyOn(provider, 'acquire'), jest.spyOn(provider, 'tryAcquire')];
+      const holder = await provider.tryAcquire(key);
+      expect(holder).not.toBeNull();
+      const waiting = locks.run(key, () => 'waited', { waitTimeoutMs: 5000 });
+      const refused = locks.run(key, () => 'ran', { mode: 'reject' }).catch((error: Error) => error.name);
+      await holder!.release();
+      expect(await Promise.all([waiting, refused, locks.run(key, () => 'free')])).toEqual(['waited', 'LockBusyError', 'free']);
+      // The holder above was the only direct call.
+      expect(validating.map((spy) => spy.mock.calls.length)).toEqual([0, 1]);
+    });
+
     it('with maxPending 1, three callers at once on a free key: one holds, one waits, one is busy', async () => {
       const { provider, locks } = await make({ maxPending: 1 });
       const key = uniqueId('free3');

@@ -168,6 +168,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
     const invalid = validateAcquire(key, options, 'RedisLockProvider#acquire');
     if (invalid) return Promise.reject(invalid);
+    return this.acquireValidated(key, options);
+  }
+
+  /** `acquire` once `key` and `options` are known valid (`LockService` validated them). */
+  override acquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock> {
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -205,6 +210,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
     const invalid = validateAcquire(key, options, 'RedisLockProvider#tryAcquire');
     if (invalid) return Promise.reject(invalid);
+    return this.tryAcquireValidated(key, options);
+  }
+
+  /** `tryAcquire` once `key` and `options` are known valid (`LockService` validated them). */
+  override tryAcquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock | null> {
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
     return this.waiters.tryAcquire(key, options.leaseMs ?? this.options.leaseMs, options.signal, options.handoff);
