@@ -12,6 +12,8 @@ import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
+import type { TransactionLocks } from './transaction/transaction-locks';
+import { transactionOptionProblem, type TransactionOption } from './transaction/transaction-options.interface';
 
 // The options of a call that gives none (never written to): nothing to validate.
 const NO_OPTIONS: RunOptions = Object.freeze({});
@@ -39,6 +41,13 @@ export interface RunOptions extends AcquireOptions {
    * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
    */
   reentrant?: boolean;
+  /**
+   * Run `fn` inside a transaction of the app's `TransactionHost` (`@nestjs-cls/transactional`)
+   * that first takes `pg_advisory_xact_lock` on the key: begun READ COMMITTED, or the active
+   * one joined; COMMIT or ROLLBACK releases the key. `{ connectionName }` picks a named host.
+   * `run()` then resolves after the COMMIT (docs/transactions.md).
+   */
+  transaction?: TransactionOption;
 }
 
 /**
@@ -61,6 +70,9 @@ export class LockService {
    * option (env `SERIALIZED_REENTRANT`).
    */
   reentrant = true;
+
+  /** Transaction mode (`transaction` of {@link RunOptions}); `SerializedModule` sets it. @internal */
+  transactions: TransactionLocks | undefined;
 
   constructor(private readonly provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
@@ -86,6 +98,7 @@ export class LockService {
     if (options !== NO_OPTIONS) {
       const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
       if (invalid) return Promise.reject(invalid);
+      if (options.transaction) return this.runInTransaction(key, fn, options);
     }
     const reentrant = options.reentrant ?? this.reentrant;
     // Read once: the same store decides joining and is what the section's context links to.
@@ -200,6 +213,32 @@ export class LockService {
    */
   handshake(): HandlerHandshake | undefined {
     return this.context.getStore()?.handshake;
+  }
+
+  /**
+   * `run` with `transaction`: the key is held by a transaction of the app's (see
+   * `transaction/transaction-locks.ts`), and the section runs inside it. A call
+   * whose context already holds the key joins that holder, as any other call.
+   */
+  private runInTransaction<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions): Promise<T> {
+    const problem = transactionOptionProblem(options.transaction);
+    if (problem) return Promise.reject(new TypeError(`${problem} (in ${options.handler ?? 'LockService#run'})`));
+    const reentrant = options.reentrant ?? this.reentrant;
+    const store = reentrant ? this.context.getStore() : undefined;
+    if (heldIn(store, key) !== undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
+      return this.acquire(key, options).then((held) => this.runHeld(held, fn));
+    }
+    if (!this.transactions) {
+      return Promise.reject(new Error(`transaction mode (${options.handler ?? 'LockService#run'}) needs the LockService of SerializedModule.forRoot()`));
+    }
+    const since = this.metrics?.waiting(key);
+    let held: HeldLock | undefined;
+    return this.transactions
+      .run(key, options as RunOptions & { transaction: TransactionOption }, (lock) => {
+        held = this.holding(key, lock, since, options.handler, reentrant);
+        return this.runSection(held, fn, store);
+      })
+      .catch((error: unknown) => (held ? Promise.reject(error) : this.acquireFailed(key, since, error, options.handler)));
   }
 
   /** `run` for a key that was not free: one continuation between the provider's promise and `fn`, no async function. */

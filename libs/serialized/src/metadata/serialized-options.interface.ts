@@ -1,4 +1,5 @@
 import type { SerializedMode } from '../lock.service';
+import type { TransactionOption } from '../transaction/transaction-options.interface';
 import type { ParsedSerializationKey, SerializationKey, SerializationKeyTransform } from '../key/serialization-key';
 
 /**
@@ -29,6 +30,12 @@ export interface SerializedOptions {
   reentrant?: boolean;
   /** PostgreSQL local hand-off of this handler's lock, `'strict'` or `'cohort'` (default: the module's `postgres.handoff`). */
   handoff?: 'strict' | 'cohort';
+  /**
+   * `true` or `{ connectionName }`: the handler runs inside a transaction of the app's
+   * `TransactionHost` (`@nestjs-cls/transactional`) that holds `pg_advisory_xact_lock` on
+   * the key; COMMIT or ROLLBACK releases it (PostgreSQL; docs/transactions.md).
+   */
+  transaction?: TransactionOption;
   /**
    * Canonicalizes the value before it names a lock, so that requests for one
    * thing written differently share it: with `transform: Number`, `/users/42`
