@@ -12,8 +12,7 @@ import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
-import type { TransactionLocks } from './transaction/transaction-locks';
-import { transactionOptionProblem, type TransactionOption } from './transaction/transaction-options.interface';
+import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks';
 
 // The options of a call that gives none (never written to): nothing to validate.
 const NO_OPTIONS: RunOptions = Object.freeze({});
@@ -41,12 +40,7 @@ export interface RunOptions extends AcquireOptions {
    * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
    */
   reentrant?: boolean;
-  /**
-   * Run `fn` inside a transaction of the app's `TransactionHost` (`@nestjs-cls/transactional`)
-   * that first takes `pg_advisory_xact_lock` on the key: begun READ COMMITTED, or the active
-   * one joined; COMMIT or ROLLBACK releases the key. `{ connectionName }` picks a named host.
-   * `run()` then resolves after the COMMIT (docs/transactions.md).
-   */
+  /** Run `fn` in the app's transaction holding `pg_advisory_xact_lock` on the key (docs/transactions.md). */
   transaction?: TransactionOption;
 }
 
@@ -71,9 +65,8 @@ export class LockService {
    */
   reentrant = true;
 
-  /** Transaction mode (`transaction` of {@link RunOptions}); `SerializedModule` sets it. @internal */
-  transactions: TransactionLocks | undefined;
-
+  /** Transaction mode (`transaction` of {@link RunOptions}), set by `SerializedModule`. @internal */
+  transactions?: TransactionLocks;
   constructor(private readonly provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
   }
@@ -98,13 +91,12 @@ export class LockService {
     if (options !== NO_OPTIONS) {
       const invalid = validateAcquireOptions(options, options?.handler ?? 'LockService#run');
       if (invalid) return Promise.reject(invalid);
-      if (options.transaction) return this.runInTransaction(key, fn, options);
     }
     const reentrant = options.reentrant ?? this.reentrant;
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
     const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
-    const lock = joining ? undefined : this.provider.acquireNow(key, options);
+    const lock = joining || options.transaction ? undefined : this.provider.acquireNow(key, options);
     if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
@@ -215,32 +207,6 @@ export class LockService {
     return this.context.getStore()?.handshake;
   }
 
-  /**
-   * `run` with `transaction`: the key is held by a transaction of the app's (see
-   * `transaction/transaction-locks.ts`), and the section runs inside it. A call
-   * whose context already holds the key joins that holder, as any other call.
-   */
-  private runInTransaction<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions): Promise<T> {
-    const problem = transactionOptionProblem(options.transaction);
-    if (problem) return Promise.reject(new TypeError(`${problem} (in ${options.handler ?? 'LockService#run'})`));
-    const reentrant = options.reentrant ?? this.reentrant;
-    const store = reentrant ? this.context.getStore() : undefined;
-    if (heldIn(store, key) !== undefined || typeof key !== 'string' || key === '' || hasLoneSurrogate(key)) {
-      return this.acquire(key, options).then((held) => this.runHeld(held, fn));
-    }
-    if (!this.transactions) {
-      return Promise.reject(new Error(`transaction mode (${options.handler ?? 'LockService#run'}) needs the LockService of SerializedModule.forRoot()`));
-    }
-    const since = this.metrics?.waiting(key);
-    let held: HeldLock | undefined;
-    return this.transactions
-      .run(key, options as RunOptions & { transaction: TransactionOption }, (lock) => {
-        held = this.holding(key, lock, since, options.handler, reentrant);
-        return this.runSection(held, fn, store);
-      })
-      .catch((error: unknown) => (held ? Promise.reject(error) : this.acquireFailed(key, since, error, options.handler)));
-  }
-
   /** `run` for a key that was not free: one continuation between the provider's promise and `fn`, no async function. */
   private acquireAndRun<T>(
     key: string,
@@ -255,9 +221,11 @@ export class LockService {
       return this.acquire(key, options).then((held) => this.runHeld(held, fn));
     }
     const since = this.metrics?.waiting(key);
+    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store);
+    if (options.transaction) return runInTransaction(this.transactions, key, options, section, (error) => this.acquireFailed(key, since, error, options.handler));
     return this.acquireFromProvider(key, options).then(
       // The reaction runs in the caller's async context, where `store` was read.
-      (lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store),
+      section,
       (error: unknown) => this.acquireFailed(key, since, error, options.handler),
     );
   }

@@ -1,5 +1,4 @@
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from '../serialized-options.interface';
-import type { TransactionQuery } from '../transaction/transaction-options.interface';
 import { SerializedConfigError } from './serialized-config.error';
 import { readSerializedEnvironment } from './serialized-environment';
 import {
@@ -92,6 +91,6 @@ export function resolveSerializedOptions(
     },
     idempotencyTtlMs: n('idempotencyTtlMs'),
     errorMapping,
-    transaction: { query: v.transactionQuery as TransactionQuery | undefined },
+    transaction: { query: v.transactionQuery as ResolvedSerializedOptions['transaction']['query'] },
   };
 }

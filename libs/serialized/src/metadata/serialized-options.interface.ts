@@ -1,5 +1,4 @@
 import type { SerializedMode } from '../lock.service';
-import type { TransactionOption } from '../transaction/transaction-options.interface';
 import type { ParsedSerializationKey, SerializationKey, SerializationKeyTransform } from '../key/serialization-key';
 
 /**
@@ -35,7 +34,7 @@ export interface SerializedOptions {
    * `TransactionHost` (`@nestjs-cls/transactional`) that holds `pg_advisory_xact_lock` on
    * the key; COMMIT or ROLLBACK releases it (PostgreSQL; docs/transactions.md).
    */
-  transaction?: TransactionOption;
+  transaction?: boolean | { readonly connectionName?: string };
   /**
    * Canonicalizes the value before it names a lock, so that requests for one
    * thing written differently share it: with `transform: Number`, `/users/42`

@@ -10,7 +10,8 @@ import type { TransactionHostLike, TransactionHostResolver } from './transaction
 import { TransactionIsolationError } from './transaction-isolation.error';
 import { TransactionLock } from './transaction-lock';
 import { lockTimeoutOf, transactionLockStatements, type TransactionLockStatements } from './transaction-lock.statements';
-import { connectionNameOf, type TransactionOption, type TransactionQuery } from './transaction-options.interface';
+export type { TransactionOption } from './transaction-options.interface';
+import { connectionNameOf, transactionOptionProblem, type TransactionOption, type TransactionQuery } from './transaction-options.interface';
 import { connectionOf, recognisedQuery } from './transaction-query.adapter';
 
 /** What transaction mode takes from the module's options. */
@@ -231,4 +232,28 @@ export class TransactionLocks {
 
 function describe(error: unknown): string {
   return redactUrls(String((error as Error)?.message ?? error));
+}
+
+/**
+ * `LockService.run` with `transaction`: the option checked, then {@link TransactionLocks.run};
+ * `failed` sees an error that came before the section ran (`transactions` is absent on a
+ * LockService made without `SerializedModule`).
+ */
+export function runInTransaction<T>(
+  transactions: TransactionLocks | undefined,
+  key: string,
+  options: Omit<TransactionRunOptions, 'transaction'> & { transaction?: TransactionOption },
+  section: (lock: Lock) => Promise<T> | T,
+  failed: (error: unknown) => never,
+): Promise<T> {
+  const where = options.handler ?? 'LockService#run';
+  const problem = transactionOptionProblem(options.transaction);
+  if (problem) return Promise.reject(new TypeError(`${problem} (in ${where})`));
+  if (!transactions) return Promise.reject(new Error(`transaction mode (${where}) needs the LockService of SerializedModule.forRoot()`));
+  let began = false;
+  const enter = (lock: Lock) => {
+    began = true;
+    return section(lock);
+  };
+  return transactions.run(key, options as TransactionRunOptions, enter).catch((error: unknown) => (began ? Promise.reject(error) : failed(error)));
 }
