@@ -142,23 +142,36 @@ export class TransactionLocks {
           'pass SerializedModule.forRoot({ transaction: { query: (tx, sql, params) => rows } })',
       ]);
     }
-    const lock = await this.lock(query, tx, key, options, waitTimeoutMs, remainingMs, joined);
+    // Watched from the lock statement on: a connection that dies keeps the listener, so the
+    // late 'error' event of a checked-out pg client (nobody else listens) cannot crash the app.
     const connection = connectionOf(tx);
-    const lost = (error?: unknown) => lock.markLost("the transaction's connection ended", error);
+    let lock: TransactionLock | undefined;
+    let dead = false;
+    const lost = (error?: unknown) => {
+      dead = true;
+      lock?.markLost("the transaction's connection ended", error);
+    };
     connection?.on('end', lost);
     connection?.on('error', lost);
-    state.phase = Phase.Section;
     try {
+      lock = await this.lock(query, tx, key, options, waitTimeoutMs, remainingMs, joined).catch((error: unknown) => {
+        if (sqlStateOf(error) === undefined) dead = true;
+        throw error;
+      });
+      if (dead) lock.markLost("the transaction's connection ended");
+      state.phase = Phase.Section;
       const result = await section(lock);
       state.phase = Phase.Returned;
       return result;
     } catch (error) {
-      state.sectionError = error;
+      if (state.phase === Phase.Section) state.sectionError = error;
       throw error;
     } finally {
       const off = (connection?.off ?? connection?.removeListener)?.bind(connection);
-      off?.('end', lost);
-      off?.('error', lost);
+      if (!dead) {
+        off?.('end', lost);
+        off?.('error', lost);
+      }
     }
   }
 
