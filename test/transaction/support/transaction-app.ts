@@ -153,6 +153,8 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
           provide: DRIZZLE,
           useFactory: () => {
             const pool = new Pool({ connectionString: options.databaseUrl, max });
+            // An idle connection dropped (a PgBouncer restart) must not crash the app, as in any app on pg's Pool.
+            pool.on('error', () => undefined);
             poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
             return drizzle(pool);
           },
