@@ -1,4 +1,4 @@
-import { Controller, Module, Param, Post } from '@nestjs/common';
+import { Controller, Injectable, Module, Param, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { LockService, Serialized, SerializedConfigError, SerializedModule } from 'nestjs-serialized';
 import { TEST_DATABASE_URL } from '../support/services';
@@ -28,6 +28,25 @@ describe('transaction mode: set-up and fencing', () => {
     expect(message).toContain('TransactionHost');
     expect(message).toContain('ClsModule.forRoot');
     expect(message).toContain('ClsPluginTransactional');
+  });
+
+  it('transaction mode on a BullMQ processor stops start-up (jobs are parked, not run in a request)', async () => {
+    @Injectable()
+    class Reports {
+      @Serialized('data.userId', { transaction: true })
+      process(job: { data: { userId: string } }) {
+        return job.data.userId;
+      }
+    }
+    Reflect.defineMetadata('bullmq:processor_metadata', { name: 'reports' }, Reports);
+    @Module({ imports: [SerializedModule.forRoot({ driver: 'memory' })], providers: [Reports] })
+    class ProcessorModule {}
+    const failure = await NestFactory.createApplicationContext(ProcessorModule, { logger: false, abortOnError: false }).then(
+      (app) => app.close().then(() => undefined),
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(SerializedConfigError);
+    expect((failure as Error).message).toContain('Reports#process: transaction mode does not apply to BullMQ jobs');
   });
 
   it('a bad transaction option is refused when the decorator is applied', () => {

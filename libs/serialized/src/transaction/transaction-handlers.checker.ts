@@ -5,12 +5,16 @@ import type { SerializedMetadata } from '../metadata/serialized-options.interfac
 import { SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
 import { TransactionLocks } from './transaction-locks';
 
+// @nestjs/bullmq's `@Processor()` metadata (a literal: the package is an optional peer).
+const BULLMQ_PROCESSOR_METADATA = 'bullmq:processor_metadata';
+
 /**
  * Stops start-up when a `@Serialized(…, { transaction })` handler or method could
  * not run: `@nestjs-cls/transactional` (or `nestjs-cls`) not installed, no
  * `ClsModule` with its transactional plugin (or no host of that `connectionName`),
  * or an adapter whose transaction object the library cannot send a statement
- * through without `transaction.query`. Never a 500 at the first request.
+ * through without `transaction.query`; and a BullMQ processor's job method, which
+ * transaction mode does not serve. Never a 500 at the first request.
  */
 @Injectable()
 export class TransactionHandlersChecker implements OnModuleInit {
@@ -30,7 +34,12 @@ export class TransactionHandlersChecker implements OnModuleInit {
       for (const name of this.scanner.getAllMethodNames(type.prototype)) {
         const method = (type.prototype as Record<string, unknown>)[name];
         const metadata = typeof method === 'function' ? (Reflect.getMetadata(SERIALIZED_OPTIONS_METADATA, method) as SerializedMetadata | undefined) : undefined;
-        if (metadata?.options.transaction) this.check(metadata, `${type.name}#${name}`, problems);
+        if (!metadata?.options.transaction) continue;
+        if (Reflect.hasMetadata(BULLMQ_PROCESSOR_METADATA, type)) {
+          problems.add(`@Serialized(…, { transaction }) on ${type.name}#${name}: transaction mode does not apply to BullMQ jobs (they are parked, not run in a request); open the transaction inside the job instead`);
+        } else {
+          this.check(metadata, `${type.name}#${name}`, problems);
+        }
       }
     }
     if (problems.size) throw new SerializedConfigError([...problems]);
