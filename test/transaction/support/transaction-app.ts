@@ -60,7 +60,7 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
     async claim(userId: string, lock?: Lock): Promise<{ claimed: boolean; token?: string }> {
       const rows = await this.run(`SELECT count(*)::int AS n FROM ${table} WHERE user_id = $1`, [userId]);
       if (Number(rows[0].n) > 0) return { claimed: false };
-      await this.run('SELECT pg_sleep(0.05)');
+      await this.run('SELECT pg_sleep(0.15)');
       await this.run(`INSERT INTO ${table} (user_id, token) VALUES ($1, $2)`, [userId, lock ? lock.fencingToken.toString() : null]);
       return { claimed: true, token: lock?.fencingToken.toString() };
     }
@@ -155,6 +155,8 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
             const pool = new Pool({ connectionString: options.databaseUrl, max });
             // An idle connection dropped (a PgBouncer restart) must not crash the app, as in any app on pg's Pool.
             pool.on('error', () => undefined);
+            // Nor one dropped while checked out between two statements (pg-pool listens only to idle clients).
+            pool.on('connect', (client) => client.on('error', () => undefined));
             poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
             return drizzle(pool);
           },
