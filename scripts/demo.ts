@@ -50,19 +50,19 @@ interface Deployment {
   stop(): Promise<void>;
 }
 
-async function startInProcess(reports: boolean): Promise<Deployment> {
+async function startInProcess(reports: boolean, transactionalRewards: boolean): Promise<Deployment> {
   const base = loadAppConfig();
   const app: INestApplication = await createApp({
     logger: ['error', 'warn'],
     reports,
-    config: { reports: { ...base.reports, durationMs: Number(REPORT_DURATION_MS) } },
+    config: { reports: { ...base.reports, durationMs: Number(REPORT_DURATION_MS) }, transactionalRewards },
   });
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   return { urls: [url], stop: () => app.close() };
 }
 
-async function startProcesses(count: number, reports: boolean): Promise<Deployment> {
+async function startProcesses(count: number, reports: boolean, transactionalRewards: boolean): Promise<Deployment> {
   const root = path.resolve(__dirname, '..');
   const children: ChildProcess[] = [];
   const urls: string[] = [];
@@ -75,7 +75,7 @@ async function startProcesses(count: number, reports: boolean): Promise<Deployme
       [...process.execArgv, path.join(root, 'src', `main${path.extname(__filename)}`)],
       {
         cwd: root,
-        env: { ...process.env, PORT: String(port), REPORTS_ENABLED: String(reports), REPORT_DURATION_MS },
+        env: { ...process.env, PORT: String(port), REPORTS_ENABLED: String(reports), REPORT_DURATION_MS, TX_REWARDS_ENABLED: String(transactionalRewards) },
         stdio: ['ignore', 'ignore', 'inherit'],
       },
     );
@@ -177,6 +177,25 @@ async function rewardScenario(urls: string[]): Promise<Row> {
   };
 }
 
+/** Seed 003, scheme 3: the same reward with its state in PostgreSQL, each claim in a TypeORM transaction. */
+async function transactionalRewardScenario(urls: string[]): Promise<Row> {
+  const naiveUser = `demo-${randomUUID().slice(0, 8)}`;
+  const serializedUser = `demo-${randomUUID().slice(0, 8)}`;
+  const [naive, serialized] = await Promise.all([
+    fire(urls, `/naive/tx/users/${naiveUser}/rewards/daily`),
+    fire(urls, `/tx/users/${serializedUser}/rewards/daily`),
+  ]);
+  const naiveState = await getJson<{ rewardCount: number }>(`${urls[0]}/tx/users/${naiveUser}/rewards`);
+  const serializedState = await getJson<{ rewardCount: number }>(`${urls[0]}/tx/users/${serializedUser}/rewards`);
+  return {
+    scenario: 'daily reward in a TypeORM transaction (lock inside it)',
+    requests: `${DUPLICATES} × POST /tx/…/rewards/daily`,
+    naive: `${naiveState.rewardCount} rewards credited (${count(naive, 201)}×201)`,
+    serialized: `${serializedState.rewardCount} reward credited (${count(serialized, 201)}×201, ${count(serialized, 409)}×409)`,
+    ok: serializedState.rewardCount === 1 && count(serialized, 201) === 1 && count(serialized, 409) === DUPLICATES - 1,
+  };
+}
+
 async function resourceScenario(urls: string[]): Promise<Row> {
   const naiveUser = `demo-${randomUUID().slice(0, 8)}`;
   const serializedUser = `demo-${randomUUID().slice(0, 8)}`;
@@ -239,11 +258,14 @@ async function reportsScenario(urls: string[]): Promise<Row> {
   };
 }
 
-/** The reports flow runs on BullMQ, which needs Redis even when the locks are in memory. */
-function redisReachable(url: string): Promise<boolean> {
+/**
+ * The reports flow runs on BullMQ, which needs Redis even when the locks are in memory;
+ * the transaction-mode reward needs PostgreSQL (`defaultPort` 5432) whatever the driver.
+ */
+function reachable(url: string, defaultPort = 6379): Promise<boolean> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
-    const socket = net.connect({ host: hostname, port: Number(port) || 6379 });
+    const socket = net.connect({ host: hostname, port: Number(port) || defaultPort });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
@@ -280,17 +302,23 @@ async function main(): Promise<void> {
   const backend = driver === 'redis' ? ` (${process.env.REDIS_URL})` : driver === 'postgres' ? ` (${process.env.DATABASE_URL})` : '';
   console.log(`nestjs-serialized demo — driver: ${driver}${backend}, instances: ${args.instances}, ${DUPLICATES} concurrent duplicates per endpoint\n`);
   const redisUrl = loadAppConfig().redisUrl;
-  const reports = await redisReachable(redisUrl);
-  const deployment = args.instances === 1 ? await startInProcess(reports) : await startProcesses(args.instances, reports);
+  const reports = await reachable(redisUrl);
+  const databaseUrl = loadAppConfig().databaseUrl;
+  const transactionalRewards = await reachable(databaseUrl, 5432);
+  const deployment =
+    args.instances === 1 ? await startInProcess(reports, transactionalRewards) : await startProcesses(args.instances, reports, transactionalRewards);
   let rows: Row[];
   try {
-    rows = [await rewardScenario(deployment.urls), await resourceScenario(deployment.urls), await paymentScenario(deployment.urls)];
+    rows = [await rewardScenario(deployment.urls)];
+    if (transactionalRewards) rows.push(await transactionalRewardScenario(deployment.urls));
+    rows.push(await resourceScenario(deployment.urls), await paymentScenario(deployment.urls));
     if (reports) rows.push(await reportsScenario(deployment.urls));
   } finally {
     await deployment.stop();
   }
   printTable(rows);
   if (!reports) console.log(`\n(The BullMQ reports flow was left out: it needs Redis, and none answers at ${redisUrl}.)`);
+  if (!transactionalRewards) console.log(`\n(The transaction-mode reward was left out: it needs PostgreSQL, and none answers at ${databaseUrl}.)`);
   const failed = rows.filter((r) => !r.ok);
   if (failed.length) {
     console.error(`\nFAILED: the serialized outcome is wrong for: ${failed.map((r) => r.scenario).join(', ')}`);

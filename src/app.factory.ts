@@ -4,6 +4,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { AppModule, type AppModuleOptions } from './app.module';
 import { loadAppConfig, type AppConfig } from './config/app.config';
 import { ReportsModule } from './reports';
+import { TransactionalRewardsModule } from './rewards-tx/transactional-rewards.module';
 
 export interface CreateAppOptions extends Omit<AppModuleOptions, 'config'> {
   /** Overrides of the environment's app settings. */
@@ -34,6 +35,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<INestAp
       }),
     );
   }
+  if (config.transactionalRewards) imports.push(TransactionalRewardsModule.register(config.databaseUrl));
   const module = AppModule.register({ config, serialized: options.serialized, metrics: options.metrics, imports });
   const logger = options.logger ?? ['error', 'warn', 'log'];
   const app =

@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   app.enableShutdownHooks();
   await app.listen(config.port, '0.0.0.0');
   Logger.log(
-    `Example app on http://localhost:${config.port} (${config.adapter}, store: ${config.store}, reports: ${config.reports.enabled ? 'on' : 'off'})`,
+    `Example app on http://localhost:${config.port} (${config.adapter}, store: ${config.store}, reports: ${config.reports.enabled ? 'on' : 'off'}, transaction-mode rewards: ${config.transactionalRewards ? 'on' : 'off'})`,
     'main',
   );
 }

@@ -15,6 +15,8 @@ export const APP_ENV_ACCEPTS = {
   REPORTS_ENABLED: 'true or false (default true): the BullMQ reports flow, which needs Redis at REDIS_URL',
   REPORT_DURATION_MS: 'an integer number of milliseconds from 0 to 600000 (default 3000)',
   REPORTS_CONCURRENCY: 'an integer from 1 to 100 (default 4)',
+  TX_REWARDS_ENABLED:
+    'true or false (default false): the daily reward in transaction mode (seed 003, scheme 3: TypeORM, PostgreSQL at DATABASE_URL, POST /tx/users/:userId/rewards/daily)',
   REPORTS_QUEUE_PREFIX: '1 to 64 characters of A-Z a-z 0-9 _ . : - { } (default bull)',
 } as const;
 
@@ -29,6 +31,7 @@ class AppEnvironment {
   @IsOptional() @IsInt() @Min(0) @Max(600000) REPORT_DURATION_MS?: number;
   @IsOptional() @IsInt() @Min(1) @Max(100) REPORTS_CONCURRENCY?: number;
   @IsOptional() @Matches(/^[A-Za-z0-9_.:{}-]{1,64}$/) REPORTS_QUEUE_PREFIX?: string;
+  @IsOptional() @IsIn(['true', 'false']) TX_REWARDS_ENABLED?: 'true' | 'false';
 }
 
 const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS', 'PAYMENT_TASK_MS', 'REPORT_DURATION_MS', 'REPORTS_CONCURRENCY']);
@@ -46,6 +49,8 @@ export interface AppConfig {
   databaseUrl: string;
   /** The BullMQ reports flow (`POST /users/:userId/reports`, `GET /jobs/:id`). */
   reports: { enabled: boolean; durationMs: number; concurrency: number; queuePrefix: string };
+  /** The daily reward in transaction mode (`POST /tx/users/:userId/rewards/daily`, PostgreSQL at `databaseUrl`). */
+  transactionalRewards: boolean;
 }
 
 /** Reads and validates the app's variables; a bad value stops start-up naming every bad variable. */
@@ -85,6 +90,7 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       concurrency: env_.REPORTS_CONCURRENCY ?? 4,
       queuePrefix: env_.REPORTS_QUEUE_PREFIX ?? 'bull',
     },
+    transactionalRewards: env_.TX_REWARDS_ENABLED === 'true',
   };
 }
 

@@ -2,6 +2,7 @@ import os from 'node:os';
 import { backendRestart, holderFault, manyKeys, oneKeyDuplicates, seedsRace, soak, type ControlRow, type ResultRow, type Sizes } from './reliability.scenarios';
 import { faultRun, FAULT_RUN_FULL, FAULT_RUN_SHORT, STUCK_AFTER_MS, type FaultRunResult } from './fault-run.scenario';
 import { startCpuHog } from './support/environment';
+import { transactionDuplicates, transactionPgBouncerRestart, transactionTerminatedSession } from './transaction.scenarios';
 
 export interface SuiteResult {
   rows: ResultRow[];
@@ -37,6 +38,14 @@ export async function runSuite(sizes: Sizes, form: 'short' | 'full', log: (line:
   for (const driver of ['memory', 'redis', 'postgres'] as const) add(`one key ${driver}`, () => oneKeyDuplicates(driver, sizes));
   for (const driver of ['memory', 'redis', 'postgres'] as const) add(`many keys ${driver}`, () => manyKeys(driver, sizes));
   for (const driver of ['redis', 'postgres'] as const) add(`soak ${driver}`, () => soak(driver, sizes));
+  // Transaction mode (docs/transactions.md): the lock inside the app's TypeORM transaction.
+  scenarios.push(['tx duplicates', async () => {
+    const { row, control } = await transactionDuplicates(sizes.oneKeyDuplicates);
+    rows.push(row);
+    controls.push(control);
+  }]);
+  add('tx terminated', () => transactionTerminatedSession(5, sizes.seedDuplicates));
+  add('tx pgbouncer restart', () => transactionPgBouncerRestart(6, sizes.seedDuplicates));
   const faultSize = form === 'full' ? FAULT_RUN_FULL : FAULT_RUN_SHORT;
   for (const driver of ['redis', 'postgres'] as const) scenarios.push([`fault run ${driver}`, async () => void faultRuns.push(await faultRun(driver, faultSize, log))]);
   // The naive control under the same kind of faults: stalls of a holder past its lease.

@@ -67,3 +67,7 @@ export type { IdempotencyKeyProblem } from './idempotency/errors';
 export type { IdempotencyStore, IdempotencyStoreSource } from './idempotency/idempotency.store';
 export type { StoredResponse } from './idempotency/stored-response';
 export type { ProblemDetails } from './idempotency/idempotency-problem.mapper';
+
+// Transaction mode: the lock inside the app's own database transaction (docs/transactions.md).
+export type { TransactionOption, TransactionQuery, TransactionModuleOptions } from './transaction/transaction-options.interface';
+export { TransactionIsolationError } from './transaction/transaction-isolation.error';

@@ -12,6 +12,7 @@ import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
+import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks';
 
 // The options of a call that gives none (never written to): nothing to validate.
 const NO_OPTIONS: RunOptions = Object.freeze({});
@@ -39,6 +40,8 @@ export interface RunOptions extends AcquireOptions {
    * deadlocks until `waitTimeoutMs` (docs/semantics.md, "Reentrancy").
    */
   reentrant?: boolean;
+  /** Run `fn` in the app's transaction holding `pg_advisory_xact_lock` on the key (docs/transactions.md). */
+  transaction?: TransactionOption;
 }
 
 /**
@@ -62,6 +65,8 @@ export class LockService {
    */
   reentrant = true;
 
+  /** Transaction mode (`transaction` of {@link RunOptions}), set by `SerializedModule`. @internal */
+  transactions?: TransactionLocks;
   constructor(private readonly provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
   }
@@ -89,7 +94,7 @@ export class LockService {
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
     const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
-    const lock = joining ? undefined : this.provider.acquireNowValidated(key, options);
+    const lock = joining || options.transaction ? undefined : this.provider.acquireNowValidated(key, options);
     if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
@@ -217,9 +222,11 @@ export class LockService {
     // Joining an enclosing holder: acquire's path (the call was validated in run).
     if (joining) return this.acquireValidated(key, options).then((held) => this.runHeld(held, fn));
     const since = this.metrics?.waiting(key);
+    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store);
+    if (options.transaction) return runInTransaction(this.transactions, key, options, section, (error) => this.acquireFailed(key, since, error, options.handler));
     return this.acquireFromProvider(key, options).then(
       // The reaction runs in the caller's async context, where `store` was read.
-      (lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store),
+      section,
       (error: unknown) => this.acquireFailed(key, since, error, options.handler),
     );
   }

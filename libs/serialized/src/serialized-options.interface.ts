@@ -2,6 +2,7 @@ import type { HandOffMode } from './acquire-options.interface';
 import type { ErrorMappingOptions } from './interceptors/serialized-error.mapper';
 import type { LockProviderCommonOptions } from './lock-provider-options.interface';
 import type { LockProvider } from './lock.provider';
+import type { TransactionModuleOptions } from './transaction/transaction-options.interface';
 import type { PgPoolLike, RedisClientLike } from './peer-clients.interface';
 
 /** Which backend holds the locks. */
@@ -60,6 +61,11 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
    * what the client receives, or `false` to leave them to the app's own filters.
    */
   errorMapping?: boolean | ErrorMappingOptions;
+  /**
+   * Transaction mode (`@Serialized(key, { transaction: true })`, docs/transactions.md), whatever
+   * `driver` is: `query` sends a statement through an adapter the library does not recognise.
+   */
+  transaction?: TransactionModuleOptions;
   postgres?: {
     /** `postgres://` URL (default: `DATABASE_URL`). */
     connectionString?: string;
@@ -118,4 +124,5 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   reentrant: boolean;
   metrics: 'auto' | 'on' | 'off';
   errorMapping: false | ErrorMappingOptions;
+  transaction: TransactionModuleOptions;
 }

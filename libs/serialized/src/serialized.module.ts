@@ -1,5 +1,5 @@
 import { Logger, Module } from '@nestjs/common';
-import { APP_FILTER, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { APP_FILTER, DiscoveryModule, HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import { GatewayFiltersInstaller } from './filters/gateway-filters.installer';
 import { SerializedExceptionFilter } from './filters/serialized-exception.filter';
 import { BackendOutageLog } from './interceptors/backend-outage.log';
@@ -23,6 +23,9 @@ import {
   SERIALIZED_OPTIONS_TYPE,
   SerializedConfigurableModule,
 } from './serialized.module-definition';
+import { TransactionHandlersChecker } from './transaction/transaction-handlers.checker';
+import { TransactionHostResolver } from './transaction/transaction-host.resolver';
+import { TransactionLocks } from './transaction/transaction-locks';
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from './serialized-options.interface';
 
 /**
@@ -51,12 +54,24 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       useFactory: (options: ResolvedSerializedOptions) => createLockProvider(options),
     },
     {
+      // Transaction mode (docs/transactions.md): nothing is loaded until a handler or call uses it.
+      provide: TransactionLocks,
+      inject: [SERIALIZED_OPTIONS, ModuleRef],
+      useFactory: (options: ResolvedSerializedOptions, moduleRef: ModuleRef) =>
+        new TransactionLocks(
+          { ...options, fencingSequence: options.postgres.fencingSequence, createSchema: options.postgres.createSchema, query: options.transaction.query },
+          new TransactionHostResolver(moduleRef),
+        ),
+    },
+    TransactionHandlersChecker,
+    {
       provide: LockService,
-      inject: [LockProvider, SERIALIZED_OPTIONS],
-      useFactory: (provider: LockProvider, options: ResolvedSerializedOptions) => {
+      inject: [LockProvider, SERIALIZED_OPTIONS, TransactionLocks],
+      useFactory: (provider: LockProvider, options: ResolvedSerializedOptions, transactions: TransactionLocks) => {
         if (options.metrics === 'on' && !loadOtelApi()) throw missingPeerError("metrics: 'on'", '@opentelemetry/api');
         const service = new LockService(provider);
         service.reentrant = options.reentrant;
+        service.transactions = transactions;
         if (options.metrics === 'off') service.recordNoMetrics();
         return service;
       },

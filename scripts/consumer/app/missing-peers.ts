@@ -5,7 +5,7 @@
  * Prints one line per feature; exits 1 if any started or failed otherwise.
  */
 import 'reflect-metadata';
-import { Injectable, Module, type Type } from '@nestjs/common';
+import { Controller, Injectable, Module, Param, Post, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Serialized, SerializedConfigError, SerializedHealthIndicator, SerializedJobs, SerializedModule } from 'nestjs-serialized';
 
@@ -38,11 +38,28 @@ class TerminusApp {}
 @Module({ imports: [SerializedModule.forRoot({ metrics: 'on' })] })
 class MetricsApp {}
 
+@Controller()
+class ClaimsController {
+  @Post(':userId')
+  @Serialized('userId', { transaction: true })
+  claim(@Param('userId') userId: string): string {
+    return userId;
+  }
+}
+
+@Module({ imports: [SerializedModule.forRoot()], controllers: [ClaimsController] })
+class TransactionApp {}
+
 const CASES: [string, Type, string][] = [
   ['ioredis', RedisApp, "driver 'redis' needs the optional peer dependency ioredis: npm install ioredis"],
   ['pg', PostgresApp, "driver 'postgres' needs the optional peer dependency pg: npm install pg"],
   ['bullmq', BullmqApp, '@Serialized on the BullMQ processor ReportsProcessor needs the optional peer dependency bullmq: npm install bullmq @nestjs/bullmq'],
   ['@nestjs/terminus', TerminusApp, 'SerializedHealthIndicator (injected into HealthService) needs the optional peer dependency @nestjs/terminus: npm install @nestjs/terminus'],
+  [
+    '@nestjs-cls/transactional',
+    TransactionApp,
+    '@Serialized(…, { transaction }) on ClaimsController#claim needs the optional peer dependency @nestjs-cls/transactional: npm install @nestjs-cls/transactional nestjs-cls',
+  ],
   ['@opentelemetry/api', MetricsApp, "metrics: 'on' needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api"],
 ];
 

@@ -92,5 +92,6 @@ export function resolveSerializedOptions(
     },
     idempotencyTtlMs: n('idempotencyTtlMs'),
     errorMapping,
+    transaction: { query: v.transactionQuery as ResolvedSerializedOptions['transaction']['query'] },
   };
 }

@@ -170,6 +170,14 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     check: (value) => typeof value === 'boolean' || (isObject(value) && ['undefined', 'function'].includes(typeof value.body)),
     meaning: 'how lock errors escaping a handler are answered (400 / 429 / 503 on every transport); false leaves them to your filters: docs/errors.md',
   },
+  transactionQuery: {
+    type: 'code',
+    option: 'transaction.query',
+    format: '(tx, sql, params) => Promise<rows>',
+    check: (value) => typeof value === 'function',
+    meaning:
+      "transaction mode (`@Serialized(key, { transaction: true })`, any driver): sends a statement through the app's transaction for an adapter not recognised (TypeORM, Prisma, Drizzle, Kysely, Knex, pg-promise, pg are); needs @nestjs-cls/transactional and nestjs-cls: docs/transactions.md",
+  },
   idempotencyTtlMs: {
     type: 'integer',
     env: 'SERIALIZED_IDEMPOTENCY_TTL_MS',

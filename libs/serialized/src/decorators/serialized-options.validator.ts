@@ -2,6 +2,7 @@ import { callOptionProblems } from '../config/acquire-options.validator';
 import { showValue } from '../config/serialized-options.schema';
 import { hasLoneSurrogate } from '../key/lock-key';
 import type { SerializedOptions } from '../metadata/serialized-options.interface';
+import { transactionOptionProblem } from '../transaction/transaction-options.interface';
 
 /**
  * Checks `@Serialized` options when the decorator is applied, so a bad one stops
@@ -21,5 +22,7 @@ export function assertSerializedOptions(options: SerializedOptions, where: strin
   if (options.transform !== undefined && typeof options.transform !== 'function') {
     problems.push(`transform=${showValue(options.transform)} is invalid: accepts a function (value: string) => string | number`);
   }
+  const transaction = transactionOptionProblem(options.transaction);
+  if (transaction) problems.push(transaction);
   if (problems.length) throw new TypeError(`@Serialized on ${where}: ${problems.join('; ')}`);
 }

@@ -1,6 +1,8 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import type { Observer, Subscriber, Subscription, Unsubscribable } from 'rxjs';
 import { escapeLockKeyPart } from '../key/lock-key';
+import { DONE } from '../internal/release-after';
+import type { Lock } from '../lock.interface';
 import type { HeldKey, LockService } from '../lock.service';
 import { HandlerHandshake } from '../metadata/handler.handshake';
 import { ClientGoneError, watchClientGone } from './client-gone';
@@ -31,6 +33,8 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
   private stopWatching: () => void = noop;
   private held: HeldKey | undefined;
   private inner: Subscription | undefined;
+  /** Ends a transaction-mode section whose subscriber went away (its transaction rolls back). */
+  private abandon: ((reason: unknown) => void) | undefined;
   private done = false;
   private acquiring = true;
 
@@ -62,6 +66,7 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
     // Only a caller still waiting has anything to abort; an Error (and its stack) per request is not free.
     if (this.acquiring && this.waiting) this.waiting.abort(new ClientGoneError(this.plan.handler));
     this.inner?.unsubscribe();
+    this.abandon?.(new ClientGoneError(this.plan.handler));
     this.finish(undefined);
   }
 
@@ -97,6 +102,7 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
     if (this.done) return; // unsubscribed while its key was being resolved
     const { plan } = this;
     const key = `${plan.scopePart}:${escapeLockKeyPart(value)}`;
+    if (plan.runOptions.transaction) return this.runInTransaction(key);
     // A free key is taken synchronously: the handler runs without waiting for a promise of the
     // lock, and nothing that only a waiting call needs (signal, client watch, options) is made.
     // After an async key the call waits already: its signal goes along (a client gone meanwhile takes nothing).
@@ -120,6 +126,39 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
     }
     this.held = held;
     this.inner = this.host.lockService.runHolding(held, () => this.callHandler.handle().subscribe(this), new HandlerHandshake(this.ctx.getHandler()));
+  }
+
+  /**
+   * Transaction mode: the handler runs inside the transaction that holds the key,
+   * and what it emits goes out only after the COMMIT (a response is never sent
+   * for work that may still roll back).
+   */
+  private runInTransaction(key: string): void {
+    const values: unknown[] = [];
+    const { lockService } = this.host;
+    const section = (lock: Lock) =>
+      new Promise<void>((resolve, reject) => {
+        this.acquiring = false;
+        this.stopWatching();
+        if (this.subscriber.closed || this.done) return resolve();
+        this.abandon = reject;
+        const observer = { next: (value: unknown) => values.push(value), error: reject, complete: () => resolve() };
+        const held = { lock, reentrant: true, release: () => DONE };
+        this.inner = lockService.runHolding(held, () => this.callHandler.handle().subscribe(observer), new HandlerHandshake(this.ctx.getHandler()));
+      });
+    lockService.run(key, section, { ...this.plan.runOptions, signal: this.wait() }).then(
+      () => {
+        this.abandon = undefined;
+        if (this.done) return;
+        for (const value of values) this.subscriber.next(value);
+        this.complete();
+      },
+      (error: unknown) => {
+        this.abandon = undefined;
+        if (this.acquiring) this.failed(error);
+        else this.error(error);
+      },
+    );
   }
 
   /** Key resolution or acquisition failed: the handler does not run. */

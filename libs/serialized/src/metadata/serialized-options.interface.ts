@@ -31,6 +31,12 @@ export interface SerializedOptions {
   /** PostgreSQL local hand-off of this handler's lock, `'strict'` or `'cohort'` (default: the module's `postgres.handoff`). */
   handoff?: HandOffMode;
   /**
+   * `true` or `{ connectionName }`: the handler runs inside a transaction of the app's
+   * `TransactionHost` (`@nestjs-cls/transactional`) that holds `pg_advisory_xact_lock` on
+   * the key; COMMIT or ROLLBACK releases it (PostgreSQL; docs/transactions.md).
+   */
+  transaction?: boolean | { readonly connectionName?: string };
+  /**
    * Canonicalizes the value before it names a lock, so that requests for one
    * thing written differently share it: with `transform: Number`, `/users/42`
    * and `/users/042` are one lock. What it returns is checked like any key value

@@ -1,0 +1,272 @@
+import { performance } from 'node:perf_hooks';
+import { LockBackendError, LockBusyError, LockTimeoutError, SerializedError } from '../errors';
+import { SerializedConfigError } from '../config/serialized-config.error';
+import { redactUrls } from '../internal/redact';
+import type { Lock } from '../lock.interface';
+import { advisoryLockKey } from '../providers/postgres/advisory-key.hash';
+import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
+import { isAlreadyCreated, LOCK_NOT_AVAILABLE, sqlStateOf } from './transaction-error.classifier';
+import type { TransactionHostLike, TransactionHostResolver } from './transaction-host.resolver';
+import { TransactionIsolationError } from './transaction-isolation.error';
+import { TransactionLock } from './transaction-lock';
+import { lockTimeoutOf, transactionLockStatements, type TransactionLockStatements } from './transaction-lock.statements';
+export type { TransactionOption } from './transaction-options.interface';
+import { connectionNameOf, transactionOptionProblem, type TransactionOption, type TransactionQuery } from './transaction-options.interface';
+import { connectionOf, recognisedQuery } from './transaction-query.adapter';
+
+/** What transaction mode takes from the module's options. */
+export interface TransactionLocksSettings {
+  readonly keyPrefix: string;
+  readonly fencingSequence: string;
+  readonly createSchema: boolean;
+  readonly waitTimeoutMs: number;
+  readonly maxPending: number;
+  readonly maxPendingTotal: number;
+  readonly shutdownGraceMs: number;
+  readonly query?: TransactionQuery;
+}
+
+/** The options of one transaction-mode call (those of `LockService.run`). */
+export interface TransactionRunOptions {
+  readonly transaction: TransactionOption;
+  readonly mode?: 'wait' | 'reject';
+  readonly waitTimeoutMs?: number;
+  readonly maxPending?: number;
+  readonly signal?: AbortSignal;
+  readonly handler?: string;
+}
+
+/** Where a call stands, for telling the section's own errors from the lock's. */
+const enum Phase {
+  Locking,
+  Section,
+  Returned,
+}
+
+/**
+ * Locks inside the application's own transaction (docs/transactions.md): the
+ * key's waiters queue in this process first (FIFO, an in-memory lock per key),
+ * so at most one connection per key and process waits in the server; the one at
+ * the head begins (or joins) a transaction through the app's `TransactionHost`,
+ * takes `pg_advisory_xact_lock` — the postgres driver's 64-bit key, so the two
+ * exclude each other — and draws its fencing token in the same statement; the
+ * section runs in that transaction, and COMMIT or ROLLBACK releases the key. The
+ * next local waiter is let in only after that, so it sees the commit.
+ */
+export class TransactionLocks {
+  private readonly local: InMemoryLockProvider;
+  private readonly statements: TransactionLockStatements;
+  private readonly sequences = new WeakMap<TransactionHostLike, Promise<void>>();
+
+  constructor(
+    private readonly settings: TransactionLocksSettings,
+    private readonly hosts: TransactionHostResolver,
+  ) {
+    this.local = new InMemoryLockProvider({
+      waitTimeoutMs: settings.waitTimeoutMs,
+      maxPending: settings.maxPending,
+      maxPendingTotal: settings.maxPendingTotal,
+      shutdownGraceMs: settings.shutdownGraceMs,
+    });
+    this.statements = transactionLockStatements(settings.fencingSequence);
+  }
+
+  /** The host of `option`, or a `SerializedConfigError` naming what to install and import. */
+  host(option: TransactionOption, feature: string): TransactionHostLike {
+    return this.hosts.host(connectionNameOf(option), feature);
+  }
+
+  /** Whether statements can be sent through `host`'s transactions (a recognised adapter or `transaction.query`). */
+  canQuery(host: TransactionHostLike): boolean {
+    return this.settings.query !== undefined || recognisedQuery(host.tx) !== undefined;
+  }
+
+  /**
+   * Runs `section` holding `key` inside a transaction. Resolves after the COMMIT
+   * of a transaction it began, or when the section returns inside a joined one.
+   * The section's own errors reach the caller unchanged, after the rollback.
+   */
+  async run<T>(key: string, options: TransactionRunOptions, section: (lock: Lock) => Promise<T> | T): Promise<T> {
+    const handler = options.handler ?? 'LockService#run';
+    const host = this.host(options.transaction, `transaction mode (${handler})`);
+    const startedAt = performance.now();
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.settings.waitTimeoutMs;
+    await this.sequenceOf(host, key);
+    const local =
+      options.mode === 'reject'
+        ? await this.local.tryAcquire(key, { maxPending: options.maxPending })
+        : await this.local.acquire(key, { waitTimeoutMs, maxPending: options.maxPending, signal: options.signal });
+    if (!local) throw new LockBusyError(key, 'held');
+    try {
+      const remainingMs = waitTimeoutMs - (performance.now() - startedAt);
+      if (host.isTransactionActive()) return await this.inTransaction(host, key, options, waitTimeoutMs, remainingMs, true, section, { phase: Phase.Locking });
+      const state = { phase: Phase.Locking, sectionError: undefined as unknown };
+      try {
+        return await host.withTransaction(() => this.inTransaction(host, key, options, waitTimeoutMs, remainingMs, false, section, state));
+      } catch (error) {
+        if (state.phase === Phase.Section) throw state.sectionError ?? error;
+        if (state.phase === Phase.Returned) throw new LockBackendError(`COMMIT failed: ${describe(error)}`, { key, cause: error });
+        if (options.signal?.aborted && error === options.signal.reason) throw error;
+        throw this.lockError(key, error, waitTimeoutMs, 'could not begin a transaction');
+      }
+    } finally {
+      // After COMMIT/ROLLBACK: the next caller of this process sees what this one committed.
+      void local.release();
+    }
+  }
+
+  /** Graceful shutdown of the local queue (running sections finish first, up to `shutdownGraceMs`). */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.local.beforeApplicationShutdown();
+  }
+
+  onApplicationShutdown(): void {
+    this.local.onApplicationShutdown();
+  }
+
+  private async inTransaction<T>(
+    host: TransactionHostLike,
+    key: string,
+    options: TransactionRunOptions,
+    waitTimeoutMs: number,
+    remainingMs: number,
+    joined: boolean,
+    section: (lock: Lock) => Promise<T> | T,
+    state: { phase: Phase; sectionError?: unknown },
+  ): Promise<T> {
+    const tx = host.tx;
+    const query = this.settings.query ?? recognisedQuery(tx);
+    if (!query) {
+      throw new SerializedConfigError([
+        `transaction mode (${options.handler ?? 'LockService#run'}) cannot send a statement through the transaction object of the app's adapter; ` +
+          'pass SerializedModule.forRoot({ transaction: { query: (tx, sql, params) => rows } })',
+      ]);
+    }
+    // Watched from the lock statement on: a connection that dies keeps the listener, so the
+    // late 'error' event of a checked-out pg client (nobody else listens) cannot crash the app.
+    const connection = connectionOf(tx);
+    let lock: TransactionLock | undefined;
+    let dead = false;
+    const lost = (error?: unknown) => {
+      dead = true;
+      lock?.markLost("the transaction's connection ended", error);
+    };
+    connection?.on('end', lost);
+    connection?.on('error', lost);
+    try {
+      lock = await this.lock(query, tx, key, options, waitTimeoutMs, remainingMs, joined).catch((error: unknown) => {
+        if (sqlStateOf(error) === undefined) dead = true;
+        throw error;
+      });
+      if (dead) lock.markLost("the transaction's connection ended");
+      state.phase = Phase.Section;
+      const result = await section(lock);
+      state.phase = Phase.Returned;
+      return result;
+    } catch (error) {
+      if (state.phase === Phase.Section) state.sectionError = error;
+      throw error;
+    } finally {
+      const off = (connection?.off ?? connection?.removeListener)?.bind(connection);
+      if (!dead) {
+        off?.('end', lost);
+        off?.('error', lost);
+      }
+    }
+  }
+
+  /** The lock statement(s) in `tx`: the lock, granted, with its token; or the error the caller gets. */
+  private async lock(
+    query: TransactionQuery,
+    tx: unknown,
+    key: string,
+    options: TransactionRunOptions,
+    waitTimeoutMs: number,
+    remainingMs: number,
+    joined: boolean,
+  ): Promise<TransactionLock> {
+    const advisoryKey = advisoryLockKey(this.settings.keyPrefix, key);
+    let rows: readonly Record<string, unknown>[];
+    try {
+      if (joined) {
+        const [row] = await query(tx, this.statements.isolation, []);
+        const isolation = String(row?.isolation ?? 'read committed');
+        if (isolation !== 'read committed') throw new TransactionIsolationError(key, isolation, options.handler);
+      } else {
+        await query(tx, this.statements.readCommitted, []);
+      }
+      rows = options.mode === 'reject' ? await query(tx, this.statements.tryLock, [advisoryKey]) : await query(tx, this.statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
+    } catch (error) {
+      throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
+    }
+    const token = rows[0]?.token;
+    if (token === null || token === undefined) throw new LockBusyError(key, 'held');
+    // A caller that gave up while its statement waited in the server: the transaction rolls back.
+    if (options.signal?.aborted) throw options.signal.reason;
+    return new TransactionLock(key, BigInt(String(token)), Number(rows[0]?.pid), joined);
+  }
+
+  /** An error before the section ran, as the caller sees it: 429 for a wait that ran out, 503 for the backend. */
+  private lockError(key: string, error: unknown, waitTimeoutMs: number, what: string): unknown {
+    if (error instanceof SerializedError || error instanceof SerializedConfigError || error instanceof TransactionIsolationError) return error;
+    if (sqlStateOf(error) === LOCK_NOT_AVAILABLE) return new LockTimeoutError(key, waitTimeoutMs, undefined, { reason: 'key-held' });
+    return new LockBackendError(`Transaction mode: ${what}: ${describe(error)}`, { key, cause: error });
+  }
+
+  /** Creates the fencing sequence once per host when missing (`postgres.createSchema`), in a transaction of its own. */
+  private sequenceOf(host: TransactionHostLike, key: string): Promise<void> {
+    if (!this.settings.createSchema) return Promise.resolve();
+    let ready = this.sequences.get(host);
+    if (!ready) {
+      ready = this.createSequence(host).catch((error: unknown) => {
+        this.sequences.delete(host);
+        throw new LockBackendError(`Transaction mode: could not create the fencing sequence: ${describe(error)}`, { key, cause: error });
+      });
+      this.sequences.set(host, ready);
+    }
+    return ready;
+  }
+
+  private async createSequence(host: TransactionHostLike): Promise<void> {
+    const propagation = this.hosts.module('transaction mode').Propagation.RequiresNew;
+    await host.withTransaction(propagation, async () => {
+      const query = this.settings.query ?? recognisedQuery(host.tx);
+      if (!query) return; // reported by the first call, with its handler
+      try {
+        await query(host.tx, this.statements.createSequence, []);
+      } catch (error) {
+        if (!isAlreadyCreated(error)) throw error;
+      }
+    }).catch((error: unknown) => {
+      if (!isAlreadyCreated(error)) throw error;
+    });
+  }
+}
+
+function describe(error: unknown): string {
+  return redactUrls(String((error as Error)?.message ?? error));
+}
+
+/**
+ * `LockService.run` with `transaction`: the option checked, then {@link TransactionLocks.run};
+ * `failed` sees an error that came before the section ran (`transactions` is absent on a
+ * LockService made without `SerializedModule`).
+ */
+export function runInTransaction<T>(
+  transactions: TransactionLocks | undefined,
+  key: string,
+  options: Omit<TransactionRunOptions, 'transaction'> & { transaction?: TransactionOption },
+  section: (lock: Lock) => Promise<T> | T,
+  failed: (error: unknown) => never,
+): Promise<T> {
+  const where = options.handler ?? 'LockService#run';
+  const problem = transactionOptionProblem(options.transaction);
+  if (problem) return Promise.reject(new TypeError(`${problem} (in ${where})`));
+  if (!transactions) return Promise.reject(new Error(`transaction mode (${where}) needs the LockService of SerializedModule.forRoot()`));
+  let began = false;
+  const enter = (lock: Lock) => {
+    began = true;
+    return section(lock);
+  };
+  return transactions.run(key, options as TransactionRunOptions, enter).catch((error: unknown) => (began ? Promise.reject(error) : failed(error)));
+}
