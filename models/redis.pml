@@ -53,15 +53,29 @@
  *     holder too; a release that finds the key gone tells it (lostAtRelease); after a
  *     Redis restart the reconnect re-checks every held lock (RedisLock.recheck).
  *
- * Bounds (defaults; -D overrides): N0 = 2 waiters in process 0, N1 = 1 in process 1;
- * BLK = MLH + 1 = 2 tokens per block, MLH (maxLocalHandOffs) = 1; the floor's window
- * (256 places in the code) WIN = 1 and the acquire reply's (64) WIN64 = 1, so that
- * "all places seen are the process's own" happens; TMAX = 2 ticks, L = PX = HB = 2;
- * one crash (CRASHES), one Redis restart that loses every key (RESTARTS), one lost
- * and one duplicated message (LOSTS, DUPS), one waiter giving up early (GIVEUPS; every
- * waiter may give up once the clock is at TMAX: its budget). COHORT=1 checks cohort
- * mode, else strict. NO_FAULTS: no clock, no crash, restart, loss, duplicate or
- * giving up: then every waiter must be served (P5).
+ * Bounds (defaults; -D overrides; models/model-check.json picks the configurations): N0 = 2
+ * waiters in process 0, N1 = 1 in process 1; BLK = MLH + 1 = 2 tokens per block, MLH
+ * (maxLocalHandOffs) = 1; the floor's window (256 places in the code) WIN = 1 and the
+ * acquire reply's (64) WIN64 = 1, so that "every place looked at is the process's own"
+ * happens (the 256-places case); TMAX = 2 ticks, L = 2 (lease), HB = L, PX = min(L, HB);
+ * CRASHES = 1, RESTARTS = 1 (Redis loses every key), LOSTS = 1 lost and DUPS = 1
+ * duplicated message, GIVEUPS = 1 waiter giving up early (every waiter may give up once
+ * the clock is at TMAX: its budget). COHORT=1 checks cohort mode, else strict.
+ * NO_FAULTS: no clock, no crash, restart, loss, duplicate or giving up: then every waiter
+ * must be served (P5). All faults at once are beyond the time budget (more than 8 M
+ * states); the checked configurations are subsets: no faults (strict, cohort); lost and
+ * duplicated messages (2 + 1 waiters, no clock); stalls and lease expiry (1 + 1 waiters,
+ * TMAX 1, L 1); a restart and a waiter giving up (1 + 1 waiters, no clock). A crash is a
+ * stall that never resumes: its safety is the stall configuration's; its liveness (the
+ * crashed holder's lease and places lapse, the others' checks pass K on) needs the clock
+ * and the crash together, beyond the budget.
+ *
+ * The fix this model carries (CODE_AS_IS reproduces the code before it, and SPIN refutes
+ * P3 there, strict and cohort, without faults): a holder notice (or a tenure's floor)
+ * read while the process's next acquire was on its way was applied to the tenure and the
+ * process's last place, not to the place that acquire was about to get; a newcomer then
+ * rode behind that place, ahead of a waiter of another process its process had heard of.
+ * `hmax`: the latest such place heard of closes a new place behind which it queued.
  *
  * Properties (asserted; the names are docs/protocol.md's):
  *   P1 mutual exclusion among holders not told they lost the lock: at a grant and at a
