@@ -41,6 +41,15 @@ describe('model-check runner', () => {
     expect(parsePanOutput(`${PROVED}\nerror: max search depth too small\n`).depthLimit).toBe(true);
   });
 
+  it('flags a search cut short by the memory bound (no proof)', () => {
+    const cut = PROVED.replace('errors: 0', 'errors: 0\npan: reached -DMEMLIM bound\nWarning: Search not completed');
+    expect(parsePanOutput(cut)).toMatchObject({ errors: 0, depthLimit: true });
+  });
+
+  it('reads a refutation as a verdict, though SPIN says the search stopped there', () => {
+    expect(parsePanOutput(`${REFUTED}Warning: Search not completed\n`).depthLimit).toBe(false);
+  });
+
   it('names the property by the comment on the failing assertion’s line', () => {
     const source = ['init {', '  assert(a);   /* P1 */', '  assert(b);   /* P2: tokens */', '  assert(false) }  /* INV */', '}'].join('\n');
     expect(propertyAt(source, 'spin: postgres.pml:3, Error: assertion violated')).toBe('P2');
