@@ -63,9 +63,9 @@ describe('the packed package in a fresh app', () => {
     expect([report.smoke.status, report.smoke.output]).toEqual([0, expect.stringContaining('5 × 201, ran one at a time')]);
   });
 
-  it('stops start-up with one SerializedConfigError per missing optional peer: ioredis, pg, bullmq, @nestjs/terminus, @opentelemetry/api', () => {
+  it('stops start-up with one SerializedConfigError per missing optional peer: ioredis, pg, bullmq, @nestjs/terminus, @nestjs-cls/transactional, @opentelemetry/api', () => {
     expect(report.missingPeers.output.split('\n')).toEqual(
-      ['ioredis', 'pg', 'bullmq', '@nestjs/terminus', '@opentelemetry/api'].map((peer) => `${peer}: SerializedConfigError as expected`),
+      ['ioredis', 'pg', 'bullmq', '@nestjs/terminus', '@nestjs-cls/transactional', '@opentelemetry/api'].map((peer) => `${peer}: SerializedConfigError as expected`),
     );
     expect(report.missingPeers.status).toBe(0);
   });
