@@ -32,7 +32,7 @@ const REDIS = 'providers/redis/';
 /** The one file that assigns a Redis waiter's state (its transitions). */
 const WAITER_STATE_OWNER = 'providers/redis/waiting/redis-waiter.ts';
 /** The waiter's fields that only its transitions change. */
-const WAITER_STATE = ['phase', 'fence', 'handed', 'anchor', 'following', 'followers', 'notice'];
+const WAITER_STATE = ['phase', 'fence', 'handed', 'anchor', 'following', 'followers', 'notice', 'heardBehind'];
 
 /** Host interfaces of the Redis provider (file → interface → why it is one). */
 const MAX_HOSTS = 2;

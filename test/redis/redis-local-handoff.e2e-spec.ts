@@ -4,6 +4,7 @@ import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
 import { ThrowawayRedis } from './support/throwaway-redis';
+import { TcpProxy } from '../postgres/support/tcp-proxy';
 import { commandsRun } from './support/commands-run';
 import { listening } from './support/listening';
 import { ThreeLockWorkers } from './support/three-lock-workers';
@@ -681,3 +682,89 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
     await survivor.waitFor((m) => m.type === 'released' && m.id === 'after-crash');
   }, 180_000);
 });
+
+/**
+ * The rider-arrival defect models/redis.pml found (docs/protocol.md), against real
+ * Redis: two providers are two processes, and A's acquire reply is held back by a
+ * proxy while the holder notice reaches A on its subscriber.
+ */
+describe('RedisLockProvider riders and a notice read before the acquire reply', () => {
+  const prefix = uniqueId('rider-notice');
+  let redis: Redis;
+  let proxy: TcpProxy;
+
+  beforeAll(async () => {
+    redis = new Redis(TEST_REDIS_URL);
+    const url = new URL(TEST_REDIS_URL);
+    proxy = new TcpProxy({ host: url.hostname, port: Number(url.port || 6379) });
+    await proxy.start();
+  });
+
+  afterAll(async () => {
+    await proxy.stop();
+    await deleteKeysWithPrefix(redis, prefix);
+    await redis.quit();
+  });
+
+  it('a waiter that arrives after its process heard of a remote waiter is not served ahead of it, though the notice came before the reply that placed its leader (W0, X, W1, R, W2)', async () => {
+    // The sleeps let a process read a notice on its subscriber (nothing shows that it has): B before R
+    // comes (else R rides behind X), A before its reply is let through (else the order holds anyway).
+    // A: through the proxy (its command connection first, then its subscriber); B: direct.
+    const a = new RedisLockProvider({ url: proxy.url(TEST_REDIS_URL), keyPrefix: prefix, handoff: 'strict' });
+    const b = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix, handoff: 'strict' });
+    const key = uniqueId('k');
+    const keys = a.redisKeysOf(key);
+    try {
+      await listening(a, uniqueId('listen'));
+      await listening(b, uniqueId('listen'));
+      expect(proxy.connections).toBe(2);
+      const order: string[] = [];
+      const section = async (name: string, lock: Promise<Lock>, release: Promise<unknown>) => {
+        const held = await lock;
+        order.push(name);
+        await release;
+        await held.release();
+      };
+      const w0 = await a.acquire(key);
+      order.push('W0');
+      // X (B) queues behind A's holder: A's tenure learns of it, so A's next waiter is sent, not a rider.
+      const xGo = deferred();
+      const x = section('X', b.acquire(key, { waitTimeoutMs: 20_000 }), xGo.promise);
+      await waitFor(async () => (await redis.zcard(keys.queue)) === 1, 5000);
+      await sleep(300);
+      // W1's acquire reaches Redis (behind X, which tells B), its reply is held on A's command connection.
+      proxy.holdToClientOf(0);
+      const w1Go = deferred();
+      const w1 = section('W1', a.acquire(key, { waitTimeoutMs: 20_000 }), w1Go.promise);
+      await waitFor(async () => (await redis.zcard(keys.queue)) === 2, 5000);
+      await sleep(300);
+      // R (B) queues behind W1's place: A's holder is told "<W0> <R's place>" on A's subscriber, which flows.
+      const rGo = deferred();
+      const r = section('R', b.acquire(key, { waitTimeoutMs: 20_000 }), rGo.promise);
+      await waitFor(async () => (await redis.zcard(keys.queue)) === 3, 5000);
+      await sleep(300);
+      proxy.flushToClients();
+      await a.ping(5000);
+      // W2 arrives after A heard of R: it must not ride behind W1.
+      const w2 = section('W2', a.acquire(key, { waitTimeoutMs: 20_000 }), Promise.resolve());
+      await sleep(300);
+      await w0.release();
+      await waitFor(() => order.length === 2, 5000);
+      xGo.resolve();
+      await waitFor(() => order.length === 3, 5000);
+      w1Go.resolve();
+      await waitFor(() => order.length === 4, 5000);
+      rGo.resolve();
+      await Promise.all([x, w1, r, w2]);
+      expect(order).toEqual(['W0', 'X', 'W1', 'R', 'W2']);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 60_000);
+});
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}

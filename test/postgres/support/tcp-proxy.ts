@@ -142,6 +142,14 @@ export class TcpProxy {
     for (const pair of this.pairs) pair.toClient.hold();
   }
 
+  /**
+   * {@link holdToClients} for the `nth` connection accepted (0: the first) only, so
+   * that one connection's replies wait while another's (a subscriber's) flow.
+   */
+  holdToClientOf(nth: number): void {
+    [...this.pairs][nth].toClient.hold();
+  }
+
   /** Sends what {@link holdToClients} kept, one chunk per connection, then the server's close if it came. */
   flushToClients(): void {
     for (const pair of [...this.pairs]) {

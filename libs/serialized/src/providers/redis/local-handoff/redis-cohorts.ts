@@ -113,6 +113,11 @@ export class RedisCohorts<W extends LocalWaiter> {
     return key;
   }
 
+  /** The floor of `key`'s tenure (`Floor.NONE` without one): a place of another process's waiter, when it is one. */
+  floorOf(key: string): Floor {
+    return this.tenures.get(key)?.floor ?? Floor.NONE;
+  }
+
   /** Local hand-off is on (`maxLocalHandOffs` > 0): without it nobody rides. */
   get on(): boolean {
     return this.maxLocalHandOffs > 0;

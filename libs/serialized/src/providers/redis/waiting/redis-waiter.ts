@@ -90,11 +90,19 @@ export class RedisWaiter implements RedisCallOptions {
     return this.done;
   }
 
-  /** `place`: the acquire reply queued it at `fence`. */
-  place(fence: number): void {
+  /**
+   * `place`: the acquire reply queued it at `fence`. A waiter of another process
+   * this process heard of at a later place (`queue.heardBehind`, or `floor`, the
+   * tenure's) queued behind this place while its reply was on the way; the notice
+   * naming it found no place to close then (this one was not linked yet), so it
+   * closes this one now: no rider may join it (models/redis.pml's `hmax`).
+   */
+  place(fence: number, floor: number = Floor.NONE): void {
     this.move('place', 'queued', 'sending');
     this.fence = fence;
     this.queue.link(this);
+    const heard = Math.max(this.queue.heardBehind, Number.isFinite(floor) ? floor : 0);
+    if (heard > fence) this.noticed(heard);
   }
 
   /** `ride`: its process admits it behind `anchor`'s place, or on the tenure (`anchor` undefined). */
@@ -193,6 +201,15 @@ export class KeyWaiters {
   leader: RedisWaiter | undefined;
   first: RedisWaiter | undefined;
   last: RedisWaiter | undefined;
+  /**
+   * The latest place of a waiter of another process this process heard of queued
+   * for the key (a holder notice, a floor a reply told; 0: none). A place whose
+   * acquire reply comes later and is below it gets it as its notice (`place`):
+   * a notice read while this process's next acquire was on its way would otherwise
+   * close no place, and a rider could join that new place ahead of a waiter its
+   * process had heard of (docs/semantics.md, Riders; docs/protocol.md).
+   */
+  heardBehind = 0;
   /** The next heart-beat. */
   heartbeat: Deadline | undefined;
   /** A heart-beat is on its way to Redis. */
@@ -204,6 +221,11 @@ export class KeyWaiters {
     readonly key: string,
     readonly keys: RedisLockKeys,
   ) {}
+
+  /** A waiter of another process is queued at `place` (a place, or a floor: NONE and UNKNOWN tell nothing). */
+  heardOf(place: number): void {
+    if (Number.isFinite(place) && place > this.heardBehind) this.heardBehind = place;
+  }
 
   link(waiter: RedisWaiter): void {
     waiter.prev = this.last;

@@ -175,6 +175,48 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
     deadlines.clear();
   });
 
+  it('a holder notice read while the next acquire is on its way closes the place that acquire gets: no rider goes ahead of the waiter heard of (models/redis.pml, hmax)', async () => {
+    // The interleaving SPIN found (docs/protocol.md, the rider-arrival defect): A holds
+    // the key (W0) and sends W1's acquire; R, of process B, queues at 40 behind W1's
+    // place and B's script tells A "<W0> 40"; A reads it before W1's reply (place 30)
+    // comes, and W0 releases first. W2 then must not ride behind W1: R was heard of.
+    const { acquires, asked, wait, message, queued, deadlines } = setUp({ maxLocalHandOffs: 2 });
+    const w0 = outcome(wait());
+    await tick();
+    acquires()[0].answer(queued(10));
+    await tick();
+    // Handed with a block (a tenure) whose floor the script could not tell: nobody rides on it.
+    message(`${acquires()[0].token} 20 5000 22 -1`);
+    await tick();
+    expect(w0.lock?.fencingToken).toBe(20n);
+    const w1 = outcome(wait());
+    await tick();
+    expect(acquires()).toHaveLength(2);
+    const t1 = acquires()[1].token;
+    message(`${acquires()[0].token} 40`);
+    await tick();
+    const released = w0.lock!.release();
+    await tick();
+    asked.find((a) => a.script === 'release' && a.token === acquires()[0].token)!.answer({ status: 'released', handed: undefined } satisfies PassOnResult);
+    await released;
+    acquires()[1].answer(queued(30));
+    await tick();
+    const w2 = outcome(wait());
+    await tick();
+    // W1's place is closed to riders: W2 takes a place of its own (behind R's).
+    expect(acquires()).toHaveLength(3);
+    // Redis hands W1 the key (R, at 40, is the first waiter of another process), and W1 releases.
+    message(`${t1} 50 5000 51 40`);
+    await tick();
+    expect(w1.lock?.fencingToken).toBe(50n);
+    void w1.lock!.release();
+    await tick();
+    // Not served in-process ahead of R: W1's release goes to Redis.
+    expect(w2.settled).toBe(0);
+    expect(asked.some((a) => a.script === 'release' && a.token === t1)).toBe(true);
+    deadlines.clear();
+  });
+
   it('over any order of replies, hand-off messages and aborts: each caller settles once, no transition is refused, a key handed to a leaver is passed on', async () => {
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), fc.integer({ min: 1, max: 4 }), fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }), async (s, n, aborts) => {

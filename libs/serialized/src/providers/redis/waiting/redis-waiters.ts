@@ -158,7 +158,10 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
 
   private onAcquireReply(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
     if (result.handed) this.onHandOff(result.handed, sentAt);
-    if (result.status === 'queued') this.cohorts.learned(waiter.queue.key, result.floor);
+    if (result.status === 'queued') {
+      this.cohorts.learned(waiter.queue.key, result.floor);
+      waiter.queue.heardOf(result.floor);
+    }
     this.placeOrUndo(waiter, token, result, sentAt);
     this.lead(waiter);
   }
@@ -192,7 +195,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       return this.giveUp(waiter, new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }), true);
     }
     // Its deadline and abort listener run since the call; it now has a place.
-    waiter.place(result.fence);
+    // A waiter of another process heard of behind this place while its reply was on the way closes it to riders.
+    waiter.place(result.fence, this.cohorts.floorOf(key));
     this.wakeUps.ensure();
     this.scheduleHeartbeat(waiter.queue, result.pttl);
   }
@@ -250,9 +254,12 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     const waiter = tenureKey === undefined ? this.byToken.get(owner) : undefined;
     if (waiter) waiter.noticed(place);
     const key = tenureKey ?? waiter?.queue.key;
+    const queue = key === undefined ? undefined : this.keys.get(key);
     // At the tail of the queue: behind every place of this process before it, so no rider may join the last of them.
-    const anchor = key === undefined ? undefined : this.keys.get(key)?.lastPlace;
+    const anchor = queue?.lastPlace;
     if (anchor && anchor.fence < place) anchor.noticed(place);
+    // Behind a place whose acquire reply is still on its way, too: that place is closed when it comes (`place`).
+    queue?.heardOf(place);
   }
 
   /**
@@ -579,6 +586,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     handoff: HandOffMode | undefined,
   ): RedisLock {
     const change = this.cohorts.begin(key, keys, token, fence, block);
+    if (block) this.keys.get(key)?.heardOf(block.floor);
     for (const served of change.leave?.tokens ?? []) this.leave(key, change.leave!.keys, served);
     if (change.unride) this.unride(key);
     const lock = new RedisLock(this, key, keys, token, BigInt(fence), leaseMs, px, since);
@@ -627,6 +635,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     this.held.delete(lock);
     this.cohorts.forget(served);
     if (result?.kept) {
+      this.keys.get(lock.key)?.heardOf(result.kept.floor);
       const serve = this.cohorts.kept(lock, result.kept, sentAt, this.keys.get(lock.key)?.first);
       if (serve) this.serve(lock.key, serve);
       else {
