@@ -214,7 +214,8 @@ export async function transactionPgBouncerRestart(rounds: number, perRound: numb
       const outcome = await round;
       statuses.push(...outcome.statuses);
       if (restartedAt && recoveryMs === undefined) {
-        const first = outcome.statuses.map((s, i) => (s === 201 ? outcome.at[i] : Infinity)).filter((t) => t >= restartedAt);
+        // The first success after the restart (a round that failed whole leaves it to the next round).
+        const first = outcome.at.filter((t, i) => outcome.statuses[i] === 201 && t >= restartedAt);
         if (first.length) recoveryMs = Math.min(...first) - restartedAt;
       }
     }
