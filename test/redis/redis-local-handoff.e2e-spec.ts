@@ -731,23 +731,23 @@ describe('RedisLockProvider riders and a notice read before the acquire reply', 
       const xGo = deferred();
       const x = section('X', b.acquire(key, { waitTimeoutMs: 20_000 }), xGo.promise);
       await waitFor(async () => (await redis.zcard(keys.queue)) === 1, 5000);
-      await sleep(300);
+      await sleep(600);
       // W1's acquire reaches Redis (behind X, which tells B), its reply is held on A's command connection.
       proxy.holdToClientOf(0);
       const w1Go = deferred();
       const w1 = section('W1', a.acquire(key, { waitTimeoutMs: 20_000 }), w1Go.promise);
       await waitFor(async () => (await redis.zcard(keys.queue)) === 2, 5000);
-      await sleep(300);
+      await sleep(600);
       // R (B) queues behind W1's place: A's holder is told "<W0> <R's place>" on A's subscriber, which flows.
       const rGo = deferred();
       const r = section('R', b.acquire(key, { waitTimeoutMs: 20_000 }), rGo.promise);
       await waitFor(async () => (await redis.zcard(keys.queue)) === 3, 5000);
-      await sleep(300);
+      await sleep(600);
       proxy.flushToClients();
       await a.ping(5000);
       // W2 arrives after A heard of R: it must not ride behind W1.
       const w2 = section('W2', a.acquire(key, { waitTimeoutMs: 20_000 }), Promise.resolve());
-      await sleep(300);
+      await sleep(600);
       await w0.release();
       await waitFor(() => order.length === 2, 5000);
       xGo.resolve();
