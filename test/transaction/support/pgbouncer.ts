@@ -54,6 +54,9 @@ export class PgBouncer {
       if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres', this.dir]);
     }
     const ini = path.join(this.dir, 'pgbouncer.ini');
+    if (!path.isAbsolute(BINARY) && !hasCommand(BINARY)) {
+      throw new Error('PgBouncer is not installed: the transaction-mode suites start a throwaway one. Install it (Debian: apt-get install -y pgbouncer; .ci/run does).');
+    }
     this.child =
       process.getuid?.() === 0
         ? spawn('runuser', ['-u', 'postgres', '--', BINARY, ini], { stdio: 'ignore' })
@@ -120,6 +123,16 @@ export class PgBouncer {
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `name` is on the PATH. */
+function hasCommand(name: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
