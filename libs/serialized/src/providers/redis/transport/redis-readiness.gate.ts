@@ -1,5 +1,6 @@
-import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
+import type { DeadlineQueue } from '../../../internal/deadline-queue';
 import type { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
+import { SilenceWatch } from './silence.watch';
 
 /** A call waiting for the connection to become ready. */
 interface ReadyWaiter {
@@ -25,24 +26,24 @@ interface ReadyWaiter {
 export class RedisReadinessGate {
   /** Oldest first. */
   private readonly waiters = new Set<ReadyWaiter>();
-  private watch: Deadline | undefined;
-  private confirming = false;
-  private readonly onWatch = (): void => this.watched();
+  private readonly watch: SilenceWatch;
 
   constructor(
-    private readonly deadlines: DeadlineQueue,
+    deadlines: DeadlineQueue,
     private readonly clock: EventLoopLagClock,
     private readonly timeoutMs: number,
     /** The failure of a call that waited the whole bound. */
     private readonly timedOut: (key: string) => Error,
-  ) {}
+  ) {
+    this.watch = new SilenceWatch(deadlines, clock, () => this.ends(), () => this.fail(this.clock.now() - this.timeoutMs, this.timedOut));
+  }
 
   /** Resolves when the connection is ready; rejects when the bound passes first. */
   wait(key: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const since = this.clock.now();
       this.waiters.add({ key, since, resolve, reject });
-      if (!this.watch && !this.confirming) this.watchAt(since + this.timeoutMs);
+      this.watch.arm(since + this.timeoutMs);
     });
   }
 
@@ -50,35 +51,13 @@ export class RedisReadinessGate {
   open(): void {
     const waiters = [...this.waiters];
     this.waiters.clear();
-    this.cancelWatch();
+    this.watch.cancel();
     for (const waiter of waiters) waiter.resolve();
   }
 
   /** Fails every waiter (the connection closed or ended). */
   failAll(error: (key: string) => Error): void {
     this.fail(Infinity, error);
-  }
-
-  private watchAt(at: number): void {
-    this.watch = this.deadlines.schedule(Math.max(0, at - this.clock.now()), this.onWatch);
-  }
-
-  private watched(): void {
-    this.watch = undefined;
-    const due = this.ends();
-    if (due === undefined) return;
-    if (due > this.clock.now() + 1) {
-      this.watchAt(due);
-      return;
-    }
-    if (this.confirming) return;
-    this.confirming = true;
-    setImmediate(() => {
-      this.confirming = false;
-      this.fail(this.clock.now() - this.timeoutMs, this.timedOut);
-      const next = this.ends();
-      if (next !== undefined && !this.watch) this.watchAt(next);
-    });
   }
 
   /** When the oldest waiter will have waited the bound; `undefined` when none waits. */
@@ -94,11 +73,6 @@ export class RedisReadinessGate {
       this.waiters.delete(waiter);
       waiter.reject(error(waiter.key));
     }
-    if (this.waiters.size === 0) this.cancelWatch();
-  }
-
-  private cancelWatch(): void {
-    if (this.watch) this.deadlines.cancel(this.watch);
-    this.watch = undefined;
+    if (this.waiters.size === 0) this.watch.cancel();
   }
 }

@@ -1,11 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
-import type { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
 import type { Call, RedisCallOptions } from './redis-call';
 import type { RedisCallErrors } from './redis-call-errors';
 import { CallQueue } from './redis-call-queue';
 import type { RedisClient } from './redis-client';
 import type { RedisWire } from './redis-wire';
+import { SilenceWatch } from './silence.watch';
 
 /** Commands on the wire from which writes are batched per turn of the event loop (measured: see docs). */
 const CORK_AT = 128;
@@ -35,16 +34,12 @@ export class ReplyStream {
   lastReplyAt = -Infinity;
   /** The same moment on the lag-free clock. */
   private lastReplyLive = -Infinity;
-  /** The next look at whether the stream went silent. */
-  private watch: Deadline | undefined;
-  /** A silence is being confirmed after I/O had its turn. */
-  private confirming = false;
-  private readonly onWatch = (): void => {
-    this.watch = undefined;
-    this.watched();
-  };
+  /** Whether the stream went silent. */
+  private readonly watch: SilenceWatch;
 
-  constructor(private readonly host: RedisWire) {}
+  constructor(private readonly host: RedisWire) {
+    this.watch = new SilenceWatch(host.deadlines, host.clock, () => this.silenceEnds(), () => this.expire());
+  }
 
   /** The stream answered (a reply, or the connection's ready check). */
   heard(): void {
@@ -63,7 +58,7 @@ export class ReplyStream {
     return new Promise<T>((resolve, reject) => {
       const call: Call = { key, since, send, options, resolve: resolve as (value: unknown) => void, reject, done: false };
       this.calls.add(call);
-      if (!this.watch && !this.confirming) this.watchAt(since + this.host.timeoutMs);
+      this.watch.arm(since + this.host.timeoutMs);
       if (this.inFlight >= this.host.maxInFlight) {
         (options?.urgent ? this.urgent : this.normal).push(call);
       } else if (this.urgent.size === 0 && this.normal.size === 0) {
@@ -83,8 +78,7 @@ export class ReplyStream {
       const error = this.host.errors.closed(call.key);
       this.finish(call, call.send ? this.host.errors.unsent(error) : error);
     }
-    if (this.watch) this.host.deadlines.cancel(this.watch);
-    this.watch = undefined;
+    this.watch.cancel();
   }
 
   /** Puts one call on the wire. */
@@ -151,28 +145,6 @@ export class ReplyStream {
     call.reject(error);
   }
 
-  private watchAt(at: number): void {
-    this.watch = this.host.deadlines.schedule(Math.max(0, at - this.host.clock.now()), this.onWatch);
-  }
-
-  /** The deadline: nothing to do, a later look, or a silence to confirm. */
-  private watched(): void {
-    const due = this.silenceEnds();
-    if (due === undefined) return;
-    if (due > this.host.clock.now() + 1) {
-      this.watchAt(due);
-      return;
-    }
-    if (this.confirming) return;
-    // Timers run before I/O in a loop turn: after a stalled event loop the replies
-    // may already wait in the socket. Look again once I/O had its turn.
-    this.confirming = true;
-    setImmediate(() => {
-      this.confirming = false;
-      this.expire();
-    });
-  }
-
   /** Fails the calls that waited the whole bound without a single reply on this stream. */
   private expire(): void {
     const { host } = this;
@@ -187,13 +159,12 @@ export class ReplyStream {
         this.finish(call, call.send ? host.errors.unsent(error) : error);
       }
     }
-    const due = this.silenceEnds();
-    if (due !== undefined && !this.watch) this.watchAt(due);
   }
 
-  /** When the oldest waiting call will have waited the bound in silence; `undefined` when none waits. */
+  /** When the oldest waiting call will have waited the bound in silence; `undefined` when none waits (or the stream closed). */
   private silenceEnds(): number | undefined {
-    if (this.calls.size === 0) return undefined;
+    // A closed stream answers nothing more: its watch stops.
+    if (this.host.closed || this.calls.size === 0) return undefined;
     const oldest = this.calls.values().next().value!;
     return Math.max(oldest.since, this.lastReplyLive) + this.host.timeoutMs;
   }
