@@ -7,7 +7,7 @@
  * has N0 waiters, process 1 has N1; every waiter asks for K once (`acquire`, mode
  * wait), and once granted holds it (one write, where the properties are checked) and
  * releases it. Redis is the five scripts, each one atomic step on shared state
- * (libs/serialized/src/providers/redis/scripts/*.lua): the lock key (owner token and
+ * (libs/serialized/src/providers/redis/protocol/lua/*.lua): the lock key (owner token and
  * lease expiry), the queue (places in arrival order, scores drawn from the fencing
  * counter), the heart-beats (alive-until per place), the fencing counter. A call
  * reaches Redis when its process sends it (the command connection keeps order, so
@@ -29,22 +29,22 @@
  * script is in the model as grant re-confirmation and as the re-check after a
  * reconnect).
  *
- * What each process does (redis-waiters.ts and the files it names):
- *   - a new waiter rides (redis-riders.ts): behind a waiter of its process on its way
+ * What each process does (waiting/redis-waiters.ts and the files it names):
+ *   - a new waiter rides (local-handoff/redis-riders.ts, `admit`): behind a waiter of its process on its way
  *     to Redis (it follows that one's reply), behind the process's last place while
  *     no waiter of another process is known to be queued behind it (the place's
  *     notice), or on the process's tenure while the tenure knows of no waiter of
  *     another process (its floor); else it sends `acquire` (send, place, grant);
  *   - a hand-off (a reply's or a message's) is run at once when fresh
- *     (RedisGrantCheck.isFresh: (now - since) * 3 <= px), else confirmed first
+ *     (commands.isFresh: (now - since) * 3 <= px), else confirmed first
  *     (confirm, extend script: confirmed, or requeue under a new token);
- *   - a grant from Redis with a block of tokens begins a tenure (redis-cohorts.ts,
- *     redis-tenure.ts): its holders pass K on locally with the block's next tokens,
+ *   - a grant from Redis with a block of tokens begins a tenure (local-handoff/redis-cohorts.ts,
+ *     local-handoff/redis-tenure.ts): its holders pass K on locally with the block's next tokens,
  *     strict: to a rider or a place ahead of the tenure's floor; cohort: also up to
  *     MLH places behind it; at the block's end with riders waiting, the release keeps
  *     K with a fresh block (release script, keep); a tenure that ends any other way
  *     sends its riders to Redis (requeue);
- *   - one heart-beat / safety check per process (check script) at any time while it
+ *   - one heart-beat per process (heartbeat script) at any time while it
  *     has places: refreshes them, passes a free key on, reports the owner (with a
  *     fresh block when it is one of its own whose message was missed) and the places
  *     gone (requeue);
@@ -60,15 +60,20 @@
  * happens (the 256-places case); TMAX = 2 ticks, L = 2 (lease), HB = L, PX = min(L, HB);
  * CRASHES = 1, RESTARTS = 1 (Redis loses every key), LOSTS = 1 lost and DUPS = 1
  * duplicated message, GIVEUPS = 1 waiter giving up early (every waiter may give up once
- * the clock is at TMAX: its budget). COHORT=1 checks cohort mode, else strict.
+ * the clock is at TMAX: its budget). COHORT=1 checks cohort mode, else strict. MAXP = n
+ * (unset: no bound) puts the provider's `maxPending` admission in the model: a caller is
+ * refused at once when its process has n waiters of K (n + 1 while the process does not
+ * hold K: one may become the holder), at its acquire's reply when it is queued behind n
+ * linked waiters of its process, and where it would ride behind n of them (P7).
  * NO_FAULTS: no clock, no crash, restart, loss, duplicate or giving up: then every waiter
  * must be served (P5). All faults at once are beyond the time budget (more than 8 M
  * states); the checked configurations are subsets: no faults (strict, cohort); lost and
  * duplicated messages (2 + 1 waiters, no clock); stalls and lease expiry (1 + 1 waiters,
- * TMAX 1, L 1); a restart and a waiter giving up (1 + 1 waiters, no clock). A crash is a
- * stall that never resumes: its safety is the stall configuration's; its liveness (the
- * crashed holder's lease and places lapse, the others' checks pass K on) needs the clock
- * and the crash together, beyond the budget.
+ * TMAX 1, L 1); a restart and a waiter giving up (1 + 1 waiters, no clock); a process
+ * crashing at any moment with the clock and leases of the stall configuration (1 + 1
+ * waiters, 6.8 M states: the crashed process's lease and places lapse, the other's
+ * heart-beat passes K on, P5 holds); maxPending 1 with a waiter giving up (2 + 1 waiters,
+ * no clock).
  *
  * The fix this model carries (CODE_AS_IS reproduces the code before it, and SPIN refutes
  * P3 there, strict and cohort, without faults): a holder notice (or a tenure's floor)
@@ -76,6 +81,13 @@
  * process's last place, not to the place that acquire was about to get; a newcomer then
  * rode behind that place, ahead of a waiter of another process its process had heard of.
  * `hmax`: the latest such place heard of closes a new place behind which it queued.
+ *
+ * The second fix (P7; BROKEN_RIDER_MAXP is the code before it, refuted without faults): a
+ * caller admitted while its process did not hold K (maxPending + 1 may come, in case one
+ * becomes the holder) rode behind its process's place — or, following that place's
+ * acquire, rode once its reply came — with maxPending waiters already linked: a rider
+ * gets no reply at which the bound is checked. `rideOrRefuse`: a newcomer that would ride
+ * behind maxPending linked waiters is refused (admit returns 'refuse').
  * Checked once beyond the configured bounds (not in npm run model-check, too slow): 3 + 1
  * waiters without faults, strict 892 k states, cohort 1.03 M states, every property holds;
  * with CODE_AS_IS both refute P3 (with 2 + 1 waiters CODE_AS_IS holds: the race needs a
@@ -100,6 +112,9 @@
  *   P6 a holder that lost its lock is told within the bound: at its next read after
  *      its lease deadline (before its write), at its release (the release reply), and
  *      after a restart at the reconnect
+ *   P7 (MAXP) at most maxPending waiters of a process are linked (places and riders);
+ *      a caller refused for maxPending is the newest of its process: no caller that came
+ *      after it waits or was served
  *
  * Broken variants (each the model with one guard removed; SPIN must refute each):
  *   BROKEN_OWNER_CHECK    release.lua acts without comparing the owner token
@@ -113,6 +128,7 @@
  *   BROKEN_RELEASE_TELLS  a release that finds the key gone does not tell its holder
  *   BROKEN_TENURE_TOKEN   a local hand-off without checking the holder is of the
  *                         current tenure (RedisCohorts.passOn)
+ *   BROKEN_RIDER_MAXP     a newcomer rides behind maxPending linked waiters (MAXP)
  */
 
 #ifndef N0
@@ -238,6 +254,10 @@ byte lten[NW];                /* the owner token it holds K under (its tenure's)
 byte lep[NW];                 /* ghost: the Redis epoch it was granted in */
 bool told[NW];                /* told it lost the lock (signal aborted) */
 bool wr[NW];                  /* wrote */
+#ifdef MAXP
+bool rlo[NW];                 /* its release is on its way (the code's `held` keeps it until the reply) */
+bool rfz[NW];                 /* refused for maxPending (LockBusyError) */
+#endif
 byte lst[2 * LM];             /* each process's linked waiters (places and riders), arrival order */
 byte lLen[2];
 byte ld[2];                   /* the waiter whose acquire went out last (newcomers follow it) */
@@ -278,7 +298,7 @@ hidden byte ld_y, bt_r, p1_n, p1_y, nw_y, nw_r, po_n, cg_l, cg_y, ho_w, ho_x, gw
 hidden byte hd_i, qb_a, sv_y, ls_y, x_, y_, nt_w, kp_n, kp_v, kp_s, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15, r16;
 hidden byte pg_x0, pg_t0, pg_f0, pg_p0, pg_s0, pg_l0, pg_fl0, pg_c0, pg_x1, pg_t1, pg_f1, pg_p1, pg_s1, pg_l1, pg_fl1, pg_c1, pgN, pg_k;
 hidden byte wa_x0, wa_m0, wa_x1, wa_m1, wa_x2, wa_m2, waN, wa_k, wa_x, wa_m, o1, o2, o3, o4, o5;
-hidden byte gn_alive, rd_ok, po_ok, nt_key, ac_g, cg_mv;
+hidden byte gn_alive, rd_ok, po_ok, nt_key, ac_g, cg_mv, mp_n, mp_h, mp_y;
 
 #ifdef TRACE
 #define TR(...) printf(__VA_ARGS__)
@@ -287,6 +307,34 @@ hidden byte gn_alive, rd_ok, po_ok, nt_key, ac_g, cg_mv;
 #endif
 #define LIVE (owner != 0 && now < oexp)
 #define PENDING(y) (arr[y] && (ph[y] == sending || ph[y] == queued || ph[y] == riding || ph[y] == confirming))
+
+#ifdef MAXP
+/* RedisLockProvider.acquireValidated's admission: the key's waiters of the process
+   (queue.pending) and whether the process holds the key (held.holds: from a grant
+   until its release's reply, or its local hand-off) */
+inline admission(pp) {
+  mp_n = 0; mp_h = false; mp_y = WB(pp);
+  do
+  :: mp_y < WB(pp) + WN(pp) ->
+     if :: PENDING(mp_y) -> mp_n++ :: else -> skip fi;
+     if :: arr[mp_y] && (lk[mp_y] == 1 || rlo[mp_y]) -> mp_h = true :: else -> skip fi;
+     mp_y++
+  :: else -> break
+  od
+}
+
+/* P7: a waiter refused for maxPending is the newest of its process: none that came after it waits or was served */
+inline assertNewest(pp, x) {
+  mp_y = x + 1;
+  do
+  :: mp_y < WB(pp) + WN(pp) -> assert(!arr[mp_y] || rfz[mp_y] || ph[mp_y] == gave_up); mp_y++   /* P7 */
+  :: else -> break
+  od
+}
+#define ROOM(pp) (lLen[pp] < MAXP)
+#else
+#define ROOM(pp) true
+#endif
 
 inline pushRep(pp, k, w, tk, s, a, b, c, t, kp, hT, hF, hL, hFl, m1, m2, m3) {
   assert(nfull(rep[pp]));     /* BOUND: the model's reply FIFO is long enough */
@@ -486,7 +534,7 @@ inline releaseS(w, tk, sv, kp, pp) {
   pushRep(pp, RREL, w, tk, rl_s, rl_f, rl_l, rl_fl, now, kp, gn_t, gn_f, gn_l, gn_fl, sv, 0, 0)
 }
 
-/* check.lua: heart-beats for the process's places, pass a free key on, report the owner
+/* heartbeat.lua: heart-beats for the process's places, pass a free key on, report the owner
    (a fresh block when it is one of the places asked about) and the places gone */
 inline checkS(pp) {
   expire();
@@ -548,7 +596,11 @@ inline byToken(pp, t, res) {
 inline listAppend(pp, x) {
   assert(lLen[pp] < LM);
   lst[pp * LM + lLen[pp]] = x;
-  lLen[pp]++
+  lLen[pp]++;
+#ifdef MAXP
+  assert(lLen[pp] <= MAXP)   /* P7: at most maxPending waiters of a process wait for the key (places and riders) */
+#endif
+  skip
 }
 
 inline listRemove(pp, x) {
@@ -664,7 +716,7 @@ inline unride(pp) {
   requeue(pp)
 }
 
-/* RedisRiders.detach: x leaves its place without the key; the riders behind it go to or_ */
+/* RedisWaiters.detach: x leaves its place without the key; the riders behind it go to or_ */
 inline detach(pp, x) {
   orN = 0;
   lIdx(pp, x, dt_i);
@@ -720,7 +772,22 @@ inline link(pp, x, a) {
   rkp[x] = (a == NONE -> 0 : plc[a])
 }
 
-/* RedisRiders.ride: rd_ok when the waiter rides or follows */
+/* admit (local-handoff/redis-riders.ts): a rider is a waiter; it gets no reply to be refused at, so it is refused here
+   when maxPending waiters of its process already wait (the defect P7 found: it rode) */
+inline rideOrRefuse(pp, x, a) {
+#ifdef MAXP
+  if
+#ifndef BROKEN_RIDER_MAXP
+  :: lLen[pp] >= MAXP -> TR("REFUSED rider w%d\n", x); assertNewest(pp, x); rfz[x] = true; settle(pp, x, gave_up)
+#endif
+  :: else -> link(pp, x, a)
+  fi
+#else
+  link(pp, x, a)
+#endif
+}
+
+/* admit (local-handoff/redis-riders.ts): rd_ok when the waiter rides, follows or is refused */
 inline ride(pp, x) {
   rd_ok = false;
   rd_n = 0; rd_f = 0; rd_y = WB(pp);
@@ -744,21 +811,21 @@ inline ride(pp, x) {
      :: rd_a != NONE && ph[rd_a] == queued ->
 #ifndef BROKEN_RIDER_RULE
         if
-        :: ntc[rd_a] == FINF -> link(pp, x, rd_a); rd_ok = true
+        :: ntc[rd_a] == FINF -> rideOrRefuse(pp, x, rd_a); rd_ok = true
         :: else -> skip
         fi
 #else
-        link(pp, x, rd_a); rd_ok = true
+        rideOrRefuse(pp, x, rd_a); rd_ok = true
 #endif
      :: else ->
 #ifndef BROKEN_RIDER_RULE
         if
-        :: tOn[pp] && tFl[pp] == FINF -> link(pp, x, NONE); rd_ok = true
+        :: tOn[pp] && tFl[pp] == FINF -> rideOrRefuse(pp, x, NONE); rd_ok = true
         :: else -> skip
         fi
 #else
         if
-        :: tOn[pp] -> link(pp, x, NONE); rd_ok = true
+        :: tOn[pp] -> rideOrRefuse(pp, x, NONE); rd_ok = true
         :: else -> skip
         fi
 #endif
@@ -846,7 +913,7 @@ inline cohortGrant(pp, x, fence, px, since, last, floor) {
   hold(x, fence, since + px, tok[x])
 }
 
-/* RedisHandOffs.grant: fresh → granted; else confirm (extend, owner-checked) */
+/* RedisWaiters.grant: fresh → granted; else confirm (extend, owner-checked) */
 inline grantW(pp, x, fence, px, since, last, floor) {
   gw_f = fence; gw_p = px; gw_s = since; gw_l = last; gw_fl = floor;
   if
@@ -1029,6 +1096,9 @@ inline release(pp, x) {
      :: !kp_v && tOn[pp] && tTok[pp] == lten[x] -> kp_s = tSv[pp]; drop(pp)   /* end */
      :: else -> kp_s = 0
      fi;
+#ifdef MAXP
+     rlo[x] = true;
+#endif
      outPush(pp, OREL, x, lten[x], kp_s, kp_v)
   :: else -> skip
   fi
@@ -1037,6 +1107,9 @@ inline release(pp, x) {
 /* the release's reply */
 inline onRelease(pp) {
   svd[pp] = svd[pp] & ~r15;     /* forget(served) */
+#ifdef MAXP
+  if :: r2 != NONE -> rlo[r2] = false :: else -> skip fi;   /* releaseAnswered: held.delete */
+#endif
   /* r2 holder (NONE: an idle release), r3 token, r4 status, r5 fence, r6 last, r7 floor, r8 sentAt, r9 keep */
   if
   :: r4 == 0 && r2 != NONE ->
@@ -1074,7 +1147,7 @@ inline onRelease(pp) {
   if :: r11 != 0 -> handedOver(pp, r11, r12, r13, r14, r8) :: else -> skip fi
 }
 
-/* the acquire's reply (RedisEnqueues.enqueued) */
+/* the acquire's reply (RedisWaiters.onAcquireReply, placeOrUndo) */
 inline onAcquire(pp) {
   /* r2 waiter, r3 token, r4 status, r5 fence, r6 last, r7 floor, r8 sentAt, r11.. handed */
   if :: r11 != 0 -> handedOver(pp, r11, r12, r13, r14, r8) :: else -> skip fi;
@@ -1085,7 +1158,16 @@ inline onAcquire(pp) {
      if :: !gr[r2] -> outPush(pp, OLEAVE, NONE, r3, 0, 0) :: else -> skip fi
   :: tok[r2] == r3 && ph[r2] == confirming -> skip
   :: tok[r2] == r3 && ph[r2] == sending && r4 == SGRANT -> queueGrant(r2, r5, L, r8, r6, 0, 0)
-  :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED ->
+#ifdef MAXP
+  :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED && !ROOM(pp) ->
+     /* let through in case it became the holder, and it did not: one waiter too many (LockBusyError) */
+     TR("REFUSED w%d\n", r2);
+     assertNewest(pp, r2);
+     rfz[r2] = true;
+     settle(pp, r2, gave_up);
+     outPush(pp, OLEAVE, NONE, r3, 0, 0)
+#endif
+  :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED && ROOM(pp) ->
      plc[r2] = r5;
      ph[r2] = queued;                                    /* place */
      listAppend(pp, r2);
@@ -1103,7 +1185,7 @@ inline onAcquire(pp) {
   lead(pp, r2)
 }
 
-/* the check's reply (RedisSafetyChecks.checked) */
+/* the check's reply (RedisWaiters.onHeartbeatReply) */
 inline onCheck(pp) {
   /* r3 owner, r4 pttl, r5 owner fence, r6 last, r7 floor, r8 sentAt, r11.. handed, r15 r16 r10: missing */
   checking[pp] = false;
@@ -1127,7 +1209,7 @@ inline onCheck(pp) {
   fi
 }
 
-/* the re-confirmation's reply (RedisGrantCheck.confirm) */
+/* the re-confirmation's reply (RedisWaiters.confirm) */
 inline onConfirm(pp) {
   /* r2 waiter, r3 token, r4 ours, r8 sentAt */
   if
@@ -1244,6 +1326,14 @@ proctype process(byte p) {
        /* a caller of acquire: a new waiter (send), which rides or sends its acquire */
        x_ = WB(p) + nxt[p]; nxt[p]++;
        TR("ARRIVE w%d\n", x_);
+#ifdef MAXP
+       admission(p);
+       if
+       :: mp_n >= (mp_h -> MAXP : MAXP + 1) ->
+          /* refused at once (LockBusyError 'max-pending'): no waiter */
+          arr[x_] = true; ph[x_] = gave_up; rfz[x_] = true; anc[x_] = NONE; ntc[x_] = FINF; fol[x_] = NONE
+       :: else ->
+#endif
        arr[x_] = true; ph[x_] = sending; anc[x_] = NONE; ntc[x_] = FINF; fol[x_] = NONE;
        newTok(x_);
        ride(p, x_);
@@ -1251,6 +1341,9 @@ proctype process(byte p) {
        :: !rd_ok -> enqueue(p, x_)
        :: else -> skip
        fi
+#ifdef MAXP
+       fi
+#endif
      }
   :: atomic { !crashed[p] && nempty(rep[p]) ->
        rep[p]?r1, r2, r3, r4, r5, r6, r7, r8, r9, r11, r12, r13, r14, r15, r16, r10;
@@ -1300,7 +1393,7 @@ proctype process(byte p) {
   :: atomic { !crashed[p] && HOLDING(p, 0) && !told[WB(p)] && now >= lend[WB(p)] -> told[WB(p)] = true }
   :: atomic { !crashed[p] && HOLDING(p, 1) && !told[WB(p) + 1] && now >= lend[WB(p) + 1] -> told[WB(p) + 1] = true }
   :: atomic { !crashed[p] && HOLDING(p, 2) && !told[WB(p) + 2] && now >= lend[WB(p) + 2] -> told[WB(p) + 2] = true }
-  /* the heart-beat / safety check */
+  /* the heart-beat (heartbeat script) */
   :: atomic { !crashed[p] && !checking[p] && (due[p] || nempty(msg[p])) && HASPLACE(p) -> due[p] = false; checking[p] = true; outPush(p, OCHK, NONE, 0, 0, 0) }
   /* the stall monitor's tick: the loop is responsive */
   :: atomic { !crashed[p] && resp[p] < now && empty(msg[p]) -> resp[p] = now }
@@ -1380,7 +1473,11 @@ init {
 #ifdef NO_FAULTS
     x_ = 0;
     do
+#ifdef MAXP
+    :: x_ < NW -> assert(lk[x_] == 2 || rfz[x_]); x_++   /* P5: without faults every waiter is served (or refused for maxPending) */
+#else
     :: x_ < NW -> assert(lk[x_] == 2); x_++   /* P5: without faults every waiter is served */
+#endif
     :: else -> break
     od
 #endif

@@ -209,6 +209,23 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         await noLeftovers(provider);
       });
 
+      it('refuses the caller that comes once maxPending callers already wait behind another holder', async () => {
+        // The Redis model found it (models/redis.pml, P7): a caller arriving after the first
+        // waiter's place was known rode behind that place, a second waiter with maxPending 1.
+        const { provider, locks, other } = await makeWithOther(peer, { maxPending: 1 });
+        const key = uniqueId('pending-late');
+        const holder = await other.acquire(key);
+        const order: number[] = [];
+        const first = locks.run(key, () => void order.push(1));
+        await sleep(100); // the first waiter's acquisition has been answered (or is on its way: the same rule applies)
+        const second = locks.run(key, () => void order.push(2));
+        await expect(second).rejects.toMatchObject({ name: 'LockBusyError', reason: 'max-pending', maxPending: 1 });
+        await holder.release();
+        await first;
+        expect(order).toEqual([1]);
+        await noLeftovers(provider);
+      });
+
       it('bounds waiters across keys with maxPendingTotal, and gives places back', async () => {
         const { provider, locks, other } = await makeWithOther(peer, { maxPendingTotal: 3, waitTimeoutMs: 60_000 });
         const keys = [uniqueId('total-a'), uniqueId('total-b')];

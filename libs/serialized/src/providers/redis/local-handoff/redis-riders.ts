@@ -11,8 +11,17 @@ export interface RiderView<W> {
   readonly lastPlace: (W & { readonly notice: number }) | undefined;
 }
 
-/** Where a new waiter goes: behind a waiter on its way (`follow`), a rider (`ride`, behind `anchor` or on the tenure), or `send`. */
-export type Admission<W> = { readonly kind: 'follow'; readonly leader: W } | { readonly kind: 'ride'; readonly anchor: W | undefined } | { readonly kind: 'send' };
+/**
+ * Where a new waiter goes: behind a waiter on its way (`follow`), a rider (`ride`,
+ * behind `anchor` or on the tenure), `send`, or `refuse` (it would ride while
+ * `maxPending` waiters of this process already wait: a rider is a waiter, never the
+ * caller about to become the holder).
+ */
+export type Admission<W> =
+  | { readonly kind: 'follow'; readonly leader: W }
+  | { readonly kind: 'ride'; readonly anchor: W | undefined }
+  | { readonly kind: 'send' }
+  | { readonly kind: 'refuse' };
 
 /**
  * Riders: waiters without a place of their own in the Redis queue (docs/semantics.md,
@@ -30,7 +39,7 @@ export type Admission<W> = { readonly kind: 'follow'; readonly leader: W } | { r
  * waiter of another process is known to wait for the key this process holds.
  * Decides only; the waiting module carries it out.
  */
-export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () => boolean): Admission<W> {
+export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () => boolean, maxPending: number): Admission<W> {
   if (!may) return { kind: 'send' };
   if (queue.pending !== queue.queued + queue.following + 1) {
     // Someone of this process is on the way to a place (nobody may get ahead of it):
@@ -39,6 +48,9 @@ export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () =>
   }
   const anchor = queue.lastPlace;
   // Behind this process's last place: only while nobody of another process is known to be queued behind it.
-  if (anchor) return anchor.notice === Floor.NONE ? { kind: 'ride', anchor } : { kind: 'send' };
-  return mayRideTenure() ? { kind: 'ride', anchor: undefined } : { kind: 'send' };
+  const ride: Admission<W> = anchor
+    ? anchor.notice === Floor.NONE ? { kind: 'ride', anchor } : { kind: 'send' }
+    : mayRideTenure() ? { kind: 'ride', anchor: undefined } : { kind: 'send' };
+  // A place's reply refuses one waiter too many (`queued >= maxPending`); a rider gets no reply, so it is refused here.
+  return ride.kind === 'ride' && queue.queued >= maxPending ? { kind: 'refuse' } : ride;
 }

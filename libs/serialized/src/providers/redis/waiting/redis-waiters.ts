@@ -136,9 +136,10 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   private admit(waiter: RedisWaiter): void {
     const queue = waiter.queue;
     const may = !this.held.closing && this.wakeUps.listening && this.cohorts.on;
-    const admission = admit(queue, may, () => this.cohorts.mayRide(queue.key));
+    const admission = admit(queue, may, () => this.cohorts.mayRide(queue.key), waiter.maxPending);
     if (admission.kind === 'follow') waiter.follow(admission.leader);
     else if (admission.kind === 'ride') waiter.ride(admission.anchor);
+    else if (admission.kind === 'refuse') this.giveUp(waiter, new LockBusyError(queue.key, 'max-pending', { maxPending: waiter.maxPending }), false);
     else this.send(waiter);
   }
 
