@@ -11,7 +11,9 @@
  * .cache/model-check/ (git-ignored).
  */
 'use strict';
-const { execFileSync, spawnSync } = require('node:child_process');
+const { execFile, execFileSync, spawnSync } = require('node:child_process');
+const os = require('node:os');
+const { promisify } = require('node:util');
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -20,6 +22,9 @@ const WORK = path.join(ROOT, '.cache', 'model-check');
 // Bounds of one exhaustive run: SPIN's depth limit and memory (MB) for the state table.
 const DEPTH = 1_000_000;
 const MEMORY_MB = 4096;
+// Checks run side by side, one per core (a check is one single-threaded compile and search).
+const PARALLEL = Math.max(1, Math.min(os.availableParallelism?.() ?? os.cpus().length, Number(process.env.MODEL_CHECK_JOBS) || Infinity));
+const run = promisify(execFile);
 
 /** What one pan run reported. */
 function parsePanOutput(output) {
@@ -66,7 +71,7 @@ function requireTools() {
 }
 
 /** Runs SPIN on `file` with `defines`; returns the verdict and, on a violation, the property it names. */
-function check(file, defines, label, optimize = '-O1') {
+async function check(file, defines, label, optimize = '-O1') {
   const dir = path.join(WORK, label.replace(/[^A-Za-z0-9_.-]+/g, '_'));
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
@@ -74,53 +79,92 @@ function check(file, defines, label, optimize = '-O1') {
   fs.copyFileSync(path.join(ROOT, file), path.join(dir, model));
   const D = defines.map((d) => `-D${d}`);
   const started = Date.now();
-  execFileSync('spin', [...D, '-a', model], { cwd: dir, stdio: 'pipe' });
+  await run('spin', [...D, '-a', model], { cwd: dir });
   // -O1: the verifier runs for seconds, the compiler's -O2 would take longer than the search
   // (a model may ask for -O0: the Redis model's verifier compiles in seconds at -O0, minutes at -O1).
-  execFileSync('gcc', [optimize, '-DSAFETY', `-DMEMLIM=${MEMORY_MB}`, '-o', 'pan', 'pan.c'], { cwd: dir, stdio: 'pipe' });
-  const run = spawnSync('./pan', [`-m${DEPTH}`], { cwd: dir, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  const result = { ...parsePanOutput(run.stdout ?? ''), seconds: (Date.now() - started) / 1000, property: undefined };
+  await run('gcc', [optimize, '-DSAFETY', `-DMEMLIM=${MEMORY_MB}`, '-o', 'pan', 'pan.c'], { cwd: dir });
+  // pan exits non-zero when it finds an error: its output is the verdict either way.
+  const pan = await run('./pan', [`-m${DEPTH}`], { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch((error) => error);
+  const result = { ...parsePanOutput(pan.stdout ?? ''), seconds: (Date.now() - started) / 1000, property: undefined };
   if (result.errors && fs.existsSync(path.join(dir, `${model}.trail`))) {
-    const trail = spawnSync('spin', [...D, '-t', model], { cwd: dir, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-    result.property = propertyAt(fs.readFileSync(path.join(dir, model), 'utf8'), `${trail.stdout}${trail.stderr}`);
+    const trail = await run('spin', [...D, '-t', model], { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch((error) => error);
+    result.property = propertyAt(fs.readFileSync(path.join(dir, model), 'utf8'), `${trail.stdout ?? ''}${trail.stderr ?? ''}`);
   }
   return result;
 }
 
-function main() {
+/** Runs `jobs` (functions returning promises) `width` at a time; `onResult(i, value)` is called in the jobs' order. */
+async function inOrder(jobs, width, onResult) {
+  const results = new Array(jobs.length);
+  let next = 0;
+  let printed = 0;
+  const flush = () => {
+    while (printed < jobs.length && results[printed] !== undefined) onResult(printed, results[printed++]);
+  };
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      results[i] = await jobs[i]();
+      flush();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, jobs.length) }, worker));
+}
+
+async function main() {
   requireTools();
   const models = JSON.parse(fs.readFileSync(path.join(ROOT, 'models', 'model-check.json'), 'utf8'));
   const only = process.argv.slice(2);
   const problems = [];
   const started = Date.now();
+  const jobs = [];
   for (const [name, model] of Object.entries(models)) {
     if (only.length && !only.includes(name)) continue;
     for (const configuration of model.configurations) {
-      const result = check(model.file, configuration.defines, `${name}-${configuration.name}`, model.optimize);
-      const properties = propertiesChecked(model.file, configuration.defines);
-      const ok = result.errors === 0 && !result.depthLimit;
-      console.log(
-        `${name} (${configuration.name}): ${result.states?.toLocaleString('en-US') ?? '?'} states, ${result.seconds.toFixed(1)} s — ` +
-          `${ok ? `holds: ${properties.join(', ')}` : `FAILS: ${result.property ?? '?'} (${result.violation ?? (result.depthLimit ? 'search cut short by the depth or memory bound' : 'no verdict')})`}`,
-      );
-      if (!ok) problems.push(`${name} (${configuration.name}) ${result.property ?? result.violation ?? 'failed'}`);
+      jobs.push({
+        run: () => check(model.file, configuration.defines, `${name}-${configuration.name}`, model.optimize),
+        report(result) {
+          const properties = propertiesChecked(model.file, configuration.defines);
+          const ok = result.errors === 0 && !result.depthLimit;
+          console.log(
+            `${name} (${configuration.name}): ${result.states?.toLocaleString('en-US') ?? '?'} states, ${result.seconds.toFixed(1)} s — ` +
+              `${ok ? `holds: ${properties.join(', ')}` : `FAILS: ${result.property ?? '?'} (${result.violation ?? (result.depthLimit ? 'search cut short by the depth or memory bound' : 'no verdict')})`}`,
+          );
+          if (!ok) problems.push(`${name} (${configuration.name}) ${result.property ?? result.violation ?? 'failed'}`);
+        },
+      });
     }
     for (const variant of model.broken) {
-      const result = check(model.file, variant.defines, `${name}-broken-${variant.name}`, model.optimize);
-      if (result.errors && result.property) {
-        console.log(`broken ${name}/${variant.name}: refuted (${result.property}) — ${variant.breaks}; ${result.states?.toLocaleString('en-US')} states, ${result.seconds.toFixed(1)} s`);
-      } else {
-        console.log(`broken ${name}/${variant.name}: NOT REFUTED — ${variant.breaks}`);
-        problems.push(`broken ${name}/${variant.name} not refuted`);
-      }
+      jobs.push({
+        run: () => check(model.file, variant.defines, `${name}-broken-${variant.name}`, model.optimize),
+        report(result) {
+          if (result.errors && result.property) {
+            console.log(`broken ${name}/${variant.name}: refuted (${result.property}) — ${variant.breaks}; ${result.states?.toLocaleString('en-US')} states, ${result.seconds.toFixed(1)} s`);
+          } else {
+            console.log(`broken ${name}/${variant.name}: NOT REFUTED — ${variant.breaks}`);
+            problems.push(`broken ${name}/${variant.name} not refuted`);
+          }
+        },
+      });
     }
   }
-  console.log(`model-check: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  // The longest checks first would finish sooner, but the report keeps the file's order.
+  await inOrder(
+    jobs.map((job) => job.run),
+    PARALLEL,
+    (i, result) => jobs[i].report(result),
+  );
+  console.log(`model-check: ${((Date.now() - started) / 1000).toFixed(0)} s (${PARALLEL} at a time)`);
   if (problems.length) {
     console.error(`model-check failed: ${problems.join('; ')}`);
     process.exit(1);
   }
 }
 
-if (require.main === module) main();
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
 module.exports = { parsePanOutput, propertyAt };
