@@ -250,7 +250,7 @@ describe('RedisLockProvider riders (waiters without a place of their own while t
  * Riders on a queued place: while this process's last place in the Redis queue has
  * nobody of another process behind it, a new waiter of this process takes no place
  * of its own; it rides behind that place and is served by a local hand-off when the
- * place gets the key (docs/semantics.md, Riders). Waiters that arrive while one of
+ * place gets the key (docs/protocol.md, Redis). Waiters that arrive while one of
  * the process's waiters is on its way to Redis wait for its reply, then ride behind it.
  * "Another process" is another provider instance: its own session, channel and owner tokens.
  */

@@ -207,7 +207,7 @@ export class KeyWaiters {
    * acquire reply comes later and is below it gets it as its notice (`place`):
    * a notice read while this process's next acquire was on its way would otherwise
    * close no place, and a rider could join that new place ahead of a waiter its
-   * process had heard of (docs/semantics.md, Riders; docs/protocol.md).
+   * process had heard of (docs/protocol.md, Redis).
    */
   heardBehind = 0;
   /** The next heart-beat. */
