@@ -411,7 +411,7 @@ holding:
 #endif
 #if !COHORT
 #ifndef BROKEN_STRICT_WAITED
-    granted = granted && (wqLen == 0);     /* unlockIfWaited keeps it only when no session waits */
+    granted = granted && (wqLen == 0);     /* unlockIfWaited keeps it only when no session waits (holds the wait mark: its lock statement, the same step as joining the queue) */
 #endif
 #endif
     if

@@ -16,11 +16,12 @@ describe('postgres lock statements', () => {
     expect(lock.values).toEqual(['42', '1500ms']);
     expect(lock.name).toBeDefined();
     // lock_timeout is local to the statement's transaction (is_local = true), never a session SET.
-    // Evaluated inside out: the budget, the lock, lock_timeout back to 0, then the token.
+    // Evaluated inside out: the budget and the wait mark, the lock, lock_timeout back to 0, then the token.
     expect(lock.text).toBe(
       `SELECT nextval('"nestjs_serialized_fencing_token"'::regclass)::text, pg_backend_pid() FROM (` +
         `SELECT set_config('lock_timeout', '0', true) FROM (` +
-        `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true) OFFSET 0) AS wait OFFSET 0` +
+        `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true), ` +
+          `pg_try_advisory_xact_lock_shared(($1::bigint >> 32)::int, (($1::bigint << 32) >> 32)::int) OFFSET 0) AS wait OFFSET 0` +
         `) AS locked OFFSET 0) AS granted`,
     );
   });
