@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { PgInspector } from '../postgres/support/pg-inspect';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
-import { uniqueId, waitFor } from '../support/timing';
+import { sleep, uniqueId, waitFor } from '../support/timing';
 
 const WORKER = 'test/semantics/workers/max-pending.worker.ts';
 
@@ -124,6 +124,27 @@ describe.each([['redis'], ['postgres']])('maxPending across two processes (%s)',
     expect(entered).toHaveLength(4);
     expect(entered[0]).toBe('first 0');
     // The refused left nothing behind: no queue entry, heart-beat or advisory lock of theirs.
+    await waitFor(async () => (await leftovers()) === 0, 10_000, 'no leftovers').catch(() => undefined);
+    expect(await leftovers()).toBe(0);
+  }, 120_000);
+
+  it('a caller that comes once maxPending callers already wait behind the other process is refused, also after a pause', async () => {
+    // The Redis model found it (docs/protocol.md, P7): the later caller rode behind the first waiter's place.
+    const holder = start('holder', 5);
+    const bounded = start('bounded', 1);
+    await Promise.all([holder.waitForType('ready', 60_000), bounded.waitForType('ready', 60_000)]);
+    holder.send({ type: 'callers', count: 1 });
+    await holder.waitFor((m) => m.type === 'entered' && m.i === 0);
+    bounded.send({ type: 'caller', i: 0 });
+    await sleep(300); // its place is known (and its process hears its channel)
+    bounded.send({ type: 'caller', i: 1 });
+    const refused = await bounded.waitFor((m) => m.type === 'refused' && m.i === 1, 10_000);
+    expect(refused).toMatchObject({ name: 'LockBusyError', reason: 'max-pending' });
+    holder.send({ type: 'release', i: 0 });
+    await bounded.waitFor((m) => m.type === 'entered' && m.i === 0);
+    bounded.send({ type: 'release', i: 0 });
+    await bounded.waitFor((m) => m.type === 'released' && m.i === 0);
+    expect(bounded.messages.filter((m) => m.type === 'entered').map((m) => m.i)).toEqual([0]);
     await waitFor(async () => (await leftovers()) === 0, 10_000, 'no leftovers').catch(() => undefined);
     expect(await leftovers()).toBe(0);
   }, 120_000);

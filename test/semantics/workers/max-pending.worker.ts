@@ -7,6 +7,7 @@
  * - {type:'callers', count}: `count` callers of KEY at once (callers 0..count-1, in
  *   that order). Each reports {type:'entered', i} when it holds the key and keeps it
  *   until {type:'release', i}; one refused reports {type:'refused', i, name, reason}.
+ * - {type:'caller', i}: one more caller, numbered i.
  */
 import type { Lock } from 'nestjs-serialized';
 // Deep imports: a worker that loads only what it uses starts in half the time.
@@ -44,6 +45,8 @@ function caller(i: number): void {
 process.on('message', (command: Command) => {
   if (command.type === 'callers') {
     for (let i = 0; i < (command.count as number); i++) caller(i);
+  } else if (command.type === 'caller') {
+    caller(command.i as number);
   } else if (command.type === 'release') {
     releases.get(command.i as number)?.();
     releases.delete(command.i as number);
