@@ -24,8 +24,8 @@ export type Admission<W> =
   | { readonly kind: 'refuse' };
 
 /**
- * Riders: waiters without a place of their own in the Redis queue (docs/semantics.md,
- * Riders). A rider waits in this process and is served by a local hand-off, either
+ * Riders: waiters without a place of their own in the Redis queue (docs/protocol.md,
+ * Redis). A rider waits in this process and is served by a local hand-off, either
  * on the process's tenure of the key (it holds the key: the riders at the front of
  * the key's list, see `RedisCohorts`) or behind the process's last place in the
  * queue while nobody of another process is known to be queued behind that place (a
