@@ -4,7 +4,7 @@ import { LockLostError } from '../../../errors/index';
 import type { Lock } from '../../../lock.interface';
 import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
 import { LockState } from '../../../internal/lock-state';
-import { URGENT, type RedisConnection } from '../transport/redis-connection';
+import { RELEASE, URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import type { PassOnResult } from '../protocol/hand-off';
@@ -22,6 +22,12 @@ export interface RedisLockContext {
   readonly deadlines: DeadlineQueue;
   /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
   passOn(lock: RedisLock): boolean;
+  /**
+   * Nobody is known to wait for the lock's key (no waiter here, none of another
+   * process noticed): its release may share its write with what this process sends
+   * next in the same turn, since it hands the key to no one.
+   */
+  nobodyWaits(lock: RedisLock): boolean;
   /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
   keepFor(lock: RedisLock): number;
   /** The release is on its way (`keep` > 0: keeping the key): the served waiters' places it removes. */
@@ -133,6 +139,8 @@ export class RedisLock extends LockState implements Lock {
     if (passable && context.passOn(this)) return (this.releasing = Promise.resolve());
     // Riders wait and the block is spent: keep the key with a fresh block for them.
     const keep = passable ? context.keepFor(this) : 0;
+    // Asked before releaseSent, which ends the tenure that knows of other processes' waiters.
+    const options = keep === 0 && context.nobodyWaits(this) ? RELEASE : URGENT;
     const served = context.releaseSent(this, keep);
     let sentAt = -Infinity;
     this.releasing = context.connection
@@ -142,7 +150,7 @@ export class RedisLock extends LockState implements Lock {
           sentAt = performance.now();
           return context.scripts.release.run(client, keys, this.token, served, keep);
         },
-        URGENT,
+        options,
       )
       .then(
         (result) => {

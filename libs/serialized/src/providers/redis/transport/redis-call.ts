@@ -9,6 +9,14 @@ export interface RedisCallOptions {
    */
   readonly urgent?: boolean;
   /**
+   * Its write may wait for the end of the current JavaScript turn, so that what this
+   * process sends after it in the same turn leaves in the same system call: a
+   * release nobody is known to wait for, after which a caller that runs sections
+   * one after another sends its next acquisition at once. Order on the connection
+   * is unchanged.
+   */
+  readonly sharesWrite?: boolean;
+  /**
    * Asked just before the command would be sent: `true` drops it unsent (its
    * caller gave up meanwhile); the call then fails with an error for which
    * `RedisConnection.mayHaveRun` is `false`.
@@ -18,6 +26,9 @@ export interface RedisCallOptions {
 
 /** Options of the commands that keep locks and places alive or free keys. */
 export const URGENT: RedisCallOptions = { urgent: true };
+
+/** Options of a release nobody is known to wait for: urgent, and its write shared with what this process sends next in the same turn. */
+export const RELEASE: RedisCallOptions = { urgent: true, sharesWrite: true };
 
 /** A command whose caller waits: queued in this process, or on the wire. */
 export interface Call {

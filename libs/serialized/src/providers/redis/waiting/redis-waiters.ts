@@ -593,6 +593,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     const lock = new RedisLock(this, key, keys, token, BigInt(fence), leaseMs, px, since);
     lock.handoff = handoff;
     this.held.add(lock);
+    // A holder hears of other processes' waiters on the wake-up channel: whether its release hands the key to anyone.
+    this.wakeUps.ensure();
     return lock;
   }
 
@@ -615,6 +617,11 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     this.held.delete(lock);
     this.serve(lock.key, serve);
     return true;
+  }
+
+  /** RedisLockContext: no waiter of this process, and none of another heard of by this key's tenure (while listening). */
+  nobodyWaits(lock: RedisLock): boolean {
+    return this.wakeUps.listening && this.keys.get(lock.key)?.first === undefined && this.cohorts.floorOf(lock.key) === Floor.NONE;
   }
 
   /** RedisLockContext. */

@@ -1,0 +1,111 @@
+import * as net from 'node:net';
+import { Redis } from 'ioredis';
+import { LockService, RedisLockProvider } from 'nestjs-serialized';
+import { TEST_REDIS_URL } from '../support/services';
+import { uniqueId } from '../support/timing';
+import { deleteKeysWithPrefix } from './support/delete-keys';
+
+/**
+ * A release does not wait for its own system call: what the process sends after it in
+ * the same turn (a sequential caller's next acquisition) leaves in the same write, and
+ * the key is still free for another process as soon as that write is applied.
+ */
+describe('RedisLockProvider: a release shares its write with the next command', () => {
+  const prefix = uniqueId('release-write');
+  const redisPort = Number(new URL(TEST_REDIS_URL).port || 6379);
+  let redis: Redis;
+  let provider: RedisLockProvider;
+  let other: RedisLockProvider;
+
+  beforeAll(() => {
+    redis = new Redis(TEST_REDIS_URL);
+    provider = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix });
+    other = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix });
+  });
+
+  afterAll(async () => {
+    await Promise.all([provider.close(), other.close()]);
+    await deleteKeysWithPrefix(redis, prefix);
+    await redis.quit();
+  });
+
+  /** System calls the sockets to Redis made while `during` ran: one per `_write` or `_writev` (Node's stream contract). */
+  async function writesDuring(during: () => Promise<void>): Promise<{ calls: number; commands: number }[]> {
+    const seen: { calls: number; commands: number }[] = [];
+    const proto = net.Socket.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const original = { _write: proto._write, _writev: proto._writev };
+    const toRedis = (socket: net.Socket) => socket.remotePort === redisPort;
+    proto._write = function (this: net.Socket, ...args: unknown[]) {
+      if (toRedis(this)) seen.push({ calls: 1, commands: 1 });
+      return original._write.apply(this, args);
+    };
+    proto._writev = function (this: net.Socket, ...args: unknown[]) {
+      if (toRedis(this)) seen.push({ calls: 1, commands: (args[0] as unknown[]).length });
+      return original._writev.apply(this, args);
+    };
+    try {
+      await during();
+    } finally {
+      proto._write = original._write;
+      proto._writev = original._writev;
+    }
+    return seen;
+  }
+
+  it('sends a sequential caller\'s release and next acquisition in one system call', async () => {
+    const service = new LockService(provider);
+    await service.run('warm-up', () => undefined);
+    const turnEnds = () => new Promise((resolve) => setImmediate(resolve));
+    // The warm-up's release leaves, and the wake-up channel its first lock opened is listening, before the count starts.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const writes = await writesDuring(async () => {
+      await service.run('first', () => undefined);
+      await service.run('second', () => undefined);
+      // run() resolved once the release was handed to the connection; it leaves at the end of this turn.
+      await turnEnds();
+    });
+    // first's acquisition; first's release + second's acquisition; second's release.
+    expect(writes).toEqual([
+      { calls: 1, commands: 1 },
+      { calls: 1, commands: 2 },
+      { calls: 1, commands: 1 },
+    ]);
+  });
+
+  it('writes a release at once when another process is known to wait for the key', async () => {
+    // The holder's process listens for other processes' waiters from its first lock on.
+    await provider.acquire('listen').then((l) => l.release());
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const lock = await provider.acquire('wanted');
+    const taken = other.acquire('wanted', { waitTimeoutMs: 5000 });
+    // The waiter's acquisition queued it behind the holder and told the holder's process.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    let next: Promise<unknown> | undefined;
+    const writes = await writesDuring(async () => {
+      void lock.release();
+      next = provider.acquire('unrelated');
+      await new Promise((resolve) => setImmediate(resolve));
+    });
+    // The release left alone, before the acquisition that followed it in the same turn.
+    expect(writes).toEqual([
+      { calls: 1, commands: 1 },
+      { calls: 1, commands: 1 },
+    ]);
+    const handed = await taken;
+    expect(handed.fencingToken > lock.fencingToken).toBe(true);
+    await Promise.all([handed.release(), ((await next) as { release(): Promise<void> }).release()]);
+  });
+
+  it('still frees the key at once for another provider instance when nothing follows the release', async () => {
+    const lock = await provider.acquire('lone');
+    const taken = other.acquire('lone', { waitTimeoutMs: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const releasedAt = performance.now();
+    await lock.release();
+    const next = await taken;
+    // Handed over by the release script itself: one round trip, not a lease or heart-beat later.
+    expect(performance.now() - releasedAt).toBeLessThan(1000);
+    expect(next.fencingToken > lock.fencingToken).toBe(true);
+    await next.release();
+  });
+});
