@@ -14,6 +14,6 @@ export class DailyReward {
   lastClaimAt!: string | null;
 }
 
-/** Created at start-up when missing (several instances may start at once: no schema sync race). */
+/** Created at start-up when missing (`daily-rewards.schema.ts`; several instances may start at once, so not by schema sync). */
 export const DAILY_REWARDS_DDL =
   'CREATE TABLE IF NOT EXISTS example_daily_rewards (user_id text PRIMARY KEY, reward_count int NOT NULL DEFAULT 0, last_claim_at bigint)';

@@ -3,7 +3,8 @@ import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { DataSource } from 'typeorm';
-import { DAILY_REWARDS_DDL, DailyReward } from './daily-reward.entity';
+import { DailyReward } from './daily-reward.entity';
+import { ensureDailyRewardsTable } from './daily-rewards.schema';
 import { NaiveTransactionalRewardsController, TransactionalRewardsController } from './transactional-rewards.controller';
 import { TransactionalRewardsService } from './transactional-rewards.service';
 
@@ -16,7 +17,7 @@ class DatabaseModule implements OnApplicationShutdown {
       useFactory: async () => {
         const source = new DataSource({ type: 'postgres', url: databaseUrl, entities: [DailyReward], extra: { max: 10 } });
         await source.initialize();
-        await source.query(DAILY_REWARDS_DDL);
+        await ensureDailyRewardsTable(source);
         return source;
       },
     };
