@@ -6,9 +6,10 @@ import { uniqueId } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
- * A release does not wait for its own system call: what the process sends after it in
- * the same turn (a sequential caller's next acquisition) leaves in the same write, and
- * the key is still free for another process as soon as that write is applied.
+ * A release nobody is known to wait for does not take a system call of its own: what
+ * the process sends after it until the end of the event-loop iteration (a sequential
+ * caller's next acquisition, other requests' acquisitions) leaves in the same write,
+ * and the key is still free for another process as soon as that write is applied.
  */
 describe('RedisLockProvider: a release shares its write with the next command', () => {
   const prefix = uniqueId('release-write');
@@ -61,7 +62,7 @@ describe('RedisLockProvider: a release shares its write with the next command', 
     const writes = await writesDuring(async () => {
       await service.run('first', () => undefined);
       await service.run('second', () => undefined);
-      // run() resolved once the release was handed to the connection; it leaves at the end of this turn.
+      // run() resolved once the release was handed to the connection; it leaves at the end of this iteration.
       await turnEnds();
     });
     // first's acquisition; first's release + second's acquisition; second's release.
@@ -70,6 +71,26 @@ describe('RedisLockProvider: a release shares its write with the next command', 
       { calls: 1, commands: 2 },
       { calls: 1, commands: 1 },
     ]);
+  });
+
+  it('sends a release and the acquisitions of later callbacks of the same event-loop iteration in one system call', async () => {
+    // What an HTTP server does under load: one request's handler ends (its release), then
+    // the next callbacks of the same iteration read other requests and acquire their keys.
+    const held = await Promise.all([provider.acquire('iteration-a'), provider.acquire('iteration-b')]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const taken: Promise<{ release(): Promise<void> }>[] = [];
+    const writes = await writesDuring(
+      () =>
+        new Promise<void>((resolve) => {
+          // Three callbacks queued for one check phase: immediates queued while it runs wait for the next one.
+          setImmediate(() => void held[0].release());
+          setImmediate(() => taken.push(provider.acquire(uniqueId('iteration-next'))));
+          setImmediate(() => taken.push(provider.acquire(uniqueId('iteration-next'))));
+          setImmediate(() => setImmediate(resolve));
+        }),
+    );
+    expect(writes).toEqual([{ calls: 1, commands: 3 }]);
+    for (const lock of [...(await Promise.all(taken)), held[1]]) await lock.release();
   });
 
   it('writes a release at once when another process is known to wait for the key', async () => {

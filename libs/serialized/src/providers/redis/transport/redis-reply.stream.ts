@@ -97,10 +97,12 @@ export class ReplyStream {
       this.finish(call, errors.unsent(client));
       return;
     }
+    // A release nobody waits for waits for the end of this event-loop iteration: the caller's next
+    // acquisition, and those of the other requests read in the same iteration, share its system call
+    // (a write that wakes Redis costs tens of µs of CPU on the sending side; docs/BENCHMARKS.md).
     // Many commands on the wire: Redis is busy anyway, so the write can wait for the rest of this turn.
-    // A release too: the caller's next acquisition, usually sent in the same turn, shares its system call
-    // (each one costs tens of µs of CPU on the sending side; measured in docs/BENCHMARKS.md).
-    if (this.inFlight >= CORK_AT || call.options?.sharesWrite) this.host.cork();
+    if (call.options?.sharesWrite) this.host.cork('iteration');
+    else if (this.inFlight >= CORK_AT) this.host.cork('turn');
     let reply: Promise<unknown>;
     try {
       reply = send(client);

@@ -35,19 +35,24 @@ export class RedisWire {
   }
 
   /**
-   * Holds the socket's writes until the current burst of JavaScript is over, so
-   * that the commands sent in it leave in one write instead of one system call
-   * each (standalone and Sentinel connections).
+   * Holds the socket's writes so that the commands sent meanwhile leave in one
+   * write instead of one system call each (standalone and Sentinel connections):
+   * until the current burst of JavaScript is over (`'turn'`), or until the end of
+   * this event-loop iteration (`'iteration'`, its check phase), so that the other
+   * callbacks of the iteration (the next requests read from their sockets) add
+   * their commands too. Order on the connection is unchanged.
    */
-  cork(): void {
+  cork(until: 'turn' | 'iteration'): void {
     if (this.corked || this.isCluster) return;
     const socket = (this.client as Redis).stream as { cork?: () => void; uncork?: () => void } | undefined;
     if (!socket?.cork || !socket.uncork) return;
     this.corked = true;
     socket.cork();
-    process.nextTick(() => {
+    const uncork = (): void => {
       this.corked = false;
       socket.uncork!();
-    });
+    };
+    if (until === 'iteration') setImmediate(uncork);
+    else process.nextTick(uncork);
   }
 }
