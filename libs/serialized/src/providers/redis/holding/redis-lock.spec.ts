@@ -142,6 +142,25 @@ describe('RedisLock', () => {
     expect((lock.signal.reason as Error).cause).toBe(cause);
   });
 
+  it('a lease found run out by the clock after failed renewals reports their error, not a stall', async () => {
+    const { context, extends_ } = fakeContext();
+    const lock = make(context, 90);
+    await sleep(50);
+    const cause = new Error('connection reset');
+    extends_()[0].fail(cause);
+    await sleep(0);
+    // Read before the lease-end timer runs: the clock decides, and the renewals' failure is why.
+    const until = performance.now() + 120;
+    while (performance.now() < until) {
+      // a stall: no timer, no I/O
+    }
+    const lost = lock.lost;
+    expect(lost).toBeInstanceOf(LockLostError);
+    expect((lost as Error).cause).toBe(cause);
+    expect((lost as Error).message).not.toMatch(/stalled/);
+    context.deadlines.clear();
+  });
+
   it('extend(ms) sets the lease renewals keep from then on', async () => {
     const { context, extends_ } = fakeContext();
     const lock = make(context, 60);

@@ -257,6 +257,8 @@ export class RedisLock extends LockState implements Lock {
     if (now < this.leaseEnd || (this.renewalInFlight && now < this.renewalEnd)) return undefined;
     this.cancelRenewal();
     this.cancelGuard();
+    // Renewals that failed are why the lease was not extended; a stall is only the explanation when none did.
+    if (this.lastRenewError !== undefined) return new LockLostError(this.key, 'its lease ran out before a renewal reached Redis', this.lastRenewError);
     return new LockLostError(this.key, 'its lease ran out while its holder ran (the event loop or the process stalled past it)');
   }
 
