@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { DailyReward } from '../../src/rewards-tx/daily-reward.entity';
+import { DAILY_REWARDS_DDL, DailyReward } from '../../src/rewards-tx/daily-reward.entity';
 import { ensureDailyRewardsTable } from '../../src/rewards-tx/daily-rewards.schema';
 import { TEST_DATABASE_URL } from '../support/services';
 import { uniqueId, waitFor } from '../support/timing';
@@ -43,7 +43,7 @@ describe('example app: creating the rewards table while another instance creates
     try {
       // The other instance is creating the table, not yet committed.
       await other.query('BEGIN');
-      await other.query('CREATE TABLE IF NOT EXISTS example_daily_rewards (user_id text PRIMARY KEY, reward_count int NOT NULL DEFAULT 0, last_claim_at bigint)');
+      await other.query(DAILY_REWARDS_DDL);
       const created = ensureDailyRewardsTable(source).then(
         () => 'started',
         (error: { code?: string; message: string }) => `failed: ${error.code} ${error.message}`,

@@ -56,14 +56,14 @@ describe('RedisLockProvider: a release shares its write with the next command', 
   it('sends a sequential caller\'s release and next acquisition in one system call', async () => {
     const service = new LockService(provider);
     await service.run('warm-up', () => undefined);
-    const turnEnds = () => new Promise((resolve) => setImmediate(resolve));
+    const iterationEnds = () => new Promise((resolve) => setImmediate(resolve));
     // The warm-up's release leaves, and the wake-up channel its first lock opened is listening, before the count starts.
     await new Promise((resolve) => setTimeout(resolve, 100));
     const writes = await writesDuring(async () => {
       await service.run('first', () => undefined);
       await service.run('second', () => undefined);
       // run() resolved once the release was handed to the connection; it leaves at the end of this iteration.
-      await turnEnds();
+      await iterationEnds();
     });
     // first's acquisition; first's release + second's acquisition; second's release.
     expect(writes).toEqual([

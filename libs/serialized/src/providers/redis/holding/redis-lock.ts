@@ -16,6 +16,9 @@ import type { PassOnResult } from '../protocol/hand-off';
  * module and its release has to reach it, while the module cannot be imported from
  * here without a cycle.
  */
+/** Why a lock whose renewals failed until its lease ran out is lost (the lease-end timer's and the clock's verdict alike). */
+const NOT_RENEWED = 'its lease ran out before a renewal reached Redis';
+
 export interface RedisLockContext {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
@@ -25,7 +28,7 @@ export interface RedisLockContext {
   /**
    * Nobody is known to wait for the lock's key (no waiter here, none of another
    * process noticed): its release may share its write with what this process sends
-   * next in the same turn, since it hands the key to no one.
+   * until the end of the event-loop iteration, since it hands the key to no one.
    */
   nobodyWaits(lock: RedisLock): boolean;
   /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
@@ -75,7 +78,7 @@ export class RedisLock extends LockState implements Lock {
     // owner-checked renewal that succeeds proves the key stayed ours, so its reply
     // decides (it fails with the connection's silence bound if Redis stops answering).
     if (this.held && !this.renewalInFlight) {
-      this.lose('its lease ran out before a renewal reached Redis', this.lastRenewError);
+      this.lose(NOT_RENEWED, this.lastRenewError);
     }
   };
 
@@ -258,7 +261,7 @@ export class RedisLock extends LockState implements Lock {
     this.cancelRenewal();
     this.cancelGuard();
     // Renewals that failed are why the lease was not extended; a stall is only the explanation when none did.
-    if (this.lastRenewError !== undefined) return new LockLostError(this.key, 'its lease ran out before a renewal reached Redis', this.lastRenewError);
+    if (this.lastRenewError !== undefined) return new LockLostError(this.key, NOT_RENEWED, this.lastRenewError);
     return new LockLostError(this.key, 'its lease ran out while its holder ran (the event loop or the process stalled past it)');
   }
 
