@@ -6,10 +6,13 @@ import { uniqueId } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
- * A release nobody is known to wait for does not take a system call of its own: what
- * the process sends after it until the end of the event-loop iteration (a sequential
- * caller's next acquisition, other requests' acquisitions) leaves in the same write,
- * and the key is still free for another process as soon as that write is applied.
+ * A release nobody is known to wait for, while the process holds other locks (a busy
+ * server), does not take a system call of its own: what the process sends after it until
+ * the end of the event-loop iteration (other requests' acquisitions, a caller's next one)
+ * leaves in the same write. A release with nothing else held (a caller that runs sections
+ * one after another) is written at once, so Redis applies it while the caller prepares its
+ * next acquisition. Either way the key is free for another process as soon as the write is
+ * applied.
  */
 describe('RedisLockProvider: a release shares its write with the next command', () => {
   const prefix = uniqueId('release-write');
@@ -53,11 +56,36 @@ describe('RedisLockProvider: a release shares its write with the next command', 
     return seen;
   }
 
-  it('sends a sequential caller\'s release and next acquisition in one system call', async () => {
+  const iterationEnds = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('writes a sequential caller\'s release at once when the process holds no other lock', async () => {
     const service = new LockService(provider);
     await service.run('warm-up', () => undefined);
-    const iterationEnds = () => new Promise((resolve) => setImmediate(resolve));
     // The warm-up's release leaves, and the wake-up channel its first lock opened is listening, before the count starts.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    let writtenWhenRunResolved = -1;
+    const writes = await writesDuring(async () => {
+      const seen = await writesDuring(async () => {
+        await service.run('first', () => undefined);
+      });
+      // run() resolved with its release already written: Redis applies it while the caller goes on.
+      writtenWhenRunResolved = seen.length;
+      await service.run('second', () => undefined);
+      await iterationEnds();
+    });
+    expect(writtenWhenRunResolved).toBe(2);
+    // first's acquisition, first's release, second's acquisition, second's release: one write each.
+    expect(writes).toEqual([
+      { calls: 1, commands: 1 },
+      { calls: 1, commands: 1 },
+      { calls: 1, commands: 1 },
+      { calls: 1, commands: 1 },
+    ]);
+  });
+
+  it('sends a sequential caller\'s release and next acquisition in one system call while the process holds another lock', async () => {
+    const service = new LockService(provider);
+    const background = await provider.acquire(uniqueId('background'));
     await new Promise((resolve) => setTimeout(resolve, 100));
     const writes = await writesDuring(async () => {
       await service.run('first', () => undefined);
@@ -71,6 +99,7 @@ describe('RedisLockProvider: a release shares its write with the next command', 
       { calls: 1, commands: 2 },
       { calls: 1, commands: 1 },
     ]);
+    await background.release();
   });
 
   it('sends a release and the acquisitions of later callbacks of the same event-loop iteration in one system call', async () => {

@@ -32,7 +32,7 @@ function fakeContext() {
     deadlines: new DeadlineQueue(),
     passOn: () => false,
     keepFor: () => 0,
-    nobodyWaits: () => true,
+    sharesWrite: () => true,
     releaseSent: () => [],
     releaseAnswered: (lock: RedisLock) => released.push(lock),
     releasing: () => undefined,

@@ -26,11 +26,14 @@ export interface RedisLockContext {
   /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
   passOn(lock: RedisLock): boolean;
   /**
-   * Nobody is known to wait for the lock's key (no waiter here, none of another
-   * process noticed): its release may share its write with what this process sends
-   * until the end of the event-loop iteration, since it hands the key to no one.
+   * The lock's release may share its write with what this process sends until the end
+   * of the event-loop iteration: nobody is known to wait for its key (no waiter here,
+   * none of another process noticed), so it hands the key to no one, and this process
+   * holds other locks, so the commands of other callers are likely to follow in this
+   * iteration. With nothing else held it is written at once: Redis then applies it while
+   * the caller prepares its next command, which a shared write would hold back.
    */
-  nobodyWaits(lock: RedisLock): boolean;
+  sharesWrite(lock: RedisLock): boolean;
   /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
   keepFor(lock: RedisLock): number;
   /** The release is on its way (`keep` > 0: keeping the key): the served waiters' places it removes. */
@@ -143,7 +146,7 @@ export class RedisLock extends LockState implements Lock {
     // Riders wait and the block is spent: keep the key with a fresh block for them.
     const keep = passable ? context.keepFor(this) : 0;
     // Asked before releaseSent, which ends the tenure that knows of other processes' waiters.
-    const options = keep === 0 && context.nobodyWaits(this) ? RELEASE : URGENT;
+    const options = keep === 0 && context.sharesWrite(this) ? RELEASE : URGENT;
     const served = context.releaseSent(this, keep);
     let sentAt = -Infinity;
     this.releasing = context.connection

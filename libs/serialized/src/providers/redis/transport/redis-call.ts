@@ -11,9 +11,9 @@ export interface RedisCallOptions {
   /**
    * Its write may wait for the end of the current event-loop iteration, so that what
    * this process sends after it until then leaves in the same system call: a release
-   * nobody is known to wait for, after which a caller that runs sections one after
-   * another sends its next acquisition at once, and the other requests read in the
-   * same iteration send theirs. Order on the connection is unchanged.
+   * nobody is known to wait for while the process holds other locks (a busy server: the
+   * other requests read in the same iteration send their acquisitions). Order on the
+   * connection is unchanged.
    */
   readonly sharesWrite?: boolean;
   /**
@@ -27,7 +27,7 @@ export interface RedisCallOptions {
 /** Options of the commands that keep locks and places alive or free keys. */
 export const URGENT: RedisCallOptions = { urgent: true };
 
-/** Options of a release nobody is known to wait for: urgent, and its write shared with what this process sends until the end of the event-loop iteration. */
+/** Options of a release nobody is known to wait for while other locks are held: urgent, and its write shared with what this process sends until the end of the event-loop iteration. */
 export const RELEASE: RedisCallOptions = { urgent: true, sharesWrite: true };
 
 /** A command whose caller waits: queued in this process, or on the wire. */

@@ -619,9 +619,14 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     return true;
   }
 
-  /** RedisLockContext: no waiter of this process, and none of another heard of by this key's tenure (while listening). */
-  nobodyWaits(lock: RedisLock): boolean {
-    return this.wakeUps.listening && this.keys.get(lock.key)?.first === undefined && this.cohorts.floorOf(lock.key) === Floor.NONE;
+  /**
+   * RedisLockContext: another lock is held here (`held` still counts this one until its
+   * release is answered), no waiter of this process waits for the key, and none of
+   * another was heard of by its tenure (while listening).
+   */
+  sharesWrite(lock: RedisLock): boolean {
+    return this.held.size > 1 && this.wakeUps.listening && this.keys.get(lock.key)?.first === undefined
+      && this.cohorts.floorOf(lock.key) === Floor.NONE;
   }
 
   /** RedisLockContext. */
