@@ -9,6 +9,9 @@ import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import type { PassOnResult } from '../protocol/hand-off';
 
+/** Why a lock whose renewals failed until its lease ran out is lost (the lease-end timer's and the clock's verdict alike). */
+const NOT_RENEWED = 'its lease ran out before a renewal reached Redis';
+
 /**
  * What a held lock needs from the waiting module (`RedisWaiters`), which carries
  * out the local hand-off decisions at its release. A host interface (one of two in
@@ -16,9 +19,6 @@ import type { PassOnResult } from '../protocol/hand-off';
  * module and its release has to reach it, while the module cannot be imported from
  * here without a cycle.
  */
-/** Why a lock whose renewals failed until its lease ran out is lost (the lease-end timer's and the clock's verdict alike). */
-const NOT_RENEWED = 'its lease ran out before a renewal reached Redis';
-
 export interface RedisLockContext {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
