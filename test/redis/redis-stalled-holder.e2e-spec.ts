@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { RedisLockProvider } from 'nestjs-serialized';
 import { WorkerProcess } from '../support/processes';
 import { TEST_REDIS_URL } from '../support/services';
-import { uniqueId } from '../support/timing';
+import { sleep, uniqueId } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
@@ -67,5 +67,81 @@ describe('RedisLockProvider: a holder stalled past its lease is told', () => {
     expect(seen).toEqual({ releaseResolved: true, lostAfterRelease: true, abortedAfterRelease: true, reason: 'LockLostError' });
     expect(warnings.filter((w) => w.includes('lost'))).toHaveLength(1);
     expect(warnings.join('\n')).toContain('Lock "k" was lost: the key was no longer its own at release');
+  }, 60_000);
+});
+
+/**
+ * A late renewal never hides the loss. After a stall the overdue timers run before
+ * the I/O callbacks, so the lease's renewal falls due — and is handled — before the
+ * section's code continues on the reply it awaited. A renewal sent once the lease
+ * had run out can never keep the key; the section's first read of `lock.lost` must
+ * report the loss, with another provider instance holding the key meanwhile.
+ */
+describe('RedisLockProvider: a holder resuming past its lease while a renewal is due', () => {
+  const LEASE_MS = 1000;
+  let peer: RedisLockProvider;
+  let keyPrefix: string;
+  const workers: WorkerProcess[] = [];
+
+  beforeEach(() => {
+    keyPrefix = uniqueId('late-renewal');
+    peer = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix, leaseMs: LEASE_MS });
+  });
+  afterEach(async () => {
+    for (const w of workers) if (w.child.exitCode === null) w.kill('SIGCONT');
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await peer.close();
+    const redis = new Redis(TEST_REDIS_URL);
+    await deleteKeysWithPrefix(redis, keyPrefix);
+    redis.disconnect();
+  });
+
+  const holder = (how: 'blocked' | 'stopped', env: Record<string, string> = {}) => {
+    const child = WorkerProcess.start(`late-renewal-${how}`, 'test/redis/workers/late-renewal-holder.worker.ts', {
+      REDIS_URL: TEST_REDIS_URL,
+      KEY_PREFIX: keyPrefix,
+      KEY: 'k',
+      LEASE_MS: String(LEASE_MS),
+      HOW: how,
+      ...env,
+    });
+    workers.push(child);
+    return child;
+  };
+
+  const expectToldAtFirstRead = (seen: Record<string, unknown>, peerGrantedAt: number, holderToken: bigint, peerToken: bigint) => {
+    // The scenario happened: the other instance held the key before the holder resumed.
+    expect(peerToken).toBeGreaterThan(holderToken);
+    expect(typeof seen.resumedAt).toBe('number');
+    expect(peerGrantedAt).toBeLessThan(seen.resumedAt as number);
+    // ...and the holder's first read after resuming reported the loss: no write beside the other holder.
+    expect(seen).toEqual({ lostAtFirstRead: true, abortedAtFirstRead: true, resumedAt: seen.resumedAt });
+  };
+
+  it('event loop blocked past the lease: the first read after it reports the loss', async () => {
+    const child = holder('blocked', { STALL_MS: String(LEASE_MS * 2.5) });
+    const holding = await child.waitForType('holding', 60_000);
+    const taken = await peer.acquire('k', { waitTimeoutMs: LEASE_MS * 8 });
+    const peerGrantedAt = Date.now();
+    const done = await child.waitForType('done', 60_000);
+    await taken.release();
+    expectToldAtFirstRead(done.seen as Record<string, unknown>, peerGrantedAt, BigInt(holding.token as string), taken.fencingToken);
+  }, 60_000);
+
+  it('process stopped (SIGSTOP) past the lease, then continued: the first read reports the loss', async () => {
+    const child = holder('stopped');
+    const holding = await child.waitForType('holding', 60_000);
+    // Stopped while its section computes, before its first renewal is due (a third of the lease after the grant).
+    await sleep(LEASE_MS / 10);
+    child.kill('SIGSTOP');
+    const taken = await peer.acquire('k', { waitTimeoutMs: LEASE_MS * 8 });
+    const peerGrantedAt = Date.now();
+    // Stopped for longer than a lease whenever the stop began.
+    await sleep(LEASE_MS);
+    child.kill('SIGCONT');
+
+    const done = await child.waitForType('done', 60_000);
+    await taken.release();
+    expectToldAtFirstRead(done.seen as Record<string, unknown>, peerGrantedAt, BigInt(holding.token as string), taken.fencingToken);
   }, 60_000);
 });
