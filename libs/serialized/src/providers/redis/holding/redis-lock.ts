@@ -11,6 +11,8 @@ import type { PassOnResult } from '../protocol/hand-off';
 
 /** Why a lock whose renewals failed until its lease ran out is lost (the lease-end timer's and the clock's verdict alike). */
 const NOT_RENEWED = 'its lease ran out before a renewal reached Redis';
+/** Why a lock whose lease ran out with no renewal failed is lost: its process did not run in time to renew it. */
+const STALLED = 'its lease ran out while its holder ran (the event loop or the process stalled past it)';
 
 /**
  * What a held lock needs from the waiting module (`RedisWaiters`), which carries
@@ -65,10 +67,11 @@ export class RedisLock extends LockState implements Lock {
   /** Length of the lease as last granted or renewed (a hand-off grants less than `leaseMs` until renewed). */
   private leaseWindow: number;
   private renewing = true;
-  /** A renewal is on its way to Redis. */
+  /**
+   * A renewal is on its way to Redis. It stands in for nothing: the lease is the one
+   * last confirmed (`leaseEnd`) until its reply says otherwise.
+   */
   private renewalInFlight = false;
-  /** Where the lease of the renewal in flight would end at the earliest, should it succeed (sent at + its px). */
-  private renewalEnd = 0;
   private lastRenewError: unknown;
   private releasing: Promise<void> | undefined;
   /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
@@ -76,13 +79,10 @@ export class RedisLock extends LockState implements Lock {
   private readonly onRenewal = (): void => this.renew();
   private readonly onLeaseEnd = (): void => {
     this.guard = undefined;
-    // A renewal sent in time may have succeeded and its reply merely not been read
-    // yet (after a stall, timers run before I/O, or it waits behind a burst): an
-    // owner-checked renewal that succeeds proves the key stayed ours, so its reply
-    // decides (it fails with the connection's silence bound if Redis stops answering).
-    if (this.held && !this.renewalInFlight) {
-      this.lose(NOT_RENEWED, this.lastRenewError);
-    }
+    // The confirmed lease ended: a renewal still in flight may reach Redis after the
+    // key expired there and went to someone else, so it keeps nothing until it is
+    // answered — by then the holder may have written. The holder is told now.
+    if (this.held) this.expire();
   };
 
   constructor(
@@ -119,7 +119,9 @@ export class RedisLock extends LockState implements Lock {
       if (this.held) this.lose('it was no longer ours when extended (its lease had run out)');
       throw this.lost;
     }
-    if (this.lost) throw this.lost;
+    // Told meanwhile (its lease ran out before the reply came): it stays lost. Otherwise the
+    // owner-checked success proves the key stayed ours throughout, and the new lease counts.
+    if (!this.held) throw this.lost;
     this.leaseMs = px;
     this.leaseEnd = sentAt + px;
     this.leaseWindow = px;
@@ -209,14 +211,20 @@ export class RedisLock extends LockState implements Lock {
     this.renewal = this.context.deadlines.schedule(Math.max(0, delayMs), this.onRenewal);
   }
 
+  /**
+   * `renew`: an owner-checked extension of the lease, sent only while the lease
+   * runs. Once it has run out (the renewal falls due after a stall: timers run
+   * before the I/O the section waits for) the key may be someone else's, and no
+   * renewal can make that undone: the loss is declared now and nothing is sent.
+   */
   private renew(): void {
     this.renewal = undefined;
     if (!this.held || !this.renewing) return;
     const sentAt = performance.now();
+    if (sentAt >= this.leaseEnd) return this.expire();
     const px = this.leaseMs;
-    this.guard ??= this.context.deadlines.schedule(Math.max(0, this.leaseEnd - sentAt), this.onLeaseEnd);
+    this.guard ??= this.context.deadlines.schedule(this.leaseEnd - sentAt, this.onLeaseEnd);
     this.renewalInFlight = true;
-    this.renewalEnd = sentAt + px;
     this.context.connection
       .run(this.key, (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px), URGENT)
       .then(
@@ -225,6 +233,11 @@ export class RedisLock extends LockState implements Lock {
       );
   }
 
+  /**
+   * `renewed`: the renewal's reply. A success proves the key stayed ours from before
+   * the lease ended until Redis ran it (the script compares the owner token), so the
+   * lease now counts from when it was sent — unless the holder was told meanwhile.
+   */
   private renewed(ok: boolean, sentAt: number, px: number): void {
     this.renewalInFlight = false;
     if (!this.held) return;
@@ -253,19 +266,28 @@ export class RedisLock extends LockState implements Lock {
   }
 
   /**
-   * By the monotonic clock: the lease as last granted or renewed has run out, so
-   * the key may be someone else's. A renewal sent in time decides by its reply (as
-   * the lease-end guard lets it), but no longer than the lease it asked for: past
-   * that, even its success would not have kept the key.
+   * By the monotonic clock: the lease as last confirmed (granted, renewed or
+   * extended, counted from when that request was sent) has run out, so the key may
+   * be someone else's. A renewal in flight does not count until it is answered.
    */
   protected override expiredNow(): LockLostError | undefined {
-    const now = performance.now();
-    if (now < this.leaseEnd || (this.renewalInFlight && now < this.renewalEnd)) return undefined;
+    if (performance.now() < this.leaseEnd) return undefined;
     this.cancelRenewal();
     this.cancelGuard();
-    // Renewals that failed are why the lease was not extended; a stall is only the explanation when none did.
+    return this.expiry();
+  }
+
+  /** `expire`: the confirmed lease ran out while held; the holder is told now. */
+  private expire(): void {
+    this.cancelRenewal();
+    this.cancelGuard();
+    this.markLost(this.expiry());
+  }
+
+  /** Renewals that failed are why the lease was not extended; a stall is only the explanation when none did. */
+  private expiry(): LockLostError {
     if (this.lastRenewError !== undefined) return new LockLostError(this.key, NOT_RENEWED, this.lastRenewError);
-    return new LockLostError(this.key, 'its lease ran out while its holder ran (the event loop or the process stalled past it)');
+    return new LockLostError(this.key, STALLED);
   }
 
   private lostAtRelease(): void {
