@@ -25,9 +25,19 @@
  * monitor (`respondedAt`) is `resp[p]`: the last tick the process was known
  * responsive — it ticks only with no message unread (a responsive loop reads its
  * socket first); a message's hand-off counts from it, a reply's from when its call was
- * sent. A holder does not renew (time passing over a holder is its stall; the extend
- * script is in the model as grant re-confirmation and as the re-check after a
- * reconnect).
+ * sent. A holder renews (RedisLock.renew, at most RENEWS renewals in a run): at any step
+ * while it holds K untold, one renewal in flight at a time. Its lease as last confirmed
+ * is `lend` (the send time of the grant, renewal or re-check that Redis confirmed, plus
+ * its lease). A renewal is sent only while `now < lend`; a renewal timer that runs at or
+ * after `lend` (it fell due during a stall: timers run before I/O) sends nothing and
+ * tells the holder at once (expire). A renewal goes through the outbox: it is sent at
+ * one tick and its extend script (owner check against the key's owner and expiry; then
+ * a lease of L from Redis's clock) may run at Redis after the clock moved; its reply is
+ * handled after any interleaving (renewed): success sets `lend` to its send time + L
+ * unless the holder was told meanwhile (then it stays lost), failure tells the holder.
+ * While it flies it stands in for nothing: `lock.lost` and the lease-end guard timer
+ * read `lend` alone. The extend script is also grant re-confirmation and the re-check
+ * after a reconnect.
  *
  * What each process does (waiting/redis-waiters.ts and the files it names):
  *   - a new waiter rides (local-handoff/redis-riders.ts, `admit`): behind a waiter of its process on its way
@@ -48,16 +58,20 @@
  *     has places: refreshes them, passes a free key on, reports the owner (with a
  *     fresh block when it is one of its own whose message was missed) and the places
  *     gone (requeue);
- *   - a holder's write reads `lock.lost`, which compares the lease deadline with the
- *     clock (LockState.lost / RedisLock.expiredNow); the lease-end guard timer tells a
- *     holder too; a release that finds the key gone tells it (lostAtRelease); after a
- *     Redis restart the reconnect re-checks every held lock (RedisLock.recheck).
+ *   - a holder renews (renew, renewed, expire: above); a release with a renewal in
+ *     flight is not passed on locally (RedisLock.release's `passable`);
+ *   - a holder's write reads `lock.lost`, which compares the lease deadline as last
+ *     confirmed with the clock (LockState.lost / RedisLock.expiredNow); the lease-end
+ *     guard timer tells a holder too, renewal in flight or not; a release that finds the
+ *     key gone tells it (lostAtRelease); after a Redis restart the reconnect re-checks
+ *     every held lock (RedisLock.recheck).
  *
  * Bounds (defaults; -D overrides; models/model-check.json picks the configurations): N0 = 2
  * waiters in process 0, N1 = 1 in process 1; BLK = MLH + 1 = 2 tokens per block, MLH
  * (maxLocalHandOffs) = 1; the floor's window (256 places in the code) WIN = 1 and the
  * acquire reply's (64) WIN64 = 1, so that "every place looked at is the process's own"
  * happens (the 256-places case); TMAX = 2 ticks, L = 2 (lease), HB = L, PX = min(L, HB);
+ * RENEWS = 1 renewal in a run with a clock (TMAX > 0), none without one;
  * CRASHES = 1, RESTARTS = 1 (Redis loses every key), LOSTS = 1 lost and DUPS = 1
  * duplicated message, GIVEUPS = 1 waiter giving up early (every waiter may give up once
  * the clock is at TMAX: its budget). COHORT=1 checks cohort mode, else strict. MAXP = n
@@ -68,12 +82,19 @@
  * NO_FAULTS: no clock, no crash, restart, loss, duplicate or giving up: then every waiter
  * must be served (P5). All faults at once are beyond the time budget (more than 8 M
  * states); the checked configurations are subsets: no faults (strict, cohort); lost and
- * duplicated messages (2 + 1 waiters, no clock); stalls and lease expiry (1 + 1 waiters,
- * TMAX 1, L 1); a restart and a waiter giving up (1 + 1 waiters, no clock); a process
- * crashing at any moment with the clock and leases of the stall configuration (1 + 1
- * waiters, 6.8 M states: the crashed process's lease and places lapse, the other's
- * heart-beat passes K on, P5 holds); maxPending 1 with a waiter giving up (2 + 1 waiters,
- * no clock).
+ * duplicated messages (2 + 1 waiters, no clock); stalls, lease expiry and renewals (1 + 1
+ * waiters, TMAX 1, L 1, RENEWS 2: 4.9 M states); a restart and a waiter giving up (1 + 1
+ * waiters, no clock); a process crashing at any moment with the clock and leases of the
+ * stall configuration, without renewals (1 + 1 waiters, 6.8 M states: the crashed
+ * process's lease and places lapse, the other's heart-beat passes K on, P5 holds; with
+ * one renewal it is 15.2 M states, beyond the 4 GB memory bound); maxPending 1 with a
+ * waiter giving up (2 + 1 waiters, no clock). With L = 1 a confirmed renewal leaves
+ * `lend` where it was (sent before `lend`, it is sent at `lend - 1`): that configuration
+ * checks the renewal's timing — sent late, flying across the tick, run at Redis after
+ * the key lapsed, answered after the holder was told, the read and the guard while it
+ * flies. A renewal that moves `lend` forward, and is answered only after the old `lend`
+ * passed, needs L = 2 and TMAX = 2: checked once beyond the configured bounds (1 + 1
+ * waiters, RENEWS 1, no other fault: 20.8 M states, every property holds).
  *
  * The fix this model carries (CODE_AS_IS reproduces the code before it, and SPIN refutes
  * P3 there, strict and cohort, without faults): a holder notice (or a tenure's floor)
@@ -94,9 +115,10 @@
  * third waiter of the holding process).
  *
  * Properties (asserted; the names are docs/protocol.md's):
- *   P1 mutual exclusion among holders not told they lost the lock: at a grant and at a
- *      holder's write, at most one holder would read `lost` as unset (held, untold,
- *      lease deadline ahead) among those whose holding Redis did not lose in a restart
+ *   P1 mutual exclusion among holders not told they lost the lock: at a grant, at a
+ *      holder's write and at a renewal's confirmation, at most one holder would read
+ *      `lost` as unset (held, untold, lease deadline ahead: with renewals in play, the
+ *      lease as last confirmed) among those whose holding Redis did not lose in a restart
  *   P2 fencing tokens strictly increase in grant order, across grants from Redis and
  *      local hand-offs (a grant that Redis's key stands behind: owner = the holding's
  *      token, lease running; the fencing counter survives the restart by restarting
@@ -109,8 +131,10 @@
  *   P5 no deadlock (every process ends: its waiters hold and release or give up; no
  *      invalid end state); at the end no live process holds K or has a place; without
  *      faults every waiter is served
- *   P6 a holder that lost its lock is told within the bound: at its next read after
- *      its lease deadline (before its write), at its release (the release reply), and
+ *   P6 a holder that lost its lock is told within the bound: once its lease as last
+ *      confirmed has run out it is told before its next write (its read of `lock.lost`;
+ *      asserted at the write: `lend` only grows through confirmed renewals, and a
+ *      renewal in flight does not count), at its release (the release reply), and
  *      after a restart at the reconnect
  *   P7 (MAXP) at most maxPending waiters of a process are linked (places and riders);
  *      a caller refused for maxPending is the newest of its process: no caller that came
@@ -129,6 +153,11 @@
  *   BROKEN_TENURE_TOKEN   a local hand-off without checking the holder is of the
  *                         current tenure (RedisCohorts.passOn)
  *   BROKEN_RIDER_MAXP     a newcomer rides behind maxPending linked waiters (MAXP)
+ *   BROKEN_LATE_RENEWAL   the renewal rule before issue 32: a renewal is sent after the
+ *                         lease ran out, `lock.lost` reads unset while a renewal flies
+ *                         until its send time + L, and the guard timer leaves a holder
+ *                         with a renewal in flight to its reply (refuted: P6, and P1
+ *                         with P6's assertion taken out)
  */
 
 #ifndef N0
@@ -200,6 +229,13 @@
 #ifndef GIVEUPS
 #define GIVEUPS 1
 #endif
+#ifndef RENEWS
+#if TMAX > 0
+#define RENEWS 1
+#else
+#define RENEWS 0
+#endif
+#endif
 
 /* reply kinds, message kinds, acquire statuses */
 #define RACQ 1
@@ -207,6 +243,7 @@
 #define RLEAVE 3
 #define RCHK 4
 #define RCONF 5
+#define RREN 6
 #define MHAND 1
 #define MNOT 2
 #define OACQ 1
@@ -214,6 +251,7 @@
 #define OREL 3
 #define OCHK 4
 #define OCONF 5
+#define OREN 6
 #define SQUEUED 0
 #define SGRANT 1
 
@@ -253,6 +291,10 @@ byte lend[NW];                /* lease deadline as its process knows it */
 byte lten[NW];                /* the owner token it holds K under (its tenure's) */
 byte lep[NW];                 /* ghost: the Redis epoch it was granted in */
 bool told[NW];                /* told it lost the lock (signal aborted) */
+bool rinf[NW];                /* its renewal is on its way (renewalInFlight): it stands in for nothing */
+#ifdef BROKEN_LATE_RENEWAL
+byte rsent[NW];               /* when that renewal was sent (the old rule reads lock.lost against rsent + L) */
+#endif
 bool wr[NW];                  /* wrote */
 #ifdef MAXP
 bool rlo[NW];                 /* its release is on its way (the code's `held` keeps it until the reply) */
@@ -284,6 +326,7 @@ byte restarts = 0;
 byte losts = 0;
 byte dups = 0;
 byte giveups = 0;
+byte renews = 0;              /* renewals sent so far (at most RENEWS) */
 
 chan rep[2] = [REPN] of { byte, byte, byte, byte, byte, byte, byte, byte, byte, byte, byte, byte, byte, byte, byte, byte };
 chan msg[2] = [MSGN] of { byte, byte, byte, byte, byte };
@@ -307,6 +350,14 @@ hidden byte gn_alive, rd_ok, po_ok, nt_key, ac_g, cg_mv, mp_n, mp_h, mp_y;
 #endif
 #define LIVE (owner != 0 && now < oexp)
 #define PENDING(y) (arr[y] && (ph[y] == sending || ph[y] == queued || ph[y] == riding || ph[y] == confirming))
+/* until when holder y reads `lock.lost` as unset (RedisLock.expiredNow): the lease as last confirmed;
+   a renewal in flight stands in for nothing */
+#ifndef BROKEN_LATE_RENEWAL
+#define UNTIL(y) lend[y]
+#else
+/* the old rule: while a renewal flies, not lost until its send time + its lease */
+#define UNTIL(y) ((rinf[y] && rsent[y] + L > lend[y]) -> rsent[y] + L : lend[y])
+#endif
 
 #ifdef MAXP
 /* RedisLockProvider.acquireValidated's admission: the key's waiters of the process
@@ -862,7 +913,7 @@ inline checkP1() {
   p1_n = 0; p1_y = 0;
   do
   :: p1_y < NW ->
-     if :: lk[p1_y] == 1 && !told[p1_y] && now < lend[p1_y] && lep[p1_y] == epoch -> p1_n++ :: else -> skip fi;
+     if :: lk[p1_y] == 1 && !told[p1_y] && now < UNTIL(p1_y) && lep[p1_y] == epoch -> p1_n++ :: else -> skip fi;
      p1_y++
   :: else -> break
   od;
@@ -1059,8 +1110,8 @@ inline release(pp, x) {
   lk[x] = 2;
   po_ok = false;
   if
-  :: !told[x] && now < lend[x] ->
-     /* passable: RedisCohorts.passOn */
+  :: !told[x] && now < lend[x] && !rinf[x] ->
+     /* passable (no renewal in flight): RedisCohorts.passOn */
      if
 #ifndef BROKEN_TENURE_TOKEN
      :: tOn[pp] && tTok[pp] == lten[x] && ltok[x] < tLast[pp] ->
@@ -1080,7 +1131,7 @@ inline release(pp, x) {
   :: !po_ok ->
      kp_v = 0;
      if
-     :: !told[x] && now < lend[x] && tOn[pp] && tTok[pp] == lten[x] ->
+     :: !told[x] && now < lend[x] && !rinf[x] && tOn[pp] && tTok[pp] == lten[x] ->
         /* keepFor: riders wait and the next local waiter may be served */
         kp_n = 0; kp_s = 0;
         do
@@ -1292,28 +1343,68 @@ inline runAfter(pp) {
   waN = 0
 }
 
+/* RedisLock.renew: an owner-checked extension of the lease (extend script), sent only while the
+   lease as last confirmed runs; its run at Redis comes in a later step (the outbox), after the
+   clock may have moved. Once the lease has run out (the renewal fell due during a stall: timers
+   run before I/O) nothing is sent and the holder is told at once (expire). */
+inline renew(pp, x) {
+  TR("RENEW w%d now %d lend %d\n", x, now, lend[x]);
+#ifndef BROKEN_LATE_RENEWAL
+  if
+  :: now >= lend[x] -> told[x] = true                 /* expire */
+  :: else ->
+#endif
+     renews++;
+     rinf[x] = true;
+#ifdef BROKEN_LATE_RENEWAL
+     rsent[x] = now;
+#endif
+     outPush(pp, OREN, x, lten[x], now, 0)
+#ifndef BROKEN_LATE_RENEWAL
+  fi
+#endif
+}
+
+/* RedisLock.renewed: the renewal's reply. Success proves the key stayed the holding's from before its
+   lease ended until Redis ran it: the lease counts from when it was sent, unless the holder was
+   told meanwhile (then it stays lost); failure (not its own any more) tells it. */
+inline onRenewed(pp) {
+  /* r2 holder, r3 token, r4 ours, r8 sentAt */
+  rinf[r2] = false;
+  if
+  :: lk[r2] == 1 && !told[r2] && r4 -> lend[r2] = r8 + L; checkP1()
+  :: lk[r2] == 1 && !told[r2] && !r4 -> told[r2] = true
+  :: else -> skip
+  fi
+}
+
 /* a holder's write: it reads lock.lost first (RedisLock.expiredNow: the lease deadline against the clock) */
 inline write(pp, x) {
   TR("WRITE w%d now %d lend %d told %d\n", x, now, lend[x], told[x]);
 #ifndef BROKEN_LOST_READ
-  if :: now >= lend[x] -> told[x] = true :: else -> skip fi;
+  if :: now >= UNTIL(x) -> told[x] = true :: else -> skip fi;
 #endif
   if
   :: !told[x] && lep[x] == epoch ->
      p1_n = 0; p1_y = 0;
      do
      :: p1_y < NW ->
-        if :: p1_y != x && lk[p1_y] == 1 && !told[p1_y] && now < lend[p1_y] && lep[p1_y] == epoch -> p1_n++ :: else -> skip fi;
+        if :: p1_y != x && lk[p1_y] == 1 && !told[p1_y] && now < UNTIL(p1_y) && lep[p1_y] == epoch -> p1_n++ :: else -> skip fi;
         p1_y++
      :: else -> break
      od;
      assert(p1_n == 0)              /* P1: the writer is the only holder not told */
   :: else -> skip
   fi;
-  assert(now < lend[x] || told[x]);   /* P6: past its lease deadline, its read tells it */
+  assert(now < lend[x] || told[x]);   /* P6: past its lease as last confirmed (renewals included), its read tells it before it writes */
   wr[x] = true
 }
 
+#ifndef BROKEN_LATE_RENEWAL
+#define GUARD(y)
+#else
+#define GUARD(y) && !rinf[y]      /* the old guard left a holder with a renewal in flight to its reply */
+#endif
 #define DONE(y) (arr[y] && (ph[y] == gave_up || (ph[y] == granted && lk[y] == 2)))
 #define ALLDONE(p) (DONE(WB(p)) && (WN(p) < 2 || DONE(WB(p) + 1)) && (WN(p) < 3 || DONE(WB(p) + 2)))
 #define HOLDING(p, i) (i < WN(p) && lk[WB(p) + i] == 1)
@@ -1355,6 +1446,7 @@ proctype process(byte p) {
        :: r1 == RLEAVE -> handedOver(p, r11, r12, r13, r14, r8)
        :: r1 == RCHK -> onCheck(p)
        :: r1 == RCONF -> onConfirm(p)
+       :: r1 == RREN -> onRenewed(p)
        fi;
        runAfter(p)
      }
@@ -1379,6 +1471,13 @@ proctype process(byte p) {
           cf_o = (owner == o3);
           if :: cf_o -> oexp = now + L :: else -> skip fi;
           pushRep(p, RCONF, o2, o3, cf_o, 0, 0, 0, now, 0, 0, 0, 0, 0, 0, 0, 0)
+       :: o1 == OREN ->
+          /* extend.lua: GET == token, then PEXPIRE (o4: when the renewal was sent) */
+          expire();
+          cf_o = (owner == o3);
+          if :: cf_o -> oexp = now + L :: else -> skip fi;
+          TR("EXTEND w%d tok %d sent %d -> %d\n", o2, o3, o4, cf_o);
+          pushRep(p, RREN, o2, o3, cf_o, 0, 0, 0, o4, 0, 0, 0, 0, 0, 0, 0, 0)
        fi
      }
   /* a holder's write: it reads lock.lost (the lease deadline against the clock) */
@@ -1389,10 +1488,14 @@ proctype process(byte p) {
   :: atomic { !crashed[p] && HOLDING(p, 0) && wr[WB(p)] -> x_ = WB(p); release(p, x_) }
   :: atomic { !crashed[p] && HOLDING(p, 1) && wr[WB(p) + 1] -> x_ = WB(p) + 1; release(p, x_) }
   :: atomic { !crashed[p] && HOLDING(p, 2) && wr[WB(p) + 2] -> x_ = WB(p) + 2; release(p, x_) }
-  /* the lease-end guard timer */
-  :: atomic { !crashed[p] && HOLDING(p, 0) && !told[WB(p)] && now >= lend[WB(p)] -> told[WB(p)] = true }
-  :: atomic { !crashed[p] && HOLDING(p, 1) && !told[WB(p) + 1] && now >= lend[WB(p) + 1] -> told[WB(p) + 1] = true }
-  :: atomic { !crashed[p] && HOLDING(p, 2) && !told[WB(p) + 2] && now >= lend[WB(p) + 2] -> told[WB(p) + 2] = true }
+  /* the lease-end guard timer: it tells the holder at the lease's end, renewal in flight or not */
+  :: atomic { !crashed[p] && HOLDING(p, 0) && !told[WB(p)] && now >= lend[WB(p)] GUARD(WB(p)) -> told[WB(p)] = true }
+  :: atomic { !crashed[p] && HOLDING(p, 1) && !told[WB(p) + 1] && now >= lend[WB(p) + 1] GUARD(WB(p) + 1) -> told[WB(p) + 1] = true }
+  :: atomic { !crashed[p] && HOLDING(p, 2) && !told[WB(p) + 2] && now >= lend[WB(p) + 2] GUARD(WB(p) + 2) -> told[WB(p) + 2] = true }
+  /* the renewal timer (any moment while held, one renewal in flight at a time; at most RENEWS in a run) */
+  :: atomic { !crashed[p] && renews < RENEWS && HOLDING(p, 0) && !told[WB(p)] && !rinf[WB(p)] -> x_ = WB(p); renew(p, x_) }
+  :: atomic { !crashed[p] && renews < RENEWS && HOLDING(p, 1) && !told[WB(p) + 1] && !rinf[WB(p) + 1] -> x_ = WB(p) + 1; renew(p, x_) }
+  :: atomic { !crashed[p] && renews < RENEWS && HOLDING(p, 2) && !told[WB(p) + 2] && !rinf[WB(p) + 2] -> x_ = WB(p) + 2; renew(p, x_) }
   /* the heart-beat (heartbeat script) */
   :: atomic { !crashed[p] && !checking[p] && (due[p] || nempty(msg[p])) && HASPLACE(p) -> due[p] = false; checking[p] = true; outPush(p, OCHK, NONE, 0, 0, 0) }
   /* the stall monitor's tick: the loop is responsive */
