@@ -45,6 +45,17 @@ export interface FaultRunResult {
   unexplainedOverlaps: number;
   /** Holders another section overlapped who were never told (signal never aborted, `lost` never set). */
   holdersNeverTold: number;
+  /**
+   * Holders whose key went to another holder while they were inside (a section with a
+   * newer token of the key entered) and that left without having read the loss: neither
+   * their signal aborted nor `lock.lost` set when they left (issue 32). Holders of a
+   * process the run killed are not counted: they never left.
+   */
+  holdersLeftUntold: number;
+  /** Holders whose key went to another holder while they were inside, told or not (what `holdersLeftUntold` is out of). */
+  holdersOvertaken: number;
+  /** The first of them: key, holder, when it entered, and the newer holder that entered while it was inside. */
+  leftUntoldDetails: string[];
   /** Keys whose longest gap between sections in the fault-free tail exceeded 2 × (lease + session timeout), with the gap. */
   stuckKeys: string[];
   longestTailGapMs: number;
@@ -65,6 +76,7 @@ export function faultRunProblems(run: FaultRunResult): string[] {
     ['fencing violations', run.fencingViolations],
     ['unexplained overlaps', run.unexplainedOverlaps],
     ['holders never told', run.holdersNeverTold],
+    ['holders that left untold after their key went to another', run.holdersLeftUntold],
     ['stuck keys', run.stuckKeys.length],
     ['503s in the tail', run.tailBackendErrors],
     ['unowned locks', run.unownedLocks],
@@ -249,6 +261,24 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
     const excused = (id: string) => told.has(id) || deadMembers.has(id);
     const overlaps = (await ledger.redis.lrange(`${ledger.detectorPrefix}:overlaps`, 0, -1)).map((e) => JSON.parse(e) as { key: string; member: string; others: string[] });
     const untold = new Set<string>();
+    // Holders overtaken while inside: a section with a newer token of the key entered while they were still
+    // in (an older token entering beside a newer holder is a stalled holder starting late: judged by its own
+    // leaving, should a newer one overtake it in turn).
+    const tokenOf = (member: string) => BigInt(member.slice(member.indexOf(':') + 1));
+    const overtaken = new Map<string, { by: string; at: number }>();
+    const entryAt = new Map(entries.map((e) => [`${e.k}:${e.m}`, e.at]));
+    for (const overlap of overlaps) {
+      for (const other of overlap.others) {
+        const id = `${overlap.key}:${other}`;
+        if (tokenOf(other) < tokenOf(overlap.member) && !overtaken.has(id)) overtaken.set(id, { by: overlap.member, at: entryAt.get(`${overlap.key}:${overlap.member}`) ?? 0 });
+      }
+    }
+    const toldBeforeLeaving = new Set(await ledger.redis.smembers(`${ledger.detectorPrefix}:toldBeforeLeaving`));
+    const leftUntold = [...overtaken].filter(([id]) => !toldBeforeLeaving.has(id) && !deadMembers.has(id));
+    const at = (ms: number | undefined) => (ms === undefined ? '?' : `+${((ms - started) / 1000).toFixed(3)} s`);
+    const leftUntoldDetails = leftUntold
+      .slice(0, 5)
+      .map(([id, by]) => `${id} (entered ${at(entryAt.get(id))}; ${by.by} entered ${at(by.at)}${told.has(id) ? '; told after it left' : '; never told'})`);
     let overlapsTold = 0;
     let unexplainedOverlaps = 0;
     for (const overlap of overlaps) {
@@ -299,6 +329,9 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
       overlapsTold,
       unexplainedOverlaps,
       holdersNeverTold: untold.size,
+      holdersLeftUntold: leftUntold.length,
+      holdersOvertaken: [...overtaken.keys()].filter((id) => !deadMembers.has(id)).length,
+      leftUntoldDetails,
       stuckKeys,
       longestTailGapMs,
       tailBackendErrors: backendAt.filter((at) => at >= tailFrom && at <= tailTo).length,

@@ -5,7 +5,10 @@
  * fenced read-modify-write of the key's ledger row. Every section entry is logged
  * to the shared detector (key, token, process, time); a holder told it lost its lock
  * (signal aborted, or `lock.lost` at release) is recorded there too, so the run can
- * tell overlaps with a told holder from unexplained ones.
+ * tell overlaps with a told holder from unexplained ones. As it leaves, a section reads
+ * `lock.lost` (synchronously, as a correct section does before it leaves) and records
+ * whether it knew of the loss then, so the run can tell a holder told before leaving
+ * from one told only after it left (issue 32).
  *
  * SERIALIZED_DRIVER=naive is the control: a hand-rolled `SET NX PX` lock polled
  * every 10 ms, deleted unconditionally at the end, and an unfenced read-modify-write
@@ -74,14 +77,18 @@ async function section(key: string, lock: { fencingToken: bigint; signal?: Abort
   const member = `${process.pid}:${token}`;
   const inside = `${DETECTOR}:in:${key}`;
   let left = false;
-  const leave = async () => {
+  /** Leaves the detector; `told`: the section knew of the loss as it left (recorded in the same transaction). */
+  const leave = async (told: boolean) => {
     if (left) return;
     left = true;
-    await detector.srem(inside, member);
+    const leaving = detector.multi();
+    if (told) leaving.sadd(`${DETECTOR}:toldBeforeLeaving`, `${key}:${member}`);
+    await leaving.srem(inside, member).exec();
   };
+  // A section whose signal aborts leaves at once: it was told before leaving.
   const onLost = () => {
     void detector.sadd(`${DETECTOR}:lost`, `${key}:${member}`);
-    void leave();
+    void leave(true);
   };
   lock.signal?.addEventListener('abort', onLost, { once: true });
   // Told later, by the release (run() does not wait for its reply): still told.
@@ -113,8 +120,12 @@ async function section(key: string, lock: { fencingToken: bigint; signal?: Abort
     if (!written.rowCount) return void stats.rejected++;
     stats.accepted++;
   } finally {
+    // What a correct section does before it leaves: look (a synchronous read) whether the
+    // lock is still its own. A holder whose key went to another holder while it was
+    // inside must see the loss here, not after it left (issue 32: a late renewal hid it).
+    const told = Boolean(lock.lost) || lock.signal?.aborted === true;
     lock.signal?.removeEventListener('abort', onLost);
-    await leave();
+    await leave(told);
   }
 }
 
