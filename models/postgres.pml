@@ -16,7 +16,7 @@
  * lock_timeout, the caller giving up.
  *
  * What the process does (libs/serialized/src/providers/postgres/):
- *   - the local FIFO of a key (KeyedWaitQueue): only the caller whose turn it is talks
+ *   - the local FIFO of a key (LockLines, the local layer): only the caller whose turn it is talks
  *     to the server; the others wait for their turn, or for a lock handed on locally;
  *   - tryLock on a shared session: pg_try_advisory_lock and the token: the session's
  *     block while the sequence's last value is still the block's draw, else nextval;
@@ -295,7 +295,7 @@ proctype caller(byte c) {
        s = handed[PROC(c)]; t = handedToken[PROC(c)]; handed[PROC(c)] = NONE; handedToken[PROC(c)] = 0;
        if
        :: !knownDead[s] -> hold(c, s, t); granted = true
-       :: else -> run_[PROC(c)] = 0      /* LocalHandoffs.grant: its session ended; ask the server */
+       :: else -> run_[PROC(c)] = 0      /* PostgresBackend.adopt: its session ended; ask the server */
        fi
     :: else -> skip
     fi

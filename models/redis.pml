@@ -61,7 +61,7 @@
  *   - a holder renews (renew, renewed, expire: above); a release with a renewal in
  *     flight is not passed on locally (RedisLock.release's `passable`);
  *   - a holder's write reads `lock.lost`, which compares the lease deadline as last
- *     confirmed with the clock (LockState.lost / RedisLock.expiredNow); the lease-end
+ *     confirmed with the clock (LocalLock.lost / RedisLock.expiredNow); the lease-end
  *     guard timer tells a holder too, renewal in flight or not; a release that finds the
  *     key gone tells it (lostAtRelease); after a Redis restart the reconnect re-checks
  *     every held lock (RedisLock.recheck).

@@ -1,4 +1,4 @@
-import { LockBackendError, LockBusyError, LockLostError, LockService, LockTimeoutError, type Lock, type LockProvider } from 'nestjs-serialized';
+import { LockBackendError, LockBusyError, LockLostError, LockService, LockTimeoutError, type Lock, type LockProvider, type RunOptions } from 'nestjs-serialized';
 import { performance } from 'node:perf_hooks';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
 
@@ -30,7 +30,7 @@ export interface ContractSubject {
    * (shutdown past its grace period); an in-memory lock is neither, so nothing stops.
    */
   readonly watchesHeldLocks: boolean;
-  /** Whether `acquireNow` grants a free key synchronously (the in-memory provider); others always answer `undefined`. */
+  /** Whether a free key is granted synchronously (the in-memory provider): `LockService.run` then runs a section before it returns. */
   readonly grantsNow: boolean;
   /**
    * What the backend still holds for this provider's namespace once every lock was
@@ -332,29 +332,35 @@ export function describeLockProviderContract(subject: ContractSubject): void {
 
       it(
         subject.grantsNow
-          ? 'acquireNow grants a free key at once, and nothing while someone holds or waits for it'
-          : 'acquireNow grants nothing (the caller takes the usual path)',
+          ? 'LockService runs a section on a free key before run() returns, and never while someone holds or waits for the key'
+          : 'LockService runs no section before run() returns (the key is asked of the backend first)',
         async () => {
-          const { provider, other } = await makeWithOther(peer);
+          const { provider, other, locks } = await makeWithOther(peer);
           const key = uniqueId('now');
+          const ranAtOnce = (options?: RunOptions): { ran: boolean; done: Promise<unknown> } => {
+            let ran = false;
+            const done = locks.run(key, () => void (ran = true), options).catch((error: unknown) => error);
+            return { ran, done };
+          };
           const held = await other.acquire(key);
           const waiting = provider.acquire(key, { waitTimeoutMs: 5000 });
-          expect(provider.acquireNow(key)).toBeUndefined();
+          const behind = ranAtOnce({ waitTimeoutMs: 5000 });
+          expect(behind.ran).toBe(false);
           await held.release();
           const next = await waiting;
-          expect(provider.acquireNow(key)).toBeUndefined();
+          const behindHolder = ranAtOnce({ waitTimeoutMs: 5000 });
+          expect(behindHolder.ran).toBe(false);
           await next.release();
-          // Bad input is left to acquire and its errors.
-          expect([provider.acquireNow(''), provider.acquireNow('\ud800'), provider.acquireNow(key, { waitTimeoutMs: -1 })]).toEqual([undefined, undefined, undefined]);
-          const now = provider.acquireNow(key);
-          if (!subject.grantsNow) {
-            expect(now).toBeUndefined();
-            return;
+          await Promise.all([behind.done, behindHolder.done]);
+          // Bad input is left to the usual path and its errors: nothing runs.
+          for (const bad of ['', '\ud800']) {
+            let ran = false;
+            await expect(locks.run(bad, () => void (ran = true))).rejects.toThrow();
+            expect(ran).toBe(false);
           }
-          expect(now).toMatchObject({ key, lost: undefined });
-          expect(now!.fencingToken > next.fencingToken).toBe(true);
-          expect(await other.tryAcquire(key)).toBeNull();
-          now!.releaseNow!();
+          const free = ranAtOnce();
+          expect(free.ran).toBe(subject.grantsNow);
+          await free.done;
           const after = await other.tryAcquire(key);
           expect(after).not.toBeNull();
           await after!.release();

@@ -106,7 +106,7 @@ describe.each([
   let url: string;
   let acquisitions: jest.SpyInstance[];
 
-  // LockService asks the provider with what it validated: a free key synchronously (`acquireNowValidated`, counted when it returned a lock), any other through acquireValidated/tryAcquireValidated.
+  // LockService asks the provider's lines (its local layer) with what it validated: a free key synchronously (`acquireNow`, counted when it returned a lock), any other through acquire/tryAcquire.
   const acquired = (): number =>
     acquisitions.reduce((sum, spy) => sum + spy.mock.results.filter((result) => result.type !== 'return' || result.value !== undefined).length, 0);
 
@@ -125,7 +125,8 @@ describe.each([
     await app.listen(0, '127.0.0.1');
     url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
     const provider = app.get(LockProvider);
-    acquisitions = [jest.spyOn(provider, 'acquireNowValidated'), jest.spyOn(provider, 'acquireValidated'), jest.spyOn(provider, 'tryAcquireValidated')];
+    const lines = (provider as unknown as { lines: { acquireNow(): unknown; acquire(): unknown; tryAcquire(): unknown } }).lines;
+    acquisitions = [jest.spyOn(lines, 'acquireNow'), jest.spyOn(lines, 'acquire'), jest.spyOn(lines, 'tryAcquire')];
   });
   afterAll(async () => {
     await app.close();

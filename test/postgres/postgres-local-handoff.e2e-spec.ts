@@ -144,7 +144,8 @@ describe('PostgreSQL local hand-off across OS processes', () => {
       gone.abort(new Error('client left'));
       await expect(aborted).rejects.toThrow('client left');
       const lock = await next;
-      expect(lock.fencingToken).toBe(first.fencingToken + 1n);
+      // Handed on locally, on the same session: the aborted caller's token (first + 1) went with it, unused — skipped, never reused.
+      expect(lock.fencingToken).toBe(first.fencingToken + 2n);
 
       const alone = new AbortController();
       const last = provider.acquire(key, { signal: alone.signal });

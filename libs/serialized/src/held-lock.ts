@@ -35,7 +35,7 @@ export class HeldLock implements HeldKey {
 
   /**
    * The one release path. Returns {@link DONE} itself when the release is already
-   * complete (always for a lock with `releaseNow`), so callers on the fast path can
+   * complete (an in-memory lock's release returns `DONE` itself), so callers on the fast path can
    * skip awaiting it; the promise never rejects.
    */
   release(): Promise<void> {
@@ -47,12 +47,10 @@ export class HeldLock implements HeldKey {
     // Counted as it is issued (run() does not wait for a release's reply).
     this.metrics?.released(this.lock.key, this.since, lost !== undefined);
     try {
-      if (this.lock.releaseNow) {
-        this.lock.releaseNow();
-        return DONE;
-      }
+      const released = this.lock.release();
+      if (released === DONE) return DONE;
       // A loss the release itself finds is logged by the provider, once, and counted when found.
-      return this.lock.release().then(
+      return released.then(
         () => {
           if (!lost && this.lock.lost) this.metrics?.lostAtRelease(this.lock.key);
         },

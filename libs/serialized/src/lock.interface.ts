@@ -30,11 +30,4 @@ export interface Lock {
   extend(ms?: number): Promise<void>;
   /** Releases the lock. Idempotent; never releases a lock someone else now holds. */
   release(): Promise<void>;
-  /**
-   * Only on locks whose release needs no I/O (the in-memory provider's): releases
-   * before returning — the next waiter holds the key when it returns — and never
-   * throws. Idempotent, like `release()`. `LockService` calls it instead of
-   * `release()` when present, which saves a promise per call.
-   */
-  releaseNow?(): void;
 }

@@ -1,4 +1,4 @@
-import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
+import type { AcquireOptions } from './acquire-options.interface';
 import type { Lock } from './lock.interface';
 
 /**
@@ -36,40 +36,6 @@ export abstract class LockProvider {
   ping(timeoutMs: number): Promise<void> {
     void timeoutMs;
     return Promise.resolve();
-  }
-
-  /**
-   * The synchronous fast path: `key`, held, when the provider can grant it with
-   * no I/O and it is free (nobody holds or waits for it, the provider is open,
-   * `signal` has not aborted); otherwise `undefined`, and the caller acquires it
-   * with {@link acquire}, which then waits, rejects or reports the error. Never
-   * throws. `LockService.run` tries it first, which spares an uncontended call
-   * the promises of an acquisition. Only the in-memory provider grants anything
-   * here; the default grants nothing.
-   */
-  acquireNow(_key: string, _options?: AcquireOptions): Lock | undefined {
-    return undefined;
-  }
-
-  /**
-   * {@link acquire} for a caller that has already validated `key` and `options`
-   * (`LockService` does, once per call, at its boundary), so a call is validated
-   * once: a provider that validates in `acquire` overrides this with `acquire`'s
-   * work minus the validation. The default is `acquire` itself, so a provider that
-   * overrides nothing behaves as before.
-   */
-  acquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock> {
-    return this.acquire(key, options);
-  }
-
-  /** {@link tryAcquire} for a caller that has already validated `key` and `options` (see {@link acquireValidated}). */
-  tryAcquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock | null> {
-    return this.tryAcquire(key, options);
-  }
-
-  /** {@link acquireNow} for a caller that has already validated `key` and `options` (see {@link acquireValidated}). */
-  acquireNowValidated(key: string, options: AcquireOptions): Lock | undefined {
-    return this.acquireNow(key, options);
   }
 
   /**

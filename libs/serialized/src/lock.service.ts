@@ -1,12 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger } from '@nestjs/common';
-import type { AcquireOptions, ProviderAcquireOptions } from './acquire-options.interface';
+import type { AcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
 import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release-after';
 import { heldIn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock-context';
 import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
+import { doorOf, type LockDoor } from './local/lock-door.interface';
 import { hasLoneSurrogate } from './key/lock-key';
 import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
@@ -67,8 +68,12 @@ export class LockService {
 
   /** Transaction mode (`transaction` of {@link RunOptions}), set by `SerializedModule`. @internal */
   transactions?: TransactionLocks;
-  constructor(private readonly provider: LockProvider) {
+  /** The provider, reached past its validation (this service validates each call once) and by its synchronous fast path. */
+  private readonly door: LockDoor;
+
+  constructor(provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
+    this.door = doorOf(provider);
   }
 
   /** `metrics: 'off'`: this service records nothing, whatever MeterProvider is registered. @internal */
@@ -94,7 +99,7 @@ export class LockService {
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
     const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
-    const lock = joining || options.transaction ? undefined : this.provider.acquireNowValidated(key, options);
+    const lock = joining || options.transaction ? undefined : this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
@@ -145,7 +150,7 @@ export class LockService {
   acquireNow(key: string, options: RunOptions): HeldKey | undefined {
     const reentrant = options.reentrant ?? this.reentrant;
     if (reentrant && this.isHeld(key)) return undefined; // it joins the holder: acquire's path
-    const lock = this.provider.acquireNowValidated(key, options);
+    const lock = this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return undefined;
     this.metrics?.acquiredAtOnce(key);
     return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
@@ -282,8 +287,8 @@ export class LockService {
    */
   private acquireFromProvider(key: string, options: RunOptions): Promise<Lock> {
     try {
-      if (options.mode !== 'reject') return this.provider.acquireValidated(key, options as ProviderAcquireOptions);
-      return this.provider.tryAcquireValidated(key, options).then((lock) => lock ?? Promise.reject(new LockBusyError(key, 'held')));
+      if (options.mode !== 'reject') return this.door.acquire(key, options);
+      return this.door.tryAcquire(key, options).then((lock) => lock ?? Promise.reject(new LockBusyError(key, 'held')));
     } catch (error) {
       return Promise.reject(error);
     }

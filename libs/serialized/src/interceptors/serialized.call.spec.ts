@@ -42,10 +42,10 @@ describe('SerializedCall', () => {
     const done = new Promise<void>((resolve) => call(handler(events, result)).subscribe({ complete: resolve }));
     events.push('subscribed');
     expect(events).toEqual(['handler:s:a', 'subscribed']);
-    expect(provider.acquireNow('s:a')).toBeUndefined(); // held while the handler runs
+    expect(provider.lines.acquireNow('s:a', undefined, undefined)).toBeUndefined(); // held while the handler runs
     result.complete();
     await done;
-    const again = provider.acquireNow('s:a');
+    const again = provider.lines.acquireNow('s:a', undefined, undefined);
     expect(again).toBeDefined(); // released
     await again!.release();
   });
@@ -131,7 +131,7 @@ describe('SerializedCall', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(events).toEqual([]); // the handler never ran
     expect(errors).toEqual([]); // nobody is listening
-    const free = provider.acquireNow('s:a');
+    const free = provider.lines.acquireNow('s:a', undefined, undefined);
     expect(free).toBeDefined(); // and the key was not taken
     await free!.release();
   });

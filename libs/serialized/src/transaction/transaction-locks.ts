@@ -4,7 +4,11 @@ import { SerializedConfigError } from '../config/serialized-config.error';
 import { redactUrls } from '../internal/redact';
 import type { Lock } from '../lock.interface';
 import { advisoryLockKey } from '../providers/postgres/advisory-key.hash';
-import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
+import { Logger } from '@nestjs/common';
+import { LockLines } from '../local/lock-lines';
+import { InMemoryBackend } from '../providers/memory/in-memory.backend';
+import type { InMemoryLock } from '../providers/memory/in-memory-lock';
+import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { isAlreadyCreated, LOCK_NOT_AVAILABLE, sqlStateOf } from './transaction-error.classifier';
 import type { TransactionHostLike, TransactionHostResolver } from './transaction-host.resolver';
 import { TransactionIsolationError } from './transaction-isolation.error';
@@ -54,7 +58,8 @@ const enum Phase {
  * next local waiter is let in only after that, so it sees the commit.
  */
 export class TransactionLocks {
-  private readonly local: InMemoryLockProvider;
+  /** The key's callers of this process, in line (the local layer with nothing to ask). */
+  private readonly local: LockLines<InMemoryLock>;
   private readonly statements: TransactionLockStatements;
   private readonly sequences = new WeakMap<TransactionHostLike, Promise<void>>();
 
@@ -62,7 +67,8 @@ export class TransactionLocks {
     private readonly settings: TransactionLocksSettings,
     private readonly hosts: TransactionHostResolver,
   ) {
-    this.local = new InMemoryLockProvider({
+    const backend = new InMemoryBackend({ released: (lock) => this.local.released(lock) }, new Logger(SERIALIZED_LOGGER_CONTEXT), 'transaction mode');
+    this.local = new LockLines<InMemoryLock>(backend, {
       waitTimeoutMs: settings.waitTimeoutMs,
       maxPending: settings.maxPending,
       maxPendingTotal: settings.maxPendingTotal,
@@ -117,11 +123,11 @@ export class TransactionLocks {
 
   /** Graceful shutdown of the local queue (running sections finish first, up to `shutdownGraceMs`). */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.local.beforeApplicationShutdown();
+    await this.local.stopTaking();
   }
 
   onApplicationShutdown(): void {
-    this.local.onApplicationShutdown();
+    this.local.clearTimers();
   }
 
   private async inTransaction<T>(

@@ -1,12 +1,14 @@
 import { LockLostError } from '../../errors';
-import { LockState } from '../../internal/lock-state';
+import { LocalLock } from '../../local/local-lock';
+import { DONE } from '../../internal/release-after';
 import type { Lock } from '../../lock.interface';
+import type { LockLines } from '../../local/lock-lines';
 
-/** Shared by every release: an in-memory release is done before it returns. */
-const RELEASED = Promise.resolve();
+/** Where an in-memory lock reports its release: the provider's lines. */
+export type InMemoryLockOwner = Pick<LockLines<InMemoryLock>, 'released'>;
 
 /** A key held in this process. Nothing can take it away, so it never expires nor is lost. */
-export class InMemoryLock extends LockState implements Lock {
+export class InMemoryLock extends LocalLock implements Lock {
   /**
    * @param token the fencing token as a number (exact up to 2^53: 285 years at a
    *   million acquisitions a second); a bigint is made only when someone reads it
@@ -14,7 +16,7 @@ export class InMemoryLock extends LockState implements Lock {
   constructor(
     readonly key: string,
     private readonly token: number,
-    private readonly onRelease: (lock: InMemoryLock) => void,
+    private readonly owner: InMemoryLockOwner,
   ) {
     super();
   }
@@ -27,12 +29,8 @@ export class InMemoryLock extends LockState implements Lock {
     if (this.released) throw new LockLostError(this.key, 'it was already released');
   }
 
+  /** Done before it returns (the next waiter holds the key): it returns `DONE` itself, which `HeldLock` need not await. */
   release(): Promise<void> {
-    this.releaseNow();
-    return RELEASED;
-  }
-
-  releaseNow(): void {
-    if (this.markReleased()) this.onRelease(this);
+    return this.markReleased() ? this.owner.released(this) : DONE;
   }
 }

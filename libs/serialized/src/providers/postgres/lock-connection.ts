@@ -12,6 +12,8 @@ import { SessionTokens } from './session-tokens';
 
 /** Who is told when a session ends while it holds a lock. */
 export interface SessionHolder {
+  /** The advisory lock key it holds on the session (decimal). */
+  readonly lockKey: string;
   sessionLost(reason: Error): void;
 }
 
@@ -125,6 +127,13 @@ export class LockConnection implements Watched {
     } finally {
       this.claims.unlocked(lockKey);
     }
+  }
+
+  /** The lock keys held on this session by holders of this process (the session audit counts them as owned). */
+  heldLockKeys(): Set<string> {
+    const keys = new Set<string>();
+    for (const holder of this.holders) keys.add(holder.lockKey);
+    return keys;
   }
 
   /** `holder` no longer holds its lock on this session (released, or handed to the next local holder). */

@@ -1,23 +1,22 @@
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
-import type { ProviderAcquireOptions } from '../../acquire-options.interface';
-import { validateAcquire } from '../../config/acquire-options.validator';
 import { postgresProviderOptions } from '../../config/provider-options.mapper';
 import { LockBackendError } from '../../errors';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { PostgresIdempotencyStore } from '../../idempotency/stores/postgres-idempotency.store';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
+import { LayeredLockProvider } from '../../local/layered-lock.provider';
+import { LockLines } from '../../local/lock-lines';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import { redactUrls } from '../../internal/redact';
-import type { Lock } from '../../lock.interface';
-import { LockProvider } from '../../lock.provider';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { LockSessions } from './lock-sessions';
 import { pingLockPool } from './postgres-health';
 import { sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
-import { ProcessLocks } from './process-locks';
+import { PostgresBackend, type HandedLock } from './postgres.backend';
+import type { PostgresLock } from './postgres-lock';
 
 export type { PostgresLockProviderOptions } from './postgres-lock-provider.options';
 
@@ -39,7 +38,7 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  *
  * See docs/providers/postgres.md.
  */
-export class PostgresLockProvider extends LockProvider implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource {
+export class PostgresLockProvider extends LayeredLockProvider<PostgresLock, HandedLock> implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource {
   /** Diagnostics: the lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
   readonly keyPrefix: string;
@@ -47,18 +46,15 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
   // One timer queue for the local waiters and the pool's queue.
   private readonly deadlines = new DeadlineQueue();
   private readonly sessions: LockSessions;
-  private readonly locks: ProcessLocks;
-  private readonly leaseNote = new IgnoredLeaseNote(
-    this.logger,
-    'PostgresLockProvider',
-    "a session lock lasts as long as its session; the provider's own leaseMs sets how often held sessions are checked",
-  );
+  private readonly backend: PostgresBackend;
+  /** @internal */
+  readonly lines: LockLines<PostgresLock, HandedLock>;
   private readonly idempotencyTable: string | undefined;
   private shutDown: Promise<void> | undefined;
 
   /** @throws Error when `pg` is not installed, or an option is invalid */
   constructor(options: PostgresLockProviderOptions = {}) {
-    super();
+    super('PostgresLockProvider');
     this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
     const timings = sessionTimings(options);
     this.idempotencyTable = options.idempotencyTable;
@@ -68,7 +64,21 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
     };
     this.sessions = new LockSessions(options, this.keyPrefix, timings, this.deadlines, log.error);
     this.applicationName = this.sessions.applicationName;
-    this.locks = new ProcessLocks(this.sessions, this.keyPrefix, options, timings.pingEveryMs, this.deadlines, log);
+    const leaseNote = new IgnoredLeaseNote(
+      this.logger,
+      'PostgresLockProvider',
+      "a session lock lasts as long as its session; the provider's own leaseMs sets how often held sessions are checked",
+    );
+    this.backend = new PostgresBackend(this.sessions, this.keyPrefix, options, timings.pingEveryMs, () => this.lines, leaseNote, log);
+    this.lines = new LockLines(this.backend, {
+      waitTimeoutMs: options.waitTimeoutMs,
+      maxPending: options.maxPending,
+      maxPendingTotal: options.maxPendingTotal,
+      shutdownGraceMs: options.shutdownGraceMs,
+      maxLocalHandOffs: options.maxLocalHandOffs ?? SERIALIZED_DEFAULTS.pgMaxLocalHandOffs,
+      deadlines: this.deadlines,
+      trackHeld: true,
+    });
   }
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
@@ -89,7 +99,7 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
 
   /** Diagnostics (for tests and health checks): keys held or waited for in this process (0 when idle). */
   get activeKeys(): number {
-    return this.locks.activeKeys;
+    return this.lines.activeKeys;
   }
 
   /**
@@ -101,7 +111,7 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
    * every session while locks are held.
    */
   async auditLocks(): Promise<number> {
-    return (await this.locks.auditAll()).length;
+    return (await this.backend.auditAll()).length;
   }
 
   /** Lock connections open or opening. */
@@ -111,40 +121,11 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
 
   /** Diagnostics: whether a timer is armed (none when nothing is held or waited for). */
   get timerArmed(): boolean {
-    return this.deadlines.armed || this.locks.armed || this.sessions.armed;
-  }
-
-  acquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock> {
-    const invalid = validateAcquire(key, options, 'PostgresLockProvider#acquire');
-    if (invalid) return Promise.reject(invalid);
-    return this.acquireValidated(key, options);
-  }
-
-  /** `acquire` once `key` and `options` are known valid (`LockService` validated them). */
-  override acquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock> {
-    this.leaseNote.check(options.leaseMs, key);
-    return this.locks.acquire(key, options);
-  }
-
-  /**
-   * Takes `key` only if nobody in this process holds or waits for it and PostgreSQL
-   * grants it at once. A full pool is not a busy key: it waits for room up to
-   * `waitTimeoutMs` (then `LockTimeoutError`, reason `no-connection`).
-   */
-  async tryAcquire(key: string, options: ProviderAcquireOptions = {}): Promise<Lock | null> {
-    const invalid = validateAcquire(key, options, 'PostgresLockProvider#tryAcquire');
-    if (invalid) throw invalid;
-    return this.tryAcquireValidated(key, options);
-  }
-
-  /** `tryAcquire` once `key` and `options` are known valid (`LockService` validated them). */
-  override tryAcquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock | null> {
-    this.leaseNote.check(options.leaseMs, key);
-    return this.locks.tryAcquire(key, options);
+    return this.deadlines.armed || this.backend.armed || this.sessions.armed;
   }
 
   beforeApplicationShutdown(): Promise<void> {
-    return keepingProcessAlive(() => this.locks.stopTaking());
+    return keepingProcessAlive(async () => void (await this.lines.stopTaking()));
   }
 
   /**
@@ -153,7 +134,7 @@ export class PostgresLockProvider extends LockProvider implements BeforeApplicat
    */
   onApplicationShutdown(): Promise<void> {
     return (this.shutDown ??= keepingProcessAlive(async () => {
-      await this.locks.close();
+      await this.backend.close(this.lines.holders());
       this.deadlines.clear();
     }));
   }

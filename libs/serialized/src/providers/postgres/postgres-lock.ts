@@ -1,8 +1,14 @@
 import { LockLostError } from '../../errors';
-import { LockState } from '../../internal/lock-state';
+import { LocalLock } from '../../local/local-lock';
 import type { Lock } from '../../lock.interface';
 import type { LockConnection, SessionHolder } from './lock-connection';
-import type { Cohort } from './handoff-cohort';
+import type { HandOffMode } from '../../acquire-options.interface';
+
+/** The run of local holders one server grant started: shared by every holder of that run. */
+export interface Cohort {
+  /** How the run's current holder passes the key on at release (see `HandOffMode`). */
+  readonly mode: HandOffMode;
+}
 
 /** What a held lock asks of its provider (`ProcessLocks`). */
 export interface PostgresLockOwner {
@@ -18,7 +24,7 @@ export interface PostgresLockOwner {
  * terminated, network dropped, server restarted) the lock is gone on the server
  * and `signal` aborts with `LockLostError`.
  */
-export class PostgresLock extends LockState implements Lock, SessionHolder {
+export class PostgresLock extends LocalLock implements Lock, SessionHolder {
   private releasing: Promise<void> | undefined;
 
   constructor(
@@ -31,8 +37,6 @@ export class PostgresLock extends LockState implements Lock, SessionHolder {
     private readonly owner: PostgresLockOwner,
     /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). */
     readonly cohort?: Cohort,
-    /** Local hand-offs in a row that led to this holder (0: granted by the server). */
-    readonly handoffs = 0,
   ) {
     super();
   }

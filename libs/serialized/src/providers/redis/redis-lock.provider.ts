@@ -4,13 +4,14 @@ import { validateAcquire } from '../../config/acquire-options.validator';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
 import { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
-import { HeldLocks } from '../../internal/held-locks';
-import { PendingBudget } from '../../internal/pending-budget';
+import { HeldLocks } from '../../local/held-locks';
+import { PendingBudget } from '../../local/pending-budget';
 import { keepingProcessAlive } from '../../internal/process-keep-alive';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { RedisIdempotencyStore } from '../../idempotency/stores/redis-idempotency.store';
 import type { Lock } from '../../lock.interface';
 import { LockProvider } from '../../lock.provider';
+import type { LockDoor } from '../../local/lock-door.interface';
 import { redisProviderOptions } from '../../config/provider-options.mapper';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
@@ -71,6 +72,15 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   /** `maxPendingTotal`: callers on their way or queued, across keys (a caller counts until it holds or leaves). */
   private readonly budget: PendingBudget;
   private shuttingDown: Promise<void> | undefined;
+  /**
+   * How `LockService` reaches this provider past validation (it validated the call);
+   * Redis grants nothing synchronously. @internal
+   */
+  readonly lines: LockDoor = {
+    acquire: (key, options) => this.acquireValidated(key, options),
+    tryAcquire: (key, options) => this.tryAcquireValidated(key, options),
+    acquireNow: () => undefined,
+  };
   private closing: Promise<void> | undefined;
 
   constructor(options: RedisLockProviderOptions) {
@@ -172,7 +182,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   /** `acquire` once `key` and `options` are known valid (`LockService` validated them). */
-  override acquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock> {
+  private acquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock> {
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -214,7 +224,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   }
 
   /** `tryAcquire` once `key` and `options` are known valid (`LockService` validated them). */
-  override tryAcquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock | null> {
+  private tryAcquireValidated(key: string, options: ProviderAcquireOptions): Promise<Lock | null> {
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
     return this.waiters.tryAcquire(key, options.leaseMs ?? this.options.leaseMs, options.signal, options.handoff);

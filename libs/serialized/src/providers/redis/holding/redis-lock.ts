@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../../../errors/index';
 import type { Lock } from '../../../lock.interface';
 import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
-import { LockState } from '../../../internal/lock-state';
+import { LocalLock } from '../../../local/local-lock';
 import { RELEASE, URGENT, type RedisConnection } from '../transport/redis-connection';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
@@ -59,7 +59,7 @@ const RENEW_RETRY_MAX_MS = 1000;
  * finds the key gone or taken, or cannot reach Redis before the lease ends, aborts
  * `signal` with `LockLostError`; nothing is ever thrown from a timer.
  */
-export class RedisLock extends LockState implements Lock {
+export class RedisLock extends LocalLock implements Lock {
   private renewal: Deadline | undefined;
   /** The lease end, armed while a renewal is unconfirmed. */
   private guard: Deadline | undefined;

@@ -8,7 +8,7 @@ import type { LockLostError } from '../errors';
  * aborts the signal as soon as it is made. A base class rather than a field, so a
  * lock costs one object. Not exported by the package: the lock classes' declarations extend it.
  */
-export abstract class LockState {
+export abstract class LocalLock {
   private controller: AbortController | undefined;
   private lostWith: LockLostError | undefined;
   private releasedFlag = false;

@@ -1,0 +1,27 @@
+import type { ProviderAcquireOptions } from '../acquire-options.interface';
+import type { Lock } from '../lock.interface';
+import type { LockProvider } from '../lock.provider';
+
+/**
+ * How `LockService` reaches a provider once it has validated a call itself: no
+ * second validation, and the synchronous grant of a free in-process key. The
+ * library's own providers expose it as their internal `lines` (`LockLines`
+ * implements it); any other `LockProvider` is reached through its public methods.
+ */
+export interface LockDoor {
+  acquire(key: string, options: ProviderAcquireOptions): Promise<Lock>;
+  tryAcquire(key: string, options: ProviderAcquireOptions): Promise<Lock | null>;
+  /** The key, held, when it is free in-process; `undefined` otherwise (never throws). */
+  acquireNow(key: string, signal: AbortSignal | undefined, leaseMs: number | undefined): Lock | undefined;
+}
+
+/** The door of `provider`: its `lines` when it has them, its public methods otherwise. */
+export function doorOf(provider: LockProvider): LockDoor {
+  const lines = (provider as { readonly lines?: LockDoor }).lines;
+  if (lines) return lines;
+  return {
+    acquire: (key, options) => provider.acquire(key, options),
+    tryAcquire: (key, options) => provider.tryAcquire(key, options),
+    acquireNow: () => undefined,
+  };
+}

@@ -1,0 +1,122 @@
+import type { LineCaller } from './line-caller';
+
+/** Where a key's turn stands in this process. */
+export const enum Turn {
+  /** A caller of this process is asking the backend for the key. */
+  Asking,
+  /** A caller of this process holds the key. */
+  Held,
+  /** The holder let go; its release is on its way to the backend (the next caller asks after it). */
+  Releasing,
+}
+
+/**
+ * One key's line in this process: its callers in arrival order (a linked list: a
+ * caller that times out or aborts leaves in O(1)), where the key's turn stands,
+ * whether the caller asking the backend waits there behind another process, the
+ * release in flight, and how many local hand-offs in a row the key has seen. Its
+ * fields change only through the transitions below, called by `LockLines`.
+ */
+export class LockLine<L> {
+  private firstCaller: LineCaller<L> | undefined = undefined;
+  private lastCaller: LineCaller<L> | undefined = undefined;
+  private count = 0;
+  private turnNow: Turn;
+  private waitingBehind = false;
+  private inFlight: Promise<unknown> | undefined = undefined;
+  private handOns = 0;
+
+  constructor(
+    readonly key: string,
+    turn: Turn,
+  ) {
+    this.turnNow = turn;
+  }
+
+  /** The first caller waiting for its turn. */
+  get head(): LineCaller<L> | undefined {
+    return this.firstCaller;
+  }
+
+  /** The last caller waiting for its turn (the newest). */
+  get tail(): LineCaller<L> | undefined {
+    return this.lastCaller;
+  }
+
+  /** Callers waiting for their turn (the holder and the caller asking the backend are not among them). */
+  get waiting(): number {
+    return this.count;
+  }
+
+  get turn(): Turn {
+    return this.turnNow;
+  }
+
+  /** The caller asking the backend waits there behind another process: it counts as a waiter of this process. */
+  get behind(): boolean {
+    return this.waitingBehind;
+  }
+
+  /** The release on its way to the backend, if any (a try of the key waits for it). */
+  get releasing(): Promise<unknown> | undefined {
+    return this.turnNow === Turn.Releasing ? this.inFlight : undefined;
+  }
+
+  /** Local hand-offs in a row since the backend last granted the key. */
+  get passes(): number {
+    return this.handOns;
+  }
+
+  /** `join`: a caller takes its place at the tail. */
+  join(caller: LineCaller<L>): void {
+    caller.prev = this.lastCaller;
+    caller.next = undefined;
+    if (this.lastCaller) this.lastCaller.next = caller;
+    else this.firstCaller = caller;
+    this.lastCaller = caller;
+    this.count++;
+  }
+
+  /** `leave`: a caller leaves its place; false when it had none (it already left, or never waited). */
+  leave(caller: LineCaller<L>): boolean {
+    if (caller.prev === undefined && this.firstCaller !== caller) return false;
+    if (caller.prev) caller.prev.next = caller.next;
+    else this.firstCaller = caller.next;
+    if (caller.next) caller.next.prev = caller.prev;
+    else this.lastCaller = caller.prev;
+    caller.prev = caller.next = undefined;
+    this.count--;
+    return true;
+  }
+
+  /** `ask`: the key's turn goes to a caller who asks the backend (a new run of local hand-offs starts). */
+  ask(): void {
+    this.turnNow = Turn.Asking;
+    this.waitingBehind = false;
+    this.inFlight = undefined;
+    this.handOns = 0;
+  }
+
+  /** `waits-behind`: the asking caller waits in the backend behind another process. */
+  waitsBehind(): void {
+    this.waitingBehind = true;
+  }
+
+  /** `hold`: the backend granted the key to the asking caller. */
+  hold(): void {
+    this.turnNow = Turn.Held;
+    this.waitingBehind = false;
+  }
+
+  /** `hand-on`: the holder's key passed to the next caller of this process, the backend not asked. */
+  handOn(): void {
+    this.turnNow = Turn.Held;
+    this.handOns++;
+  }
+
+  /** `let-go`: the holder let go, and `release` is on its way to the backend. */
+  letGo(release: Promise<unknown>): void {
+    this.turnNow = Turn.Releasing;
+    this.inFlight = release;
+  }
+}

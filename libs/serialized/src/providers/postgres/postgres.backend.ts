@@ -1,0 +1,204 @@
+import type { HandOffMode } from '../../acquire-options.interface';
+import { LockLostError, LockTimeoutError } from '../../errors';
+import type { LineCaller } from '../../local/line-caller';
+import type { LockBackend } from '../../local/lock-backend.interface';
+import type { LockLines } from '../../local/lock-lines';
+import type { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { advisoryLockKey } from './advisory-key.hash';
+import { checkSession, KEPT, unlockSession } from './held-session';
+import { LockAttempt, type AttemptOwner } from './lock.attempt';
+import type { LockConnection, UnownedLock } from './lock-connection';
+import type { LockSessions } from './lock-sessions';
+import { PostgresLock, type Cohort } from './postgres-lock';
+import { SessionAudit } from './session-audit';
+import { SessionLivenessMonitor } from './session-liveness.monitor';
+
+/** A server lock on its way from a releasing holder to the next caller of this process (a local hand-off). */
+export interface HandedLock {
+  readonly key: string;
+  readonly lockKey: string;
+  readonly connection: LockConnection;
+  /** The token the next holder takes: reserved from the session's block when the holder let go. */
+  readonly token: bigint;
+  readonly cohort: Cohort;
+}
+
+/** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
+type PostgresLines = Pick<LockLines<PostgresLock, HandedLock>, 'waitsBehind' | 'heldCount' | 'released'>;
+
+const KEY_HELD_HERE = 'key held (or asked for by an earlier caller of this process)';
+const NO_LONGER_WATCHED =
+  'the provider shut down past its grace period and stopped watching its PostgreSQL session (the session keeps the lock until release)';
+
+/**
+ * The PostgreSQL backend: session-level advisory locks on the sessions of the
+ * library's own pool. The layer lets one caller per key and process ask at a time
+ * (`LockAttempt`: a try on a shared session, then a wait in the server's queue on
+ * a session of its own); a release hands the key on in-process when the layer
+ * allows and the session's token block lasts (lock cohorting, Dice, Marathe &
+ * Shavit, PPoPP 2012) — `strict` only when no other session waits in the server
+ * (one statement that unlocks if one does), `cohort` up to the layer's bound —
+ * and otherwise unlocks, with every result checked.
+ */
+export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, AttemptOwner {
+  /** The attempt in flight per key (at most one: the layer lets one caller per key ask). */
+  private readonly attempts = new Map<string, LockAttempt>();
+  private readonly mode: HandOffMode;
+  private readonly monitor: SessionLivenessMonitor;
+  private readonly audit: SessionAudit;
+  private readonly owner = { releaseLock: (lock: PostgresLock) => this.lines().released(lock), checkLock: checkSession };
+
+  /** @throws Error when `handoff` or `maxLocalHandOffs` is invalid */
+  constructor(
+    private readonly sessions: LockSessions,
+    private readonly keyPrefix: string,
+    options: { handoff?: HandOffMode; maxLocalHandOffs?: number },
+    pingEveryMs: number,
+    /** The provider's lines (made after the backend). */
+    private readonly lines: () => PostgresLines,
+    private readonly leaseNote: IgnoredLeaseNote,
+    private readonly log: { warn(message: string): void; error(message: string): void },
+  ) {
+    this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
+    const max = options.maxLocalHandOffs ?? SERIALIZED_DEFAULTS.pgMaxLocalHandOffs;
+    if (this.mode !== 'cohort' && this.mode !== 'strict') throw new Error(`handoff ${JSON.stringify(this.mode)} is invalid: expected 'strict' or 'cohort'`);
+    if (!Number.isSafeInteger(max) || max < 0) throw new Error(`maxLocalHandOffs ${JSON.stringify(max)} is invalid: expected an integer ≥ 0`);
+    this.audit = new SessionAudit(sessions.pool, (connection) => this.ownedOn(connection), log.error);
+    this.monitor = new SessionLivenessMonitor(() => sessions.pool.shareable(), () => lines().heldCount > 0, (connection) => this.audit.session(connection), pingEveryMs);
+  }
+
+  /** Whether the liveness checks' timer runs. */
+  get armed(): boolean {
+    return this.monitor.armed;
+  }
+
+  take(caller: LineCaller<PostgresLock>): Promise<PostgresLock | null> {
+    this.leaseNote.check(caller.leaseMs, caller.key);
+    this.sessions.assertUsable(caller.key);
+    const attempt = new LockAttempt(this.sessions, this, caller.key, advisoryLockKey(this.keyPrefix, caller.key), {
+      mode: caller.mode,
+      waitTimeoutMs: caller.waitTimeoutMs,
+      startedAt: caller.startedAt,
+      signal: caller.signal,
+      maxPending: caller.maxPending,
+      handoff: caller.handoff,
+    });
+    this.attempts.set(caller.key, attempt);
+    attempt.start();
+    return attempt.promise;
+  }
+
+  windingDown(key: string): Promise<void> | undefined {
+    return this.attempts.get(key)?.done;
+  }
+
+  release(lock: PostgresLock, handOn: boolean): HandedLock | undefined | Promise<HandedLock | undefined> {
+    const eligible = handOn && this.mayHandOn(lock);
+    if (eligible && lock.cohort!.mode === 'cohort') return this.handOff(lock);
+    return this.unlock(lock, eligible);
+  }
+
+  adopt(handed: HandedLock, caller: LineCaller<PostgresLock>): PostgresLock | undefined {
+    if (handed.connection.dead) {
+      // The session ended on the way: the server freed the lock, and the caller asks again.
+      this.sessions.pool.release(handed.connection);
+      return undefined;
+    }
+    // The new holder's own mode, if it gave one, decides its release; the token block carries on.
+    const cohort = caller.handoff && caller.handoff !== handed.cohort.mode ? { mode: caller.handoff } : handed.cohort;
+    return this.holderOf(handed.key, handed.token, handed.lockKey, handed.connection, cohort);
+  }
+
+  giveBack(handed: HandedLock): Promise<void> {
+    return unlockSession(handed, this.sessions.pool, this.sessions.statements).then((lost) => void (lost instanceof LockLostError && this.log.warn(lost.message)));
+  }
+
+  timeoutError(key: string, waitTimeoutMs: number): LockTimeoutError {
+    return new LockTimeoutError(key, waitTimeoutMs, undefined, { reason: 'key-held', message: KEY_HELD_HERE });
+  }
+
+  stopAsking(error: (key: string) => Error): void {
+    for (const attempt of [...this.attempts.values()]) attempt.abort(error(attempt.key));
+  }
+
+  /** AttemptOwner: the server granted the key. */
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandOffMode): PostgresLock {
+    // A session whose sequence reserves no block (increment 1) cannot hand off.
+    const cohort = connection.tokens.block >= 2 ? { mode: handoff ?? this.mode } : undefined;
+    return this.holderOf(key, fencingToken, lockKey, connection, cohort);
+  }
+
+  /** AttemptOwner: the attempt is over, server side included. */
+  attemptDone(attempt: LockAttempt): void {
+    if (this.attempts.get(attempt.key) === attempt) this.attempts.delete(attempt.key);
+  }
+
+  /** AttemptOwner: the attempt's caller is about to wait in the server behind another session. */
+  attemptBlocked(attempt: LockAttempt): Error | undefined {
+    return this.lines().waitsBehind(attempt.key, attempt.maxPending);
+  }
+
+  /** Audits every lock session now; resolves with the advisory locks found without an owner (given back). */
+  auditAll(): Promise<UnownedLock[]> {
+    return this.audit.all();
+  }
+
+  /** After shutdown: stops the session checks, tells holders past the grace period, closes the lock pool. */
+  async close(holders: Iterable<PostgresLock>): Promise<void> {
+    this.monitor.stop();
+    const still = [...holders];
+    // Nothing watches the sessions still held past the grace period any more (and
+    // they no longer keep the process alive): their holders are told now.
+    for (const lock of still) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
+    // Aborted waits end their sessions as soon as the server answers the cancel.
+    await Promise.race([
+      Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
+      new Promise((resolve) => setTimeout(resolve, this.sessions.connectTimeoutMs).unref()),
+    ]);
+    // Sessions still held past the grace period stay until their holders release them, without keeping the process alive.
+    for (const lock of still) lock.connection.unref();
+    await this.sessions.pool.close();
+  }
+
+  private holderOf(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort: Cohort | undefined): PostgresLock {
+    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this.owner, cohort);
+    // A session that ended on the way tells the lock at once (its holders were told when it went).
+    connection.hold(lock);
+    this.monitor.arm();
+    return lock;
+  }
+
+  private mayHandOn(lock: PostgresLock): boolean {
+    const { cohort, connection } = lock;
+    return cohort !== undefined && connection.tokens.available && !lock.lost && !connection.dead;
+  }
+
+  /** The key stays locked on the holder's session for the next caller here, with the next token of the session's block. */
+  private handOff(lock: PostgresLock): HandedLock {
+    const { connection } = lock;
+    connection.letGo(lock);
+    // The token is taken now, while the key is held: larger than every token this session gave before.
+    return { key: lock.key, lockKey: lock.lockKey, connection, token: connection.tokens.take()!, cohort: lock.cohort! };
+  }
+
+  /** Unlocks on the server (`strict` and eligible: only if another session waits, else keeps it for the next caller here). */
+  private async unlock(lock: PostgresLock, keepIfAlone: boolean): Promise<HandedLock | undefined> {
+    const outcome = await unlockSession(lock, this.sessions.pool, this.sessions.statements, keepIfAlone);
+    if (outcome === KEPT) return this.handOff(lock);
+    // A loss found at release is told (signal, `lost`) and logged once; the release itself succeeded in letting go.
+    if (outcome instanceof LockLostError && !lock.lost) {
+      lock.markLost(outcome);
+      this.log.warn(outcome.message);
+    }
+    return undefined;
+  }
+
+  /** Asked when an audit statement is sent: the lock keys of `connection` someone here stands behind. */
+  private ownedOn(connection: LockConnection): Set<string> {
+    const owned = connection.heldLockKeys();
+    // An attempt owns its key on any session: it may be between statements or winding down.
+    for (const attempt of this.attempts.values()) owned.add(attempt.lockKey);
+    return owned;
+  }
+}
