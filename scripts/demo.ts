@@ -12,14 +12,18 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import net from 'node:net';
-import { createApp } from '../src/app.factory';
 import { loadAppConfig } from '../src/config/app.config';
+import { readDigestRuns } from '../src/digest/digest-demo';
 import { runReportsDemo } from '../src/reports';
 
 const DUPLICATES = 20;
 const REPORTS = 4;
 /** Short reports, so the demo stays quick; each still takes long enough to overlap if unserialized. */
 const REPORT_DURATION_MS = '400';
+/** The nightly digest runs every second in the demo, so its ticks can be counted in seconds. */
+const DIGEST_CRON = '* * * * * *';
+/** Every-second digest ticks watched at least, whatever the other scenarios took. */
+const DIGEST_MIN_TICKS = 3;
 
 interface Args {
   instances: number;
@@ -52,9 +56,13 @@ interface Deployment {
 
 async function startInProcess(reports: boolean, transactionalRewards: boolean): Promise<Deployment> {
   const base = loadAppConfig();
+  // Loaded here, not at the top: the digest job reads DIGEST_CRON when its class is defined.
+  process.env.DIGEST_CRON = DIGEST_CRON;
+  const { createApp } = await import('../src/app.factory');
   const app: INestApplication = await createApp({
     logger: ['error', 'warn'],
     reports,
+    digest: true,
     config: { reports: { ...base.reports, durationMs: Number(REPORT_DURATION_MS) }, transactionalRewards },
   });
   await app.listen(0, '127.0.0.1');
@@ -75,7 +83,15 @@ async function startProcesses(count: number, reports: boolean, transactionalRewa
       [...process.execArgv, path.join(root, 'src', `main${path.extname(__filename)}`)],
       {
         cwd: root,
-        env: { ...process.env, PORT: String(port), REPORTS_ENABLED: String(reports), REPORT_DURATION_MS, TX_REWARDS_ENABLED: String(transactionalRewards) },
+        env: {
+          ...process.env,
+          PORT: String(port),
+          REPORTS_ENABLED: String(reports),
+          REPORT_DURATION_MS,
+          TX_REWARDS_ENABLED: String(transactionalRewards),
+          DIGEST_ENABLED: 'true',
+          DIGEST_CRON,
+        },
         stdio: ['ignore', 'ignore', 'inherit'],
       },
     );
@@ -259,6 +275,25 @@ async function reportsScenario(urls: string[]): Promise<Row> {
 }
 
 /**
+ * The digest job fires every second on every instance; `@OncePerTick` sends each
+ * tick's digest once across them, while its naive twin is sent by every instance.
+ */
+async function digestScenario(urls: string[], upAt: number): Promise<Row> {
+  const watchUntil = upAt + (DIGEST_MIN_TICKS + 2) * 1000;
+  if (Date.now() < watchUntil) await new Promise((resolve) => setTimeout(resolve, watchUntil - Date.now()));
+  // The first and the last second may have fired on some instances only.
+  const result = await readDigestRuns(urls, upAt + 1000, Date.now() - 500);
+  const instances = Object.values(result.perInstance);
+  return {
+    scenario: 'nightly digest, @OncePerTick (every second here)',
+    requests: `${result.ticks} ticks × ${urls.length} instance${urls.length > 1 ? 's' : ''}`,
+    naive: `${result.naiveSent} digests sent`,
+    serialized: `${result.sent} digests, one per tick (${instances.length > 1 ? `the instances sent ${instances.join(' + ')}` : 'one instance'})`,
+    ok: result.ticks >= DIGEST_MIN_TICKS && result.wrongTicks === 0,
+  };
+}
+
+/**
  * The reports flow runs on BullMQ, which needs Redis even when the locks are in memory;
  * the transaction-mode reward needs PostgreSQL (`defaultPort` 5432) whatever the driver.
  */
@@ -307,12 +342,14 @@ async function main(): Promise<void> {
   const transactionalRewards = await reachable(databaseUrl, 5432);
   const deployment =
     args.instances === 1 ? await startInProcess(reports, transactionalRewards) : await startProcesses(args.instances, reports, transactionalRewards);
+  const upAt = Date.now();
   let rows: Row[];
   try {
     rows = [await rewardScenario(deployment.urls)];
     if (transactionalRewards) rows.push(await transactionalRewardScenario(deployment.urls));
     rows.push(await resourceScenario(deployment.urls), await paymentScenario(deployment.urls));
     if (reports) rows.push(await reportsScenario(deployment.urls));
+    rows.push(await digestScenario(deployment.urls, upAt));
   } finally {
     await deployment.stop();
   }
@@ -324,7 +361,9 @@ async function main(): Promise<void> {
     console.error(`\nFAILED: the serialized outcome is wrong for: ${failed.map((r) => r.scenario).join(', ')}`);
     process.exit(1);
   }
-  console.log('\nEvery serialized outcome is right: each thing done once, one at a time, in arrival order; the retried payment charged once, every copy answered alike.');
+  console.log(
+    '\nEvery serialized outcome is right: each thing done once, one at a time, in arrival order; the retried payment charged once, every copy answered alike; each digest tick sent by one instance.',
+  );
 }
 
 main().catch((error) => {

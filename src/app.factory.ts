@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { AppModule, type AppModuleOptions } from './app.module';
 import { loadAppConfig, type AppConfig } from './config/app.config';
+import { DigestModule } from './digest/digest.module';
 import { ReportsModule } from './reports';
 import { TransactionalRewardsModule } from './rewards-tx/transactional-rewards.module';
 
@@ -15,6 +16,11 @@ export interface CreateAppOptions extends Omit<AppModuleOptions, 'config'> {
    * `main.ts` follows `REPORTS_ENABLED`, the demo turns it on, tests and benchmarks leave it off.
    */
   reports?: boolean;
+  /**
+   * Adds the nightly digest job (`@OncePerTick` on @nestjs/schedule, `GET /digests`).
+   * Off unless asked for: `main.ts` follows `DIGEST_ENABLED`, the demo turns it on.
+   */
+  digest?: boolean;
 }
 
 /**
@@ -35,6 +41,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<INestAp
       }),
     );
   }
+  if (options.digest) imports.push(DigestModule);
   if (config.transactionalRewards) imports.push(TransactionalRewardsModule.register(config.databaseUrl));
   const module = AppModule.register({ config, serialized: options.serialized, metrics: options.metrics, imports });
   const logger = options.logger ?? ['error', 'warn', 'log'];

@@ -18,6 +18,8 @@ export const APP_ENV_ACCEPTS = {
   TX_REWARDS_ENABLED:
     'true or false (default false): the daily reward in transaction mode (seed 003, scheme 3: TypeORM, PostgreSQL at DATABASE_URL, POST /tx/users/:userId/rewards/daily)',
   REPORTS_QUEUE_PREFIX: '1 to 64 characters of A-Z a-z 0-9 _ . : - { } (default bull)',
+  DIGEST_ENABLED: 'true or false (default true): the nightly digest job (@OncePerTick on @nestjs/schedule, GET /digests)',
+  DIGEST_CRON: 'a cron expression of 5 or 6 fields, seconds first when 6 (default 0 0 3 * * *: every night at 03:00)',
 } as const;
 
 class AppEnvironment {
@@ -32,6 +34,8 @@ class AppEnvironment {
   @IsOptional() @IsInt() @Min(1) @Max(100) REPORTS_CONCURRENCY?: number;
   @IsOptional() @Matches(/^[A-Za-z0-9_.:{}-]{1,64}$/) REPORTS_QUEUE_PREFIX?: string;
   @IsOptional() @IsIn(['true', 'false']) TX_REWARDS_ENABLED?: 'true' | 'false';
+  @IsOptional() @IsIn(['true', 'false']) DIGEST_ENABLED?: 'true' | 'false';
+  @IsOptional() @Matches(/^\S+(\s+\S+){4,5}$/) DIGEST_CRON?: string;
 }
 
 const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS', 'PAYMENT_TASK_MS', 'REPORT_DURATION_MS', 'REPORTS_CONCURRENCY']);
@@ -51,6 +55,8 @@ export interface AppConfig {
   reports: { enabled: boolean; durationMs: number; concurrency: number; queuePrefix: string };
   /** The daily reward in transaction mode (`POST /tx/users/:userId/rewards/daily`, PostgreSQL at `databaseUrl`). */
   transactionalRewards: boolean;
+  /** The nightly digest job (`GET /digests`); its schedule is read by the job itself (`DIGEST_CRON`). */
+  digest: { enabled: boolean; cron: string };
 }
 
 /** Reads and validates the app's variables; a bad value stops start-up naming every bad variable. */
@@ -91,6 +97,7 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       queuePrefix: env_.REPORTS_QUEUE_PREFIX ?? 'bull',
     },
     transactionalRewards: env_.TX_REWARDS_ENABLED === 'true',
+    digest: { enabled: env_.DIGEST_ENABLED !== 'false', cron: env_.DIGEST_CRON ?? '0 0 3 * * *' },
   };
 }
 

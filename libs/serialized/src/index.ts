@@ -68,6 +68,10 @@ export type { IdempotencyStore, IdempotencyStoreSource } from './idempotency/ide
 export type { StoredResponse } from './idempotency/stored-response';
 export type { ProblemDetails } from './idempotency/idempotency-problem.mapper';
 
+// Scheduled methods: each tick of a @nestjs/schedule job runs on one instance (docs/scheduling.md).
+export { OncePerTick } from './schedule/once-per-tick.decorator';
+export type { OncePerTickOptions } from './metadata/once-per-tick-options.interface';
+
 // Transaction mode: the lock inside the app's own database transaction (docs/transactions.md).
 export type { TransactionOption, TransactionQuery, TransactionModuleOptions } from './transaction/transaction-options.interface';
 export { TransactionIsolationError } from './transaction/transaction-isolation.error';

@@ -23,6 +23,7 @@ import {
   SERIALIZED_OPTIONS_TYPE,
   SerializedConfigurableModule,
 } from './serialized.module-definition';
+import { TickRunner } from './schedule/tick.runner';
 import { TransactionHandlersChecker } from './transaction/transaction-handlers.checker';
 import { TransactionHostResolver } from './transaction/transaction-host.resolver';
 import { TransactionLocks } from './transaction/transaction-locks';
@@ -100,6 +101,8 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     OptionalPeersCheck,
     // Gateways get no global filters from Nest: they get the same filter on their class.
     GatewayFiltersInstaller,
+    // `@OncePerTick` methods: checked at start-up, claimed in the driver's backend when they fire.
+    TickRunner,
     ...IDEMPOTENCY_PROVIDERS,
   ],
   exports: [
@@ -111,6 +114,8 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
     BackendOutageLog,
     SerializedExceptionFilter,
     SerializedHealthIndicator,
+    // Injected into every instance with a `@OncePerTick` method (property injection).
+    TickRunner,
     ...IDEMPOTENCY_EXPORTS,
   ],
 })

@@ -16,6 +16,7 @@ import {
   LockProvider,
   LockService,
   LockTimeoutError,
+  OncePerTick,
   PostgresLockProvider,
   RedisLockProvider,
   SerializationKeyError,
@@ -36,6 +37,7 @@ import type {
   IdempotentOptions,
   Lock,
   LockProviderCommonOptions,
+  OncePerTickOptions,
   PgPoolLike,
   RedisClientLike,
   RunOptions,
@@ -93,6 +95,12 @@ export class RewardsController {
 
 @SerializedJobs({ recheckMs: 1000 })
 export class JobsTuning {}
+
+// `@OncePerTick` compiles without @nestjs/schedule's typings (the schedule decorator is the app's).
+export class NightlyDigest {
+  @OncePerTick({ name: 'nightly-digest', maxClockSkewMs: 1000, leaseMs: 60_000 } satisfies OncePerTickOptions)
+  async send(): Promise<void> {}
+}
 
 @Module({ imports: [SerializedModule.forRoot({ provider: new InMemoryLockProvider() })], controllers: [RewardsController], providers: [WalletService] })
 export class WithProviderModule {}

@@ -12,6 +12,7 @@ import { redactUrls } from '../../internal/redact';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import type { LockSessionSettings } from './lock-session.opener';
 import { LockSessions } from './lock-sessions';
 import { pingLockPool } from './postgres-health';
 import { sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
@@ -89,6 +90,11 @@ export class PostgresLockProvider extends LayeredLockProvider<PostgresLock, Hand
   /** `@Idempotent`'s records: a table of this database, reached through a small pool of their own. */
   createIdempotencyStore(): IdempotencyStore {
     return new PostgresIdempotencyStore({ ...this.sessions.settings, keyPrefix: this.keyPrefix, table: this.idempotencyTable });
+  }
+
+  /** The lock sessions' connection settings, read by the library's own stores (`@OncePerTick`'s tick table). @internal */
+  get sessionSettings(): LockSessionSettings {
+    return this.sessions.settings;
   }
 
   /** Health: one statement on a lock connection, bounded by `timeoutMs` (see `pingLockPool`). */
