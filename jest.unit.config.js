@@ -1,0 +1,24 @@
+/**
+ * `npm run test:unit`: the fast loop. Every unit spec beside the source and the
+ * in-memory driver's suites, with no service to start (no Redis, PostgreSQL,
+ * MariaDB, SPIN) and no compiled build for child processes. `npm test` remains the
+ * whole thing.
+ */
+/** @type {import('jest').Config} */
+const base = require('./jest.config');
+
+const { globalSetup, globalTeardown, ...rest } = base;
+void globalSetup;
+void globalTeardown;
+
+module.exports = {
+  ...rest,
+  testRegex: [
+    '(libs|src)/.*\\.spec\\.ts$',
+    'test/contract/in-memory\\.contract\\.spec\\.ts$',
+    'test/e2e/(for-root-async|keys|lifecycle|per-call-options|serialized-http)\\.e2e-spec\\.ts$',
+    'test/docs/options-docs\\.spec\\.ts$',
+    'test/structure/.*\\.spec\\.ts$',
+    'test/models/vocabulary\\.spec\\.ts$',
+  ],
+};
