@@ -8,11 +8,14 @@ import { LockBusyError, SerializationKeyError, SerializedError } from './errors'
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { doorOf, type LockDoor } from './local/lock-door.interface';
+import { inspectorOf, type KeyInspector } from './inspect/key-inspector.interface';
+import type { LockInfo } from './inspect/lock-info.interface';
 import { hasLoneSurrogate } from './key/lock-key';
 import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
+import { driverOf } from './observability/driver-of';
 import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks';
 
 // The options of a call that gives none (never written to): nothing to validate.
@@ -70,10 +73,16 @@ export class LockService {
   transactions?: TransactionLocks;
   /** The provider, reached past its validation (this service validates each call once) and by its synchronous fast path. */
   private readonly door: LockDoor;
+  /** What the provider can tell of a key's holders and waiters (`inspect`). */
+  private readonly inspector: KeyInspector;
+  /** `memory`, `redis`, `postgres` or a provider's class name. */
+  private readonly driver: string;
 
   constructor(provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
     this.door = doorOf(provider);
+    this.inspector = inspectorOf(provider);
+    this.driver = driverOf(provider);
   }
 
   /** `metrics: 'off'`: this service records nothing, whatever MeterProvider is registered. @internal */
@@ -178,6 +187,28 @@ export class LockService {
       return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
     }
     return runWithContext(this.context, { held: held as HeldLock, outer: outerOf(store), innermost: held, handshake }, store, fn);
+  }
+
+  /**
+   * Who holds `key` right now, since when, and how many wait for it — in this
+   * process and, where the backend can tell, in every process sharing it
+   * (docs/observability.md, "Who holds my key?"). Read-only and safe in
+   * production: it never takes, extends or releases a lock, never delays a caller
+   * of the key, and costs at most one bounded backend read (Redis: one read-only
+   * script, O(1) plus a look at the first 256 places of the queue; PostgreSQL: one
+   * statement on a lock session reading `pg_locks` for the key; in-memory: nothing
+   * but this process). Keys as given to {@link run} (for `@Serialized`,
+   * `<scope>:<value>`). In transaction mode this process's holders and waiters are
+   * listed too.
+   *
+   * @throws SerializationKeyError `key` is not a non-empty string
+   * @throws LockBackendError the backend could not be read
+   */
+  async inspect(key: string): Promise<LockInfo> {
+    const invalid = invalidCall(key, NO_OPTIONS, 'LockService#inspect');
+    if (invalid) throw invalid;
+    const info = await this.inspector.inspect(key);
+    return this.transactions ? this.transactions.addHere(info, this.driver === 'postgres') : info;
   }
 
   /** Whether the current async context holds `key`. */

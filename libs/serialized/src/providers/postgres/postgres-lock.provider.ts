@@ -17,6 +17,7 @@ import { LockSessions } from './lock-sessions';
 import { pingLockPool } from './postgres-health';
 import { sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import { PostgresBackend, type HandedLock } from './postgres.backend';
+import { PostgresLockInspector } from './postgres-lock.inspector';
 import type { PostgresLock } from './postgres-lock';
 
 export type { PostgresLockProviderOptions } from './postgres-lock-provider.options';
@@ -50,6 +51,8 @@ export class PostgresLockProvider extends LayeredLockProvider<PostgresLock, Hand
   private readonly backend: PostgresBackend;
   /** @internal */
   readonly lines: LockLines<PostgresLock, HandedLock>;
+  /** `LockService.inspect`: the local layer and `pg_locks`. @internal */
+  readonly inspector: PostgresLockInspector;
   private readonly idempotencyTable: string | undefined;
   private shutDown: Promise<void> | undefined;
 
@@ -80,6 +83,7 @@ export class PostgresLockProvider extends LayeredLockProvider<PostgresLock, Hand
       deadlines: this.deadlines,
       trackHeld: true,
     });
+    this.inspector = new PostgresLockInspector(this.sessions, this.keyPrefix, () => this.lines);
   }
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */
