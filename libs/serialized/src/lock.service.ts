@@ -15,6 +15,8 @@ import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
+import type { SerializedTracing } from './observability/serialized.tracing';
+import type { Span } from '@opentelemetry/api';
 import { driverOf } from './observability/driver-of';
 import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks';
 
@@ -61,6 +63,8 @@ export class LockService {
   private readonly context = new AsyncLocalStorage<LockContext>();
   // OpenTelemetry instruments, or undefined (no @opentelemetry/api, no MeterProvider): one null check per call.
   private metrics: SerializedMetrics | undefined;
+  // Spans, or undefined (tracing off, or 'auto' without @opentelemetry/api or a TracerProvider): one null check per call.
+  private tracing: SerializedTracing | undefined;
 
   /**
    * Whether calls that do not say (`reentrant` of {@link RunOptions}) join an
@@ -90,6 +94,11 @@ export class LockService {
     this.metrics = undefined;
   }
 
+  /** `tracing` (`'auto'`/`'on'`): the spans to record, made by `SerializedModule`; `undefined` records none. @internal */
+  traceWith(tracing: SerializedTracing | undefined): void {
+    this.tracing = tracing;
+  }
+
   /**
    * Runs `fn` while holding `key`, one caller at a time per key, in arrival order,
    * and releases the key when `fn` settles. The lock is handed to `fn`: watch
@@ -113,7 +122,7 @@ export class LockService {
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
     try {
-      const result = this.runSection(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics), fn, store);
+      const result = this.runSection(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing), fn, store);
       return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error);
@@ -143,9 +152,10 @@ export class LockService {
     const entry = reentrant ? heldIn(this.context.getStore(), key) : undefined;
     if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
     const since = this.metrics?.waiting(key);
+    const wait = this.tracing?.waiting(key);
     return this.acquireFromProvider(key, options).then(
-      (lock) => this.holding(key, lock, since, options.handler, reentrant),
-      (error: unknown) => this.acquireFailed(key, since, error, options.handler),
+      (lock) => this.holding(key, lock, since, options.handler, reentrant, wait),
+      (error: unknown) => this.acquireFailed(key, since, error, options.handler, wait),
     );
   }
 
@@ -162,7 +172,7 @@ export class LockService {
     const lock = this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return undefined;
     this.metrics?.acquiredAtOnce(key);
-    return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
+    return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing);
   }
 
   /**
@@ -258,12 +268,13 @@ export class LockService {
     // Joining an enclosing holder: acquire's path (the call was validated in run).
     if (joining) return this.acquireValidated(key, options).then((held) => this.runHeld(held, fn));
     const since = this.metrics?.waiting(key);
-    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store);
-    if (options.transaction) return runInTransaction(this.transactions, key, options, section, (error) => this.acquireFailed(key, since, error, options.handler));
+    const wait = this.tracing?.waiting(key);
+    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant, wait), fn, store);
+    if (options.transaction) return runInTransaction(this.transactions, key, options, section, (error) => this.acquireFailed(key, since, error, options.handler, wait));
     return this.acquireFromProvider(key, options).then(
       // The reaction runs in the caller's async context, where `store` was read.
       section,
-      (error: unknown) => this.acquireFailed(key, since, error, options.handler),
+      (error: unknown) => this.acquireFailed(key, since, error, options.handler, wait),
     );
   }
 
@@ -325,13 +336,15 @@ export class LockService {
     }
   }
 
-  private holding(key: string, lock: Lock, since: number | undefined, handler: string | undefined, reentrant: boolean): HeldLock {
+  private holding(key: string, lock: Lock, since: number | undefined, handler: string | undefined, reentrant: boolean, wait: Span | undefined): HeldLock {
     if (since !== undefined) this.metrics?.acquired(key, since);
-    return new HeldLock(lock, handler, this.logger, reentrant, this.metrics);
+    if (wait) this.tracing!.acquired(wait, lock);
+    return new HeldLock(lock, handler, this.logger, reentrant, this.metrics, this.tracing);
   }
 
-  private acquireFailed(key: string, since: number | undefined, error: unknown, handler: string | undefined): never {
+  private acquireFailed(key: string, since: number | undefined, error: unknown, handler: string | undefined, wait: Span | undefined): never {
     if (since !== undefined) this.metrics?.failed(key, since, error);
+    if (wait) this.tracing!.failed(wait, key, error);
     if (error instanceof SerializedError && handler) error.attachHandler(handler);
     throw error;
   }
