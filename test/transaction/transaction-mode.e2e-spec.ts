@@ -116,6 +116,39 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
     expect((await request(server).post('/reject/r1')).status).toBe(201);
   });
 
+  it('inspect lists the transaction holder of this process with its token, and counts its waiters in the server and in line', async () => {
+    const server = url;
+    const locks = app.get(LockService);
+    const key = advisoryLockKey(keyPrefix, 'reward:i1');
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+    let first: Promise<request.Response>;
+    let second: Promise<request.Response>;
+    try {
+      // Behind another session: one caller waits in the server, the next in this process's line.
+      first = request(server).post('/hold/i1?ms=400').then((r) => r);
+      await waitFor(async () => (await locks.inspect('reward:i1')).waitingHere === 1, 5000, 'one waiter');
+      second = request(server).post('/hold/i1?ms=0').then((r) => r);
+      await waitFor(async () => (await locks.inspect('reward:i1')).waitingHere === 2, 5000, 'two waiters');
+      expect(await locks.inspect('reward:i1')).toEqual({ key: 'reward:i1', holders: [], waiting: 2, waitingHere: 2 });
+    } finally {
+      await holder.query('COMMIT');
+    }
+    await waitFor(async () => (await locks.inspect('reward:i1')).holders.length === 1, 5000, 'the holder here');
+    const whileHeld = await locks.inspect('reward:i1');
+    expect(whileHeld).toEqual({
+      key: 'reward:i1',
+      holders: [{ here: true, shared: false, fencingToken: expect.any(BigInt), heldForMs: expect.any(Number) }],
+      waiting: 1,
+      waitingHere: 1,
+    });
+    const [held, next] = await Promise.all([first!, second!]);
+    // The holder listed is the first request's transaction, by its token.
+    expect(whileHeld.holders[0].fencingToken).toBe(BigInt(held.body.token));
+    expect(BigInt(next.body.token) > BigInt(held.body.token)).toBe(true);
+    expect(await locks.inspect('reward:i1')).toEqual({ key: 'reward:i1', holders: [], waiting: 0, waitingHere: 0 });
+  });
+
   it("the section's own error passes through unchanged after the rollback", async () => {
     const response = await request(url).post('/fail/f1');
     expect(response.status).toBe(418);
