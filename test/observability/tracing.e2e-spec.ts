@@ -11,7 +11,6 @@ import { Test } from '@nestjs/testing';
 import { context, trace, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import type { NextFunction, Request, Response } from 'express';
 import { Serialized, SerializedModule } from 'nestjs-serialized';
 import { sleep, waitFor } from '../support/timing';
 
@@ -19,6 +18,10 @@ const exporter = new InMemorySpanExporter();
 const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 trace.setGlobalTracerProvider(tracerProvider);
+
+/** The parts of Express's request and response the stand-in middleware uses. */
+type Request = { method: string; url: string };
+type Response = { statusCode: number; on(event: 'finish', listener: () => void): void };
 
 @Controller('orders')
 class OrdersController {
@@ -44,7 +47,7 @@ describe('OpenTelemetry traces of @Serialized routes (Express)', () => {
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({ imports: [SerializedModule.forRoot({ driver: 'memory' })], controllers: [OrdersController] }).compile();
     app = moduleRef.createNestApplication({ logger: false });
-    app.use((request: Request, response: Response, next: NextFunction) => {
+    app.use((request: Request, response: Response, next: () => void) => {
       const span = tracer.startSpan(`${request.method} ${request.url}`);
       response.on('finish', () => {
         span.setAttribute('http.response.status_code', response.statusCode);
