@@ -25,6 +25,7 @@ import { RedisScripts } from './protocol/redis-scripts';
 import { withTimeout } from '../../observability/with-timeout';
 import { RedisWaiters } from './waiting/redis-waiters';
 import { RedisLockInspector } from './redis-lock.inspector';
+import type { KeyInspector } from '../../inspect/key-inspector.interface';
 
 export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions } from './redis-lock-provider.options';
 
@@ -83,8 +84,8 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     acquireNow: () => undefined,
   };
   private closing: Promise<void> | undefined;
-  /** `LockService.inspect`: one read-only script and this process's own holders and waiters. @internal */
-  readonly inspector: RedisLockInspector;
+  /** `LockService.inspect`: one read-only script and this process's own holders and waiters (typed by its interface). @internal */
+  readonly inspector: KeyInspector;
 
   constructor(options: RedisLockProviderOptions) {
     super();
