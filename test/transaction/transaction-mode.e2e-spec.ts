@@ -235,3 +235,54 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
     });
   }
 });
+
+describe('transaction mode with the postgres driver: inspect', () => {
+  let pg: PgInspector;
+  let app: INestApplication;
+  let keyPrefix: string;
+  let table: string;
+
+  beforeAll(async () => {
+    pg = await PgInspector.connect();
+    keyPrefix = uniquePrefix('tx-inspect');
+    table = `tx_inspect_${process.pid}`;
+    await pg.query(`DROP TABLE IF EXISTS ${table}`);
+    await pg.query(`CREATE TABLE ${table} (id serial PRIMARY KEY, user_id text NOT NULL, token bigint)`);
+    ({ app } = await createTransactionApp({ adapter: 'typeorm', databaseUrl: `${TEST_DATABASE_URL}?application_name=${keyPrefix}`, keyPrefix, table, driver: 'postgres' }));
+  });
+  afterAll(async () => {
+    await app?.close();
+    await pg.query(`DROP TABLE IF EXISTS ${table}`);
+    await pg.close();
+  });
+
+  it("lists this process's transaction once, as its own (not as another session's), and another session's hold of the key as another's", async () => {
+    const locks = app.get(LockService);
+    const run = runOf('typeorm', app.get(TransactionHost));
+    const seen = await locks.run(
+      'inspect',
+      async (lock) => {
+        const [row] = await run('SELECT pg_backend_pid() AS pid');
+        return { info: await locks.inspect('inspect'), token: lock.fencingToken, pid: Number(row.pid) };
+      },
+      { transaction: true },
+    );
+    expect(seen.info).toEqual({ key: 'inspect', holders: [{ here: true, shared: false, fencingToken: seen.token, heldForMs: expect.any(Number) }], waiting: 0, waitingHere: 0 });
+
+    // Held by a session of no provider here: PostgreSQL tells who.
+    await pg.query('BEGIN');
+    try {
+      await pg.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryLockKey(keyPrefix, 'inspect')]);
+      const [{ pid }] = await pg.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      expect(await locks.inspect('inspect')).toEqual({
+        key: 'inspect',
+        holders: [{ here: false, instance: `nestjs-serialized-test-inspector#${pid}`, shared: false }],
+        waiting: 0,
+        waitingHere: 0,
+      });
+    } finally {
+      await pg.query('COMMIT');
+    }
+    expect(await locks.inspect('inspect')).toEqual({ key: 'inspect', holders: [], waiting: 0, waitingHere: 0 });
+  });
+});
