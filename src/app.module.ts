@@ -34,7 +34,7 @@ export class AppModule {
         ResourcesModule,
         PaymentsModule,
         OverheadModule,
-        ObservabilityModule.register(options.metrics),
+        ObservabilityModule.register(options.metrics, options.config.adminLocksToken !== undefined),
         ...(options.imports ?? []),
       ],
     };

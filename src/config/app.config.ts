@@ -20,6 +20,7 @@ export const APP_ENV_ACCEPTS = {
   REPORTS_QUEUE_PREFIX: '1 to 64 characters of A-Z a-z 0-9 _ . : - { } (default bull)',
   DIGEST_ENABLED: 'true or false (default true): the nightly digest job (@OncePerTick on @nestjs/schedule, GET /digests)',
   DIGEST_CRON: 'a cron expression of 5 or 6 fields, seconds first when 6 (default 0 0 3 * * *: every night at 03:00)',
+  ADMIN_LOCKS_TOKEN: '16 to 256 characters without spaces: GET /admin/locks/:key answers requests whose x-admin-token header equals it (default unset: the route does not exist)',
 } as const;
 
 class AppEnvironment {
@@ -36,6 +37,7 @@ class AppEnvironment {
   @IsOptional() @IsIn(['true', 'false']) TX_REWARDS_ENABLED?: 'true' | 'false';
   @IsOptional() @IsIn(['true', 'false']) DIGEST_ENABLED?: 'true' | 'false';
   @IsOptional() @Matches(/^\S+(\s+\S+){4,5}$/) DIGEST_CRON?: string;
+  @IsOptional() @Matches(/^\S{16,256}$/) ADMIN_LOCKS_TOKEN?: string;
 }
 
 const NUMERIC = new Set(['PORT', 'REWARD_TASK_MS', 'RESOURCE_TASK_MS', 'PAYMENT_TASK_MS', 'REPORT_DURATION_MS', 'REPORTS_CONCURRENCY']);
@@ -57,6 +59,8 @@ export interface AppConfig {
   transactionalRewards: boolean;
   /** The nightly digest job (`GET /digests`); its schedule is read by the job itself (`DIGEST_CRON`). */
   digest: { enabled: boolean; cron: string };
+  /** `GET /admin/locks/:key` (`lockService.inspect`) for requests carrying it in `x-admin-token`; unset: no such route. */
+  adminLocksToken?: string;
 }
 
 /** Reads and validates the app's variables; a bad value stops start-up naming every bad variable. */
@@ -98,6 +102,7 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     transactionalRewards: env_.TX_REWARDS_ENABLED === 'true',
     digest: { enabled: env_.DIGEST_ENABLED !== 'false', cron: env_.DIGEST_CRON ?? '0 0 3 * * *' },
+    ...(env_.ADMIN_LOCKS_TOKEN ? { adminLocksToken: env_.ADMIN_LOCKS_TOKEN } : {}),
   };
 }
 

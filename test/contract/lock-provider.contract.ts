@@ -301,6 +301,38 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         await expect(provider.acquire(key, { signal: pre.signal })).rejects.toBe(reason);
       });
 
+      it('inspect lists the holder and counts the waiters, changes nothing, and lists nobody once the key is released', async () => {
+        const { provider, locks, other, otherLocks } = await makeWithOther(peer);
+        const key = uniqueId('inspect');
+        expect(await locks.inspect(key)).toEqual({ key, holders: [], waiting: 0, waitingHere: 0 });
+        const holder = await other.acquire(key);
+        const order: number[] = [];
+        const runs = [0, 1].map((i) => locks.run(key, () => void order.push(i)));
+        await waitFor(async () => (await locks.inspect(key)).waitingHere === 2, 5000, 'two waiters here');
+        const here = await locks.inspect(key);
+        const there = await otherLocks.inspect(key);
+        const token = { fencingToken: holder.fencingToken, here: true, heldForMs: expect.any(Number) };
+        if (other === provider) {
+          expect(here).toMatchObject({ key, holders: [token], waiting: 2, waitingHere: 2 });
+        } else {
+          // Seen from the waiters' instance: a holder elsewhere; from the holder's: its own lock, and the waiters elsewhere
+          // (Redis counts each waiter with a place, PostgreSQL each waiting session: at least one of the two).
+          expect(here).toMatchObject({ key, holders: [{ here: false }], waiting: 2, waitingHere: 2 });
+          expect(there).toMatchObject({ key, holders: [token], waitingHere: 0 });
+          expect(there.waiting).toBeGreaterThanOrEqual(1);
+          expect(there.waiting).toBeLessThanOrEqual(2);
+        }
+        await holder.release();
+        await Promise.all(runs);
+        expect(order).toEqual([0, 1]);
+        await waitFor(async () => (await locks.inspect(key)).holders.length === 0, 3000, 'nobody listed');
+        expect(await locks.inspect(key)).toEqual({ key, holders: [], waiting: 0, waitingHere: 0 });
+        expect(await otherLocks.inspect(key)).toEqual({ key, holders: [], waiting: 0, waitingHere: 0 });
+        // Inspecting left nothing behind and took nothing from anyone.
+        await noLeftovers(provider);
+        await noLeftovers(other);
+      });
+
       it('hands out strictly increasing fencing tokens to successive holders', async () => {
         const { locks, otherLocks } = await makeWithOther(peer);
         const key = uniqueId('fencing');

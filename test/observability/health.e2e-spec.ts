@@ -191,5 +191,8 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
     expect(down.body.error.locks.status).toBe('down');
     expect(down.body.error.locks.driver).toBe('postgres');
     expect(JSON.stringify(down.body)).not.toContain('pgsecretpw');
+    // The reason, not where: no host or port either.
+    expect(JSON.stringify(down.body)).not.toContain(`127.0.0.1`);
+    expect(JSON.stringify(down.body)).not.toContain(`:${port}`);
   });
 });

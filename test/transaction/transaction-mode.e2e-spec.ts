@@ -116,6 +116,39 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
     expect((await request(server).post('/reject/r1')).status).toBe(201);
   });
 
+  it('inspect lists the transaction holder of this process with its token, and counts its waiters in the server and in line', async () => {
+    const server = url;
+    const locks = app.get(LockService);
+    const key = advisoryLockKey(keyPrefix, 'reward:i1');
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+    let first: Promise<request.Response>;
+    let second: Promise<request.Response>;
+    try {
+      // Behind another session: one caller waits in the server, the next in this process's line.
+      first = request(server).post('/hold/i1?ms=400').then((r) => r);
+      await waitFor(async () => (await locks.inspect('reward:i1')).waitingHere === 1, 5000, 'one waiter');
+      second = request(server).post('/hold/i1?ms=0').then((r) => r);
+      await waitFor(async () => (await locks.inspect('reward:i1')).waitingHere === 2, 5000, 'two waiters');
+      expect(await locks.inspect('reward:i1')).toEqual({ key: 'reward:i1', holders: [], waiting: 2, waitingHere: 2 });
+    } finally {
+      await holder.query('COMMIT');
+    }
+    await waitFor(async () => (await locks.inspect('reward:i1')).holders.length === 1, 5000, 'the holder here');
+    const whileHeld = await locks.inspect('reward:i1');
+    expect(whileHeld).toEqual({
+      key: 'reward:i1',
+      holders: [{ here: true, shared: false, fencingToken: expect.any(BigInt), heldForMs: expect.any(Number) }],
+      waiting: 1,
+      waitingHere: 1,
+    });
+    const [held, next] = await Promise.all([first!, second!]);
+    // The holder listed is the first request's transaction, by its token.
+    expect(whileHeld.holders[0].fencingToken).toBe(BigInt(held.body.token));
+    expect(BigInt(next.body.token) > BigInt(held.body.token)).toBe(true);
+    expect(await locks.inspect('reward:i1')).toEqual({ key: 'reward:i1', holders: [], waiting: 0, waitingHere: 0 });
+  });
+
   it("the section's own error passes through unchanged after the rollback", async () => {
     const response = await request(url).post('/fail/f1');
     expect(response.status).toBe(418);
@@ -201,4 +234,55 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
       expect(aborted).toBe(true);
     });
   }
+});
+
+describe('transaction mode with the postgres driver: inspect', () => {
+  let pg: PgInspector;
+  let app: INestApplication;
+  let keyPrefix: string;
+  let table: string;
+
+  beforeAll(async () => {
+    pg = await PgInspector.connect();
+    keyPrefix = uniquePrefix('tx-inspect');
+    table = `tx_inspect_${process.pid}`;
+    await pg.query(`DROP TABLE IF EXISTS ${table}`);
+    await pg.query(`CREATE TABLE ${table} (id serial PRIMARY KEY, user_id text NOT NULL, token bigint)`);
+    ({ app } = await createTransactionApp({ adapter: 'typeorm', databaseUrl: `${TEST_DATABASE_URL}?application_name=${keyPrefix}`, keyPrefix, table, driver: 'postgres' }));
+  });
+  afterAll(async () => {
+    await app?.close();
+    await pg.query(`DROP TABLE IF EXISTS ${table}`);
+    await pg.close();
+  });
+
+  it("lists this process's transaction once, as its own (not as another session's), and another session's hold of the key as another's", async () => {
+    const locks = app.get(LockService);
+    const run = runOf('typeorm', app.get(TransactionHost));
+    const seen = await locks.run(
+      'inspect',
+      async (lock) => {
+        const [row] = await run('SELECT pg_backend_pid() AS pid');
+        return { info: await locks.inspect('inspect'), token: lock.fencingToken, pid: Number(row.pid) };
+      },
+      { transaction: true },
+    );
+    expect(seen.info).toEqual({ key: 'inspect', holders: [{ here: true, shared: false, fencingToken: seen.token, heldForMs: expect.any(Number) }], waiting: 0, waitingHere: 0 });
+
+    // Held by a session of no provider here: PostgreSQL tells who.
+    await pg.query('BEGIN');
+    try {
+      await pg.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryLockKey(keyPrefix, 'inspect')]);
+      const [{ pid }] = await pg.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      expect(await locks.inspect('inspect')).toEqual({
+        key: 'inspect',
+        holders: [{ here: false, instance: `nestjs-serialized-test-inspector#${pid}`, shared: false }],
+        waiting: 0,
+        waitingHere: 0,
+      });
+    } finally {
+      await pg.query('COMMIT');
+    }
+    expect(await locks.inspect('inspect')).toEqual({ key: 'inspect', holders: [], waiting: 0, waitingHere: 0 });
+  });
 });

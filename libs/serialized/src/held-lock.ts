@@ -3,7 +3,9 @@ import type { Logger } from '@nestjs/common';
 import { redactUrls } from './internal/redact';
 import { DONE } from './internal/release-after';
 import type { Lock } from './lock.interface';
+import type { Span } from '@opentelemetry/api';
 import type { SerializedMetrics } from './observability/serialized.metrics';
+import type { SerializedTracing } from './observability/serialized.tracing';
 
 /** A key held by the current call, as `LockService.acquire` returns it. */
 export interface HeldKey {
@@ -21,6 +23,8 @@ export class HeldLock implements HeldKey {
   active = true;
   /** When it was acquired (for the hold-time histogram; 0 without metrics). */
   private readonly since: number;
+  /** Its `serialized.hold` span (tracing on). */
+  private readonly span: Span | undefined;
 
   constructor(
     readonly lock: Lock,
@@ -29,8 +33,10 @@ export class HeldLock implements HeldKey {
     /** Whether calls inside the holder's async context may join it (`reentrant`). */
     readonly joinable: boolean,
     private readonly metrics?: SerializedMetrics,
+    private readonly tracing?: SerializedTracing,
   ) {
     this.since = metrics ? performance.now() : 0;
+    this.span = tracing?.holding(lock);
   }
 
   /**
@@ -46,6 +52,7 @@ export class HeldLock implements HeldKey {
     if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
     // Counted as it is issued (run() does not wait for a release's reply).
     this.metrics?.released(this.lock.key, this.since, lost !== undefined);
+    if (this.span) this.tracing!.released(this.span, this.lock.key, lost);
     try {
       const released = this.lock.release();
       if (released === DONE) return DONE;

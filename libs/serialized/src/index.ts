@@ -24,6 +24,8 @@ export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 // Serializing code by hand: `lockService.run(key, async (lock) => …, options?)`.
 export { LockService } from './lock.service';
 export type { RunOptions, SerializedMode } from './lock.service';
+// Who holds a key, since when, how many wait: `lockService.inspect(key)` (docs/observability.md).
+export type { LockInfo, LockHolderInfo } from './inspect/lock-info.interface';
 // Health: a @nestjs/terminus indicator for the active backend (terminus is loaded on the first check).
 export { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 export type { SerializedHealthResult, SerializedHealthCheckOptions } from './observability/serialized-health.indicator';

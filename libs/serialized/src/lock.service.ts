@@ -8,11 +8,16 @@ import { LockBusyError, SerializationKeyError, SerializedError } from './errors'
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { doorOf, type LockDoor } from './local/lock-door.interface';
+import { inspectorOf, type KeyInspector } from './inspect/key-inspector.interface';
+import type { LockInfo } from './inspect/lock-info.interface';
 import { hasLoneSurrogate } from './key/lock-key';
 import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
 import { SerializedMetrics } from './observability/serialized.metrics';
+import type { SerializedTracing } from './observability/serialized.tracing';
+import type { Span } from '@opentelemetry/api';
+import { driverOf } from './observability/driver-of';
 import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks';
 
 // The options of a call that gives none (never written to): nothing to validate.
@@ -58,6 +63,8 @@ export class LockService {
   private readonly context = new AsyncLocalStorage<LockContext>();
   // OpenTelemetry instruments, or undefined (no @opentelemetry/api, no MeterProvider): one null check per call.
   private metrics: SerializedMetrics | undefined;
+  // Spans, or undefined (tracing off, or 'auto' without @opentelemetry/api or a TracerProvider): one null check per call.
+  private tracing: SerializedTracing | undefined;
 
   /**
    * Whether calls that do not say (`reentrant` of {@link RunOptions}) join an
@@ -70,15 +77,26 @@ export class LockService {
   transactions?: TransactionLocks;
   /** The provider, reached past its validation (this service validates each call once) and by its synchronous fast path. */
   private readonly door: LockDoor;
+  /** What the provider can tell of a key's holders and waiters (`inspect`). */
+  private readonly inspector: KeyInspector;
+  /** `memory`, `redis`, `postgres` or a provider's class name. */
+  private readonly driver: string;
 
   constructor(provider: LockProvider) {
     this.metrics = SerializedMetrics.create(provider);
     this.door = doorOf(provider);
+    this.inspector = inspectorOf(provider);
+    this.driver = driverOf(provider);
   }
 
   /** `metrics: 'off'`: this service records nothing, whatever MeterProvider is registered. @internal */
   recordNoMetrics(): void {
     this.metrics = undefined;
+  }
+
+  /** `tracing` (`'auto'`/`'on'`): the spans to record, made by `SerializedModule`; `undefined` records none. @internal */
+  traceWith(tracing: SerializedTracing | undefined): void {
+    this.tracing = tracing;
   }
 
   /**
@@ -104,7 +122,7 @@ export class LockService {
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
     try {
-      const result = this.runSection(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics), fn, store);
+      const result = this.runSection(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing), fn, store);
       return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error);
@@ -134,9 +152,10 @@ export class LockService {
     const entry = reentrant ? heldIn(this.context.getStore(), key) : undefined;
     if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
     const since = this.metrics?.waiting(key);
+    const wait = this.tracing?.waiting(key);
     return this.acquireFromProvider(key, options).then(
-      (lock) => this.holding(key, lock, since, options.handler, reentrant),
-      (error: unknown) => this.acquireFailed(key, since, error, options.handler),
+      (lock) => this.holding(key, lock, since, options.handler, reentrant, wait),
+      (error: unknown) => this.acquireFailed(key, since, error, options.handler, wait),
     );
   }
 
@@ -153,7 +172,7 @@ export class LockService {
     const lock = this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return undefined;
     this.metrics?.acquiredAtOnce(key);
-    return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics);
+    return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing);
   }
 
   /**
@@ -178,6 +197,28 @@ export class LockService {
       return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
     }
     return runWithContext(this.context, { held: held as HeldLock, outer: outerOf(store), innermost: held, handshake }, store, fn);
+  }
+
+  /**
+   * Who holds `key` right now, since when, and how many wait for it — in this
+   * process and, where the backend can tell, in every process sharing it
+   * (docs/observability.md, "Who holds my key?"). Read-only and safe in
+   * production: it never takes, extends or releases a lock, never delays a caller
+   * of the key, and costs at most one bounded backend read (Redis: one read-only
+   * script, O(1) plus a look at the first 256 places of the queue; PostgreSQL: one
+   * statement on a lock session reading `pg_locks` for the key; in-memory: nothing
+   * but this process). Keys as given to {@link run} (for `@Serialized`,
+   * `<scope>:<value>`). In transaction mode this process's holders and waiters are
+   * listed too.
+   *
+   * @throws SerializationKeyError `key` is not a non-empty string
+   * @throws LockBackendError the backend could not be read
+   */
+  async inspect(key: string): Promise<LockInfo> {
+    const invalid = invalidCall(key, NO_OPTIONS, 'LockService#inspect');
+    if (invalid) throw invalid;
+    const info = await this.inspector.inspect(key);
+    return this.transactions ? this.transactions.addHere(info, this.driver === 'postgres') : info;
   }
 
   /** Whether the current async context holds `key`. */
@@ -227,12 +268,13 @@ export class LockService {
     // Joining an enclosing holder: acquire's path (the call was validated in run).
     if (joining) return this.acquireValidated(key, options).then((held) => this.runHeld(held, fn));
     const since = this.metrics?.waiting(key);
-    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant), fn, store);
-    if (options.transaction) return runInTransaction(this.transactions, key, options, section, (error) => this.acquireFailed(key, since, error, options.handler));
+    const wait = this.tracing?.waiting(key);
+    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant, wait), fn, store);
+    if (options.transaction) return runInTransaction(this.transactions, key, options, section, (error) => this.acquireFailed(key, since, error, options.handler, wait));
     return this.acquireFromProvider(key, options).then(
       // The reaction runs in the caller's async context, where `store` was read.
       section,
-      (error: unknown) => this.acquireFailed(key, since, error, options.handler),
+      (error: unknown) => this.acquireFailed(key, since, error, options.handler, wait),
     );
   }
 
@@ -294,13 +336,15 @@ export class LockService {
     }
   }
 
-  private holding(key: string, lock: Lock, since: number | undefined, handler: string | undefined, reentrant: boolean): HeldLock {
+  private holding(key: string, lock: Lock, since: number | undefined, handler: string | undefined, reentrant: boolean, wait: Span | undefined): HeldLock {
     if (since !== undefined) this.metrics?.acquired(key, since);
-    return new HeldLock(lock, handler, this.logger, reentrant, this.metrics);
+    if (wait) this.tracing!.acquired(wait, lock);
+    return new HeldLock(lock, handler, this.logger, reentrant, this.metrics, this.tracing);
   }
 
-  private acquireFailed(key: string, since: number | undefined, error: unknown, handler: string | undefined): never {
+  private acquireFailed(key: string, since: number | undefined, error: unknown, handler: string | undefined, wait: Span | undefined): never {
     if (since !== undefined) this.metrics?.failed(key, since, error);
+    if (wait) this.tracing!.failed(wait, key, error);
     if (error instanceof SerializedError && handler) error.attachHandler(handler);
     throw error;
   }

@@ -36,6 +36,16 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
    * records none (docs/observability.md).
    */
   metrics?: 'auto' | 'on' | 'off';
+  /**
+   * OpenTelemetry traces (default: `SERIALIZED_TRACING`, else `'auto'`): a `serialized.wait`
+   * span for a call that waited or was refused and a `serialized.hold` span for one that
+   * held, children of the active span. `'auto'` records them when `@opentelemetry/api` is
+   * installed and a TracerProvider is registered before the app is created; `'on'` records
+   * through the global TracerProvider whenever it is registered, and stops start-up with a
+   * `SerializedConfigError` when the API is not installed; `'off'` records none, at no cost
+   * (docs/observability.md).
+   */
+  tracing?: 'auto' | 'on' | 'off';
   redis?: {
     /** `redis://` / `rediss://` URL (default: `REDIS_URL`). The library opens and closes its connections. */
     url?: string;
@@ -123,6 +133,7 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   idempotencyTtlMs: number;
   reentrant: boolean;
   metrics: 'auto' | 'on' | 'off';
+  tracing: 'auto' | 'on' | 'off';
   errorMapping: false | ErrorMappingOptions;
   transaction: TransactionModuleOptions;
 }

@@ -18,6 +18,8 @@ export const SERIALIZED_DEFAULTS = {
   reentrant: true,
   /** OpenTelemetry metrics: `auto` records them when @opentelemetry/api is installed (docs/observability.md). */
   metrics: 'auto' as 'auto' | 'on' | 'off',
+  /** OpenTelemetry traces: `auto` records spans when @opentelemetry/api is installed and a TracerProvider registered (docs/observability.md). */
+  tracing: 'auto' as 'auto' | 'on' | 'off',
   pgLockPoolSize: 10,
   /** Idle PostgreSQL lock connections are closed after this long. */
   pgIdleTimeoutMs: 10_000,

@@ -14,6 +14,7 @@ import { SerializedMetadataAccessor } from './metadata/serialized-metadata.acces
 import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 import { SerializedStartupLine } from './observability/startup-line';
 import { loadOtelApi } from './observability/otel-api.loader';
+import { SerializedTracing } from './observability/serialized.tracing';
 import { missingPeerError } from './config/optional-peer';
 import { OptionalPeersCheck } from './optional-peers.check';
 import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from './serialized.constants';
@@ -70,10 +71,12 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       inject: [LockProvider, SERIALIZED_OPTIONS, TransactionLocks],
       useFactory: (provider: LockProvider, options: ResolvedSerializedOptions, transactions: TransactionLocks) => {
         if (options.metrics === 'on' && !loadOtelApi()) throw missingPeerError("metrics: 'on'", '@opentelemetry/api');
+        if (options.tracing === 'on' && !loadOtelApi()) throw missingPeerError("tracing: 'on'", '@opentelemetry/api');
         const service = new LockService(provider);
         service.reentrant = options.reentrant;
         service.transactions = transactions;
         if (options.metrics === 'off') service.recordNoMetrics();
+        if (options.tracing !== 'off') service.traceWith(SerializedTracing.create(provider, options.tracing));
         return service;
       },
     },

@@ -74,6 +74,7 @@ export function resolveSerializedOptions(
     shutdownGraceMs: n('shutdownGraceMs'),
     reentrant: v.reentrant as boolean,
     metrics: v.metrics as 'auto' | 'on' | 'off',
+    tracing: v.tracing as 'auto' | 'on' | 'off',
     redis: {
       url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight'),
       handoff: v.redisHandoff as HandOffMode, maxLocalHandOffs: n('redisMaxLocalHandOffs'),

@@ -160,6 +160,15 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     default: D.metrics,
     meaning: "OpenTelemetry metrics: 'auto' when @opentelemetry/api is installed; 'on' stops start-up without it; 'off' records none: docs/observability.md",
   },
+  tracing: {
+    type: 'choice',
+    option: 'tracing',
+    env: 'SERIALIZED_TRACING',
+    values: ['auto', 'on', 'off'],
+    default: D.tracing,
+    meaning:
+      "OpenTelemetry spans serialized.wait / serialized.hold: 'auto' when @opentelemetry/api is installed and a TracerProvider registered; 'on' stops start-up without the API; 'off' records none: docs/observability.md",
+  },
   // Provider tuning, reachable through the module as `redis: { … }` / `postgres: { … }`.
   ...PROVIDER_TUNING_OPTIONS,
   errorMapping: {

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { LockLostError } from '../errors';
 
 /**
@@ -12,6 +13,9 @@ export abstract class LocalLock {
   private controller: AbortController | undefined;
   private lostWith: LockLostError | undefined;
   private releasedFlag = false;
+
+  /** @param acquiredAt `performance.now()` when this process got the key (`LockService.inspect`'s `heldForMs`) */
+  constructor(readonly acquiredAt: number = performance.now()) {}
 
   /** Aborts, with a `LockLostError` as its reason, when the lock is lost while held. */
   get signal(): AbortSignal {

@@ -25,12 +25,21 @@ export class LockLine<L> {
   private waitingBehind = false;
   private inFlight: Promise<unknown> | undefined = undefined;
   private handOns = 0;
+  private holding: L | undefined;
 
   constructor(
     readonly key: string,
     turn: Turn,
+    /** The lock holding the key when the line is made (`Turn.Held`). */
+    holder?: L,
   ) {
     this.turnNow = turn;
+    this.holding = holder;
+  }
+
+  /** The caller of this process holding the key (its lock), while one does. */
+  get holder(): L | undefined {
+    return this.holding;
   }
 
   /** The first caller waiting for its turn. */
@@ -95,6 +104,7 @@ export class LockLine<L> {
     this.waitingBehind = false;
     this.inFlight = undefined;
     this.handOns = 0;
+    this.holding = undefined;
   }
 
   /** `waits-behind`: the asking caller waits in the backend behind another process. */
@@ -102,21 +112,24 @@ export class LockLine<L> {
     this.waitingBehind = true;
   }
 
-  /** `hold`: the backend granted the key to the asking caller. */
-  hold(): void {
+  /** `hold`: the backend granted the key to the asking caller, whose lock is `lock`. */
+  hold(lock: L): void {
     this.turnNow = Turn.Held;
     this.waitingBehind = false;
+    this.holding = lock;
   }
 
-  /** `hand-on`: the holder's key passed to the next caller of this process, the backend not asked. */
-  handOn(): void {
+  /** `hand-on`: the holder's key passed to the next caller of this process (its lock `lock`), the backend not asked. */
+  handOn(lock: L): void {
     this.turnNow = Turn.Held;
     this.handOns++;
+    this.holding = lock;
   }
 
   /** `let-go`: the holder let go, and `release` is on its way to the backend. */
   letGo(release: Promise<unknown>): void {
     this.turnNow = Turn.Releasing;
     this.inFlight = release;
+    this.holding = undefined;
   }
 }

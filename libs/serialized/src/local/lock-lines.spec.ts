@@ -261,6 +261,26 @@ describe('LockLines (the local layer)', () => {
     await (await waitsA).release();
   });
 
+  it('inspectHere: the holder through grants, local hand-offs and releases, the caller asking and those in line counted as waiting', async () => {
+    const { backend, lines } = make({ maxLocalHandOffs: 1 });
+    backend.keep = true;
+    expect(lines.inspectHere('k')).toEqual({ holder: undefined, waiting: 0 });
+    const first = lines.acquire('k', {});
+    const second = lines.acquire('k', {});
+    // One asks the backend, one waits in line: both wait, nobody holds.
+    expect(lines.inspectHere('k')).toEqual({ holder: undefined, waiting: 2 });
+    const granted = backend.grant();
+    expect(await first).toBe(granted);
+    expect(lines.inspectHere('k')).toEqual({ holder: granted, waiting: 1 });
+    await granted.release();
+    const handed = await second;
+    expect(handed.token).toBe(2);
+    expect(lines.inspectHere('k')).toEqual({ holder: handed, waiting: 0 });
+    await handed.release();
+    expect(lines.inspectHere('k')).toEqual({ holder: undefined, waiting: 0 });
+    expect(lines.activeKeys).toBe(0);
+  });
+
   it('shutdown refuses newcomers, rejects waiters, ends asks in flight and waits for holders', async () => {
     const { backend, lines } = make({ shutdownGraceMs: 5_000 });
     const held = lines.acquire('a', {});
@@ -303,6 +323,22 @@ describe('LockLines with a backend that has nothing to ask', () => {
     await waiting;
     expect(next!.token).toBe(2);
     await next!.release();
+    expect(lines.activeKeys).toBe(0);
+  });
+
+  it('inspectHere finds the holder of a key taken at once (its entry is the lock) and after a waiter gave it a line', async () => {
+    const lines = inProcess();
+    const now = lines.acquireNow('k', undefined, undefined)!;
+    expect(lines.inspectHere('k')).toEqual({ holder: now, waiting: 0 });
+    await expect(lines.tryAcquire('k', {})).resolves.toBeNull();
+    let next: FakeLock | undefined;
+    const waiting = lines.acquire('k', {}).then((lock) => (next = lock));
+    expect(lines.inspectHere('k')).toEqual({ holder: now, waiting: 1 });
+    await now.release();
+    await waiting;
+    expect(lines.inspectHere('k')).toEqual({ holder: next, waiting: 0 });
+    await next!.release();
+    expect(lines.inspectHere('k')).toEqual({ holder: undefined, waiting: 0 });
     expect(lines.activeKeys).toBe(0);
   });
 });

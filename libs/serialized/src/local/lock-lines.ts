@@ -10,6 +10,16 @@ import type { LockBackend } from './lock-backend.interface';
 import { LockLine, Turn } from './lock-line';
 import { PendingBudget } from './pending-budget';
 
+/** What `LockLines.inspectHere` sees of one key in this process. */
+export interface KeyHere<L> {
+  /** The caller of this process holding the key, if one does. */
+  readonly holder: L | undefined;
+  /** Callers of this process waiting for the key: in line, or asking the backend (the holder not counted). */
+  readonly waiting: number;
+}
+
+const NOBODY: KeyHere<never> = Object.freeze({ holder: undefined, waiting: 0 });
+
 /** The settings of one provider's lines; each falls back to the module's default. */
 export interface LockLinesSettings {
   readonly waitTimeoutMs?: number;
@@ -25,10 +35,11 @@ export interface LockLinesSettings {
 }
 
 /**
- * The line of a key held with nobody waiting and nothing in flight, shared by every
- * such key (frozen): taking a free key in-process allocates nothing; the first
- * caller to wait gives the key a line of its own. Only a backend with `takeNow`
- * (nothing to ask) uses it.
+ * A line with nobody in it and nothing in flight (frozen): the entry of `IDLE`.
+ * A key held in-process (a backend with `takeNow`) with nobody waiting has no line
+ * either: its entry is the holder's lock itself, so taking a free key allocates
+ * nothing and `inspectHere` still finds the holder; the first caller to wait gives
+ * the key a line of its own.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one frozen line stands for every lock type
 const HELD: LockLine<any> = Object.freeze(new LockLine<unknown>('', Turn.Held)) as LockLine<unknown>;
@@ -52,13 +63,14 @@ function noop(): void {}
  */
 export class LockLines<L extends { readonly key: string; release(): Promise<void> }, K = never> implements CallerEnds {
   /**
-   * Keys held, asked for or waited for, and one entry that is no key (`IDLE`): V8
+   * Keys held, asked for or waited for — a line, or (held in-process, nobody
+   * waiting) the holder's lock — and one entry that is no key (`IDLE`): V8
    * shrinks a Map emptied by `delete` — a runtime call and a new table — so without
    * it every uncontended take-and-release of a lone key would pay that twice over
    * (bench row `1.memory`).
    */
-  private readonly lines = new Map<string | typeof IDLE, LockLine<L>>([[IDLE, HELD]]);
-  /** Lines of their own (not `HELD`); none: releasing in-process is one Map delete. */
+  private readonly lines = new Map<string | typeof IDLE, LockLine<L> | L>([[IDLE, HELD]]);
+  /** Lines of their own (not `HELD`, not a lock); none: releasing in-process is one Map delete. */
   private lined = 0;
   private readonly held: HeldLocks<L>;
   private readonly budget: PendingBudget;
@@ -112,7 +124,21 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
 
   /** Callers of this process waiting for `key` (the holder and the caller asking the backend not counted). */
   waiting(key: string): number {
-    return this.lines.get(key)?.waiting ?? 0;
+    const line = this.lines.get(key);
+    return line instanceof LockLine ? line.waiting : 0;
+  }
+
+  /**
+   * What this process does with `key` right now, read without changing anything:
+   * its holder (if a caller of this process holds it) and how many of its callers
+   * wait for it — those in line, and the one asking the backend (trying, or
+   * waiting there behind another process). O(1).
+   */
+  inspectHere(key: string): KeyHere<L> {
+    const entry = this.lines.get(key);
+    if (entry === undefined) return NOBODY;
+    if (!(entry instanceof LockLine)) return { holder: entry, waiting: 0 };
+    return { holder: entry.holder, waiting: entry.waiting + (entry.turn === Turn.Asking ? 1 : 0) };
   }
 
   /**
@@ -123,8 +149,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   acquireNow(key: string, signal: AbortSignal | undefined, leaseMs: number | undefined): L | undefined {
     // A held key is the common miss: answered first.
     if (this.lines.has(key) || !this.inProcess || this.held.closing || signal?.aborted) return undefined;
-    this.lines.set(key, HELD);
-    return this.holding(this.backend.takeNow!(key, leaseMs));
+    return this.takenNow(this.backend.takeNow!(key, leaseMs));
   }
 
   /**
@@ -141,10 +166,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
     const maxPending = options.maxPending ?? this.maxPending;
     if (line === undefined) {
-      if (this.inProcess) {
-        this.lines.set(key, HELD);
-        return Promise.resolve(this.holding(this.backend.takeNow!(key, options.leaseMs)));
-      }
+      if (this.inProcess) return Promise.resolve(this.takenNow(this.backend.takeNow!(key, options.leaseMs)));
       const fresh = this.open(key, Turn.Asking);
       const caller = new LineCaller<L>(this, key, 'wait', waitTimeoutMs, performance.now(), signal, maxPending, options.leaseMs, options.handoff);
       this.ask(fresh, caller);
@@ -152,9 +174,10 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     }
     if (waitTimeoutMs <= 0) return Promise.reject(this.backend.timeoutError(key, waitTimeoutMs));
     // The holder is not a waiter; a caller asking the backend that waits there behind another process is one.
-    if (line.waiting + (line.behind ? 1 : 0) >= maxPending) return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
+    const lined = line instanceof LockLine;
+    if ((lined ? line.waiting + (line.behind ? 1 : 0) : 0) >= maxPending) return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
     if (!this.budget.take()) return Promise.reject(this.budget.busyError(key));
-    const own = line === HELD ? this.open(key, Turn.Held) : line;
+    const own = lined ? line : this.open(key, Turn.Held, line);
     const caller = new LineCaller<L>(this, key, 'wait', waitTimeoutMs, performance.now(), signal, maxPending, options.leaseMs, options.handoff);
     own.join(caller);
     this.deadlines.addInLine(caller, waitTimeoutMs);
@@ -182,14 +205,13 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       if (options.signal?.aborted) throw options.signal.reason;
       const line = this.lines.get(key);
       if (line === undefined) break;
+      // Held in-process, nobody waiting, nothing in flight.
+      if (!(line instanceof LockLine)) return null;
       const releasing = line.releasing;
       if (releasing === undefined || line.waiting > 0) return null;
       await releasing.then(noop, noop);
     }
-    if (this.inProcess) {
-      this.lines.set(key, HELD);
-      return this.holding(this.backend.takeNow!(key, options.leaseMs));
-    }
+    if (this.inProcess) return this.takenNow(this.backend.takeNow!(key, options.leaseMs));
     const fresh = this.open(key, Turn.Asking);
     const caller = new LineCaller<L>(this, key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal, Infinity, options.leaseMs, options.handoff);
     this.ask(fresh, caller);
@@ -205,7 +227,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    */
   waitsBehind(key: string, maxPending: number): LockBusyError | undefined {
     const line = this.lines.get(key);
-    if (line !== undefined && line !== HELD) {
+    if (line instanceof LockLine && line !== HELD) {
       line.waitsBehind();
       let place = 1;
       for (let waiter = line.head; waiter; ) {
@@ -233,9 +255,9 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       return DONE;
     }
     const line = this.lines.get(key);
-    if (line === undefined || line === HELD) {
+    if (!(line instanceof LockLine)) {
       // Held in-process with nobody waiting (or already forgotten): nothing to hand on.
-      if (line === HELD) this.lines.delete(key);
+      if (line === lock) this.lines.delete(key);
       this.held.delete(lock);
       return DONE;
     }
@@ -272,6 +294,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   async stopTaking(): Promise<boolean> {
     this.held.close();
     for (const line of this.lines.values()) {
+      if (!(line instanceof LockLine)) continue;
       for (let caller = line.head; caller; caller = line.head) {
         this.leave(caller);
         caller.reject(LockBackendError.shuttingDown(line.key));
@@ -296,8 +319,9 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (this.leave(caller as LineCaller<L>)) caller.reject(caller.signal!.reason);
   }
 
-  private open(key: string, turn: Turn): LockLine<L> {
-    const line = new LockLine<L>(key, turn);
+  /** A line of `key`'s own; `holder`: the lock that holds the key in-process (the entry the line replaces). */
+  private open(key: string, turn: Turn, holder?: L): LockLine<L> {
+    const line = new LockLine<L>(key, turn, holder);
     this.lines.set(key, line);
     this.lined++;
     return line;
@@ -314,10 +338,17 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     return lock;
   }
 
+  /** A free key taken in-process (nobody in line): its entry is the lock itself. */
+  private takenNow(lock: L): L {
+    this.lines.set(lock.key, lock);
+    this.held.add(lock);
+    return lock;
+  }
+
   /** A waiting caller leaves its place (its turn came, or it gave up); false when it had none. */
   private leave(caller: LineCaller<L>): boolean {
     const line = this.lines.get(caller.key);
-    if (line === undefined || !line.leave(caller)) return false;
+    if (!(line instanceof LockLine) || !line.leave(caller)) return false;
     this.deadlines.cancelInLine(caller);
     caller.signal?.removeEventListener('abort', caller);
     this.budget.give();
@@ -341,7 +372,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   }
 
   private granted(line: LockLine<L>, caller: LineCaller<L>, lock: L): void {
-    line.hold();
+    line.hold(lock);
     this.holding(lock);
     caller.resolve(lock);
   }
@@ -383,7 +414,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     this.leave(caller);
     const lock = this.backend.adopt!(handed, caller);
     if (lock === undefined) return this.ask(line, caller);
-    line.handOn();
+    line.handOn(lock);
     this.holding(lock);
     caller.resolve(lock);
   }

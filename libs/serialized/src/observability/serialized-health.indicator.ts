@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { isMissingPackage, missingPeerError } from '../config/optional-peer';
-import { redactUrls } from '../internal/redact';
 import { LockProvider } from '../lock.provider';
 import { driverOf } from './driver-of';
+import { healthReason } from './health-reason';
 
 /**
  * What `isHealthy` returns: terminus's `HealthIndicatorResult`, spelled out here
@@ -33,8 +33,8 @@ export const SERIALIZED_HEALTH_TIMEOUT_MS = 1000;
 /**
  * A `@nestjs/terminus` health indicator for the active lock backend: in-memory is
  * always up; Redis answers `PING`; PostgreSQL answers a statement on a lock
- * connection — each within a bounded time. A down result carries the reason with
- * credentials redacted.
+ * connection — each within a bounded time. The details name the driver and, when
+ * down, the reason — without credentials or hosts (`healthReason`).
  *
  * Registered by `SerializedModule` (global), so any module of an app that also
  * imports `TerminusModule` can inject it:
@@ -69,7 +69,7 @@ export class SerializedHealthIndicator {
       await this.provider.ping(options.timeoutMs ?? SERIALIZED_HEALTH_TIMEOUT_MS);
       return indicator.up({ driver }) as SerializedHealthResult<Key>;
     } catch (error) {
-      return indicator.down({ driver, message: redactUrls(String((error as Error)?.message ?? error)) }) as SerializedHealthResult<Key>;
+      return indicator.down({ driver, message: healthReason(String((error as Error)?.message ?? error)) }) as SerializedHealthResult<Key>;
     }
   }
 

@@ -15,7 +15,7 @@ export const MAX_METRIC_SCOPES = 200;
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** How an acquisition ended (the `outcome` attribute of `serialized.lock.wait.duration`). */
-type WaitOutcome = 'acquired' | 'busy' | 'timeout' | 'backend_error' | 'aborted';
+export type WaitOutcome = 'acquired' | 'busy' | 'timeout' | 'backend_error' | 'aborted';
 
 /**
  * One scope's attribute sets, built once, and its tallies. Counters and the
@@ -174,7 +174,8 @@ function scopeAttributes(scope: string, driver: string): ScopeAttributes {
   };
 }
 
-function outcomeOf(error: unknown): WaitOutcome {
+/** How a wait that did not get its key ended (the `outcome` of the wait histogram and of a `serialized.wait` span). @internal */
+export function outcomeOf(error: unknown): WaitOutcome {
   if (error instanceof LockBusyError) return 'busy';
   if (error instanceof LockTimeoutError) return 'timeout';
   if (error instanceof LockBackendError) return 'backend_error';

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/lock-lost.error';
 import { DONE } from '../internal/release-after';
 import type { Lock } from '../lock.interface';
@@ -10,6 +11,8 @@ import type { Lock } from '../lock.interface';
 export class TransactionLock implements Lock {
   private controller: AbortController | undefined;
   private lostError: LockLostError | undefined;
+  /** `performance.now()` when the server granted it (`LockService.inspect`'s `heldForMs`). */
+  readonly acquiredAt = performance.now();
 
   constructor(
     readonly key: string,

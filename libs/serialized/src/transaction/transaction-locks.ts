@@ -6,6 +6,8 @@ import type { Lock } from '../lock.interface';
 import { advisoryLockKey } from '../providers/postgres/advisory-key.hash';
 import { Logger } from '@nestjs/common';
 import { LockLines } from '../local/lock-lines';
+import { holderHere } from '../inspect/holder-here';
+import type { LockInfo } from '../inspect/lock-info.interface';
 import { InMemoryBackend } from '../providers/memory/in-memory.backend';
 import type { InMemoryLock } from '../providers/memory/in-memory-lock';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
@@ -62,6 +64,8 @@ export class TransactionLocks {
   private readonly local: LockLines<InMemoryLock>;
   private readonly statements: TransactionLockStatements;
   private readonly sequences = new WeakMap<TransactionHostLike, Promise<void>>();
+  /** The server lock of each key a caller of this process holds in its transaction (for `addHere`). */
+  private readonly granted = new Map<string, TransactionLock>();
 
   constructor(
     private readonly settings: TransactionLocksSettings,
@@ -116,9 +120,33 @@ export class TransactionLocks {
         throw this.lockError(key, error, waitTimeoutMs, 'could not begin a transaction');
       }
     } finally {
+      this.granted.delete(key);
       // After COMMIT/ROLLBACK: the next caller of this process sees what this one committed.
       void local.release();
     }
+  }
+
+  /**
+   * `LockService.inspect` in transaction mode: `info` (what the provider saw) with
+   * this process's transaction-mode holder and waiters of its key added. A caller
+   * at the head of the key's local line without a server lock yet is waiting for
+   * it in the server (or beginning its transaction). `serverSeen`: the provider
+   * read PostgreSQL's lock table (the postgres driver), where it already counted
+   * that wait and listed this process's transaction as another session's hold.
+   */
+  addHere(info: LockInfo, serverSeen: boolean): LockInfo {
+    const { holder, waiting } = this.local.inspectHere(info.key);
+    if (!holder && waiting === 0) return info;
+    const lock = this.granted.get(info.key);
+    const asking = holder && !lock ? 1 : 0;
+    const suffix = lock ? `#${lock.backendPid}` : undefined;
+    const others = suffix ? info.holders.filter((other) => other.here || !other.instance?.endsWith(suffix)) : info.holders;
+    return {
+      key: info.key,
+      holders: lock ? [holderHere(lock, performance.now()), ...others] : others,
+      waiting: info.waiting === undefined ? undefined : info.waiting + waiting + (serverSeen ? 0 : asking),
+      waitingHere: info.waitingHere + waiting + asking,
+    };
   }
 
   /** Graceful shutdown of the local queue (running sections finish first, up to `shutdownGraceMs`). */
@@ -165,6 +193,7 @@ export class TransactionLocks {
         throw error;
       });
       if (dead) lock.markLost("the transaction's connection ended");
+      this.granted.set(key, lock);
       state.phase = Phase.Section;
       const result = await section(lock);
       state.phase = Phase.Returned;

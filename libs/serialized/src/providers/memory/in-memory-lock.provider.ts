@@ -1,6 +1,9 @@
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { MemoryIdempotencyStore } from '../../idempotency/stores/memory-idempotency.store';
+import { performance } from 'node:perf_hooks';
+import { holderHere } from '../../inspect/holder-here';
+import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import { LayeredLockProvider } from '../../local/layered-lock.provider';
 import { LockLines } from '../../local/lock-lines';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
@@ -28,6 +31,14 @@ export class InMemoryLockProvider
 {
   /** @internal */
   readonly lines: LockLines<InMemoryLock>;
+  /** `LockService.inspect`: this process is the whole picture (O(1), nothing changed). @internal */
+  readonly inspector: KeyInspector = {
+    inspect: (key) => {
+      const { holder, waiting } = this.lines.inspectHere(key);
+      const holders = holder ? [holderHere(holder, performance.now())] : [];
+      return Promise.resolve({ key, holders, waiting, waitingHere: waiting });
+    },
+  };
 
   constructor(options: InMemoryLockProviderOptions = {}) {
     super('InMemoryLockProvider');

@@ -1,6 +1,7 @@
 import { LockLostError } from '../../errors';
 import { LocalLock } from '../../local/local-lock';
 import { DONE } from '../../internal/release-after';
+import { turnNow } from '../../internal/turn.clock';
 import type { Lock } from '../../lock.interface';
 import type { LockLines } from '../../local/lock-lines';
 
@@ -18,7 +19,8 @@ export class InMemoryLock extends LocalLock implements Lock {
     private readonly token: number,
     private readonly owner: InMemoryLockOwner,
   ) {
-    super();
+    // The clock as read once per turn of the event loop: a read per lock would cost as much as the lock.
+    super(turnNow());
   }
 
   get fencingToken(): bigint {

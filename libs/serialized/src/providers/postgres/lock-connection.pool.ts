@@ -81,6 +81,14 @@ export class LockConnectionPool {
     for (const connection of this.busy) if (!connection.dead && !this.useOf(connection).exclusive) yield connection;
   }
 
+  /** Backend pids of every open session of the pool (shared, exclusive or idle). */
+  pids(): number[] {
+    const pids: number[] = [];
+    for (const connection of this.idle) pids.push(connection.pid);
+    for (const connection of this.busy) pids.push(connection.pid);
+    return pids;
+  }
+
   /** Requests queued for a connection. */
   get waiting(): number {
     return this.waiters.size;

@@ -17,6 +17,8 @@ import { LockSessions } from './lock-sessions';
 import { pingLockPool } from './postgres-health';
 import { sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import { PostgresBackend, type HandedLock } from './postgres.backend';
+import { PostgresLockInspector } from './postgres-lock.inspector';
+import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import type { PostgresLock } from './postgres-lock';
 
 export type { PostgresLockProviderOptions } from './postgres-lock-provider.options';
@@ -50,6 +52,11 @@ export class PostgresLockProvider extends LayeredLockProvider<PostgresLock, Hand
   private readonly backend: PostgresBackend;
   /** @internal */
   readonly lines: LockLines<PostgresLock, HandedLock>;
+  /**
+   * `LockService.inspect`: the local layer and `pg_locks`. Typed by its interface, so
+   * the provider's declarations never reach `pg`'s types (an optional peer). @internal
+   */
+  readonly inspector: KeyInspector;
   private readonly idempotencyTable: string | undefined;
   private shutDown: Promise<void> | undefined;
 
@@ -80,6 +87,7 @@ export class PostgresLockProvider extends LayeredLockProvider<PostgresLock, Hand
       deadlines: this.deadlines,
       trackHeld: true,
     });
+    this.inspector = new PostgresLockInspector(this.sessions, this.keyPrefix, () => this.lines);
   }
 
   /** Builds the provider `SerializedModule` registers for `driver: 'postgres'`. */

@@ -24,6 +24,8 @@ import { resolveRedisLockOptions, type RedisLockProviderOptions, type ResolvedRe
 import { RedisScripts } from './protocol/redis-scripts';
 import { withTimeout } from '../../observability/with-timeout';
 import { RedisWaiters } from './waiting/redis-waiters';
+import { RedisLockInspector } from './redis-lock.inspector';
+import type { KeyInspector } from '../../inspect/key-inspector.interface';
 
 export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions } from './redis-lock-provider.options';
 
@@ -82,6 +84,8 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     acquireNow: () => undefined,
   };
   private closing: Promise<void> | undefined;
+  /** `LockService.inspect`: one read-only script and this process's own holders and waiters (typed by its interface). @internal */
+  readonly inspector: KeyInspector;
 
   constructor(options: RedisLockProviderOptions) {
     super();
@@ -106,6 +110,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, stalls, heartbeatMs, logger: this.logger,
       budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)), handoff: this.options.handoff, maxLocalHandOffs: this.options.maxLocalHandOffs,
     });
+    this.inspector = new RedisLockInspector({ connection: this.connection, keyspace, session: tokens.session, held: this.held, waiters: this.waiters });
     this.connection.onReconnect(() => {
       this.waiters.resync();
       // Redis may have lost its data (a restart without persistence, a fail-over):

@@ -1,0 +1,83 @@
+import { performance } from 'node:perf_hooks';
+import type { QueryArrayConfig } from 'pg';
+import { LockBackendError } from '../../errors';
+import { holderHere } from '../../inspect/holder-here';
+import type { KeyInspector } from '../../inspect/key-inspector.interface';
+import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
+import type { LockLines } from '../../local/lock-lines';
+import { advisoryLockKey } from './advisory-key.hash';
+import { LockConnection } from './lock-connection';
+import type { LockSessions } from './lock-sessions';
+import type { HandedLock } from './postgres.backend';
+import type { PostgresLock } from './postgres-lock';
+
+/** Most holder rows read for one key (an advisory key has one exclusive holder; shared holds are the app's own). */
+const MAX_HOLDER_ROWS = 16;
+
+/**
+ * The advisory lock rows of one key (`$1`, the 64-bit key; objsubid 1: a bigint
+ * key, not the two-int4 wait marks) in this database, except those of the
+ * sessions `$2` (this provider's own, which the local layer describes better):
+ * holders first, at most `MAX_HOLDER_ROWS`, each with the count of the sessions
+ * waiting (a window over every row, computed before the limit). One read of
+ * `pg_locks` (it takes no lock of its own: the lock manager is read in shared mode).
+ */
+const INSPECT = {
+  name: 'nestjs-serialized:inspect',
+  text:
+    'SELECT l.pid, a.application_name, l.mode, l.granted, count(*) FILTER (WHERE NOT l.granted) OVER () AS waiting ' +
+    'FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid ' +
+    "WHERE l.locktype = 'advisory' AND l.objsubid = 1 " +
+    'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) ' +
+    'AND l.classid = (($1::bigint >> 32) & 4294967295)::oid AND l.objid = ($1::bigint & 4294967295)::oid ' +
+    'AND l.pid <> ALL($2::int[]) ' +
+    `ORDER BY l.granted DESC, l.pid LIMIT ${MAX_HOLDER_ROWS}`,
+};
+
+/**
+ * `LockService.inspect` for the PostgreSQL driver: this process's holder and
+ * waiters from the local layer, and every other session's hold and wait of the
+ * key from `pg_locks` — one statement on a lock session (shared with held locks,
+ * like a try; a free session is waited for up to `connectTimeoutMs`). Other processes' holders come with
+ * their session's `application_name` and backend pid; PostgreSQL keeps neither
+ * their fencing token nor when they took the key. Read-only.
+ */
+export class PostgresLockInspector implements KeyInspector {
+  constructor(
+    private readonly sessions: LockSessions,
+    private readonly keyPrefix: string,
+    private readonly lines: () => Pick<LockLines<PostgresLock, HandedLock>, 'inspectHere'>,
+  ) {}
+
+  async inspect(key: string): Promise<LockInfo> {
+    const rows = await this.read(advisoryLockKey(this.keyPrefix, key));
+    const here = this.lines().inspectHere(key);
+    const holders: LockHolderInfo[] = [];
+    if (here.holder) holders.push(holderHere(here.holder, performance.now(), { instance: `${this.sessions.applicationName}#${here.holder.connection.pid}` }));
+    let elsewhere = 0;
+    for (const [pid, applicationName, mode, granted, waiting] of rows) {
+      elsewhere = Number(waiting);
+      if (granted === true) holders.push({ here: false, instance: `${applicationName ?? ''}#${pid}`, shared: mode === 'ShareLock' });
+    }
+    return { key, holders, waiting: here.waiting + elsewhere, waitingHere: here.waiting };
+  }
+
+  private async read(lockKey: string): Promise<unknown[][]> {
+    const { pool, connectTimeoutMs } = this.sessions;
+    const taken = pool.take({
+      shared: true,
+      timeoutMs: connectTimeoutMs,
+      timeoutError: () => new LockBackendError(`PostgreSQL: no lock session free within ${connectTimeoutMs} ms to inspect a key`),
+      backendError: (cause) => new LockBackendError(`PostgreSQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause }),
+    });
+    const connection = taken instanceof LockConnection ? taken : await taken.promise;
+    try {
+      const config: QueryArrayConfig = { ...INSPECT, values: [lockKey, pool.pids()], rowMode: 'array' };
+      // Bounded by the session's watchdog like every statement; never cut short here, since
+      // ending a session shared with held locks would take their locks with it.
+      return await connection.queryRows(config);
+    } finally {
+      pool.release(connection);
+    }
+  }
+}

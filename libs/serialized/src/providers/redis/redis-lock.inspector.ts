@@ -1,0 +1,54 @@
+import { performance } from 'node:perf_hooks';
+import { holderHere } from '../../inspect/holder-here';
+import type { KeyInspector } from '../../inspect/key-inspector.interface';
+import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
+import type { HeldLocks } from '../../local/held-locks';
+import type { RedisLock } from './holding/redis-lock';
+import { InspectScript } from './protocol/inspect.script';
+import type { RedisKeyspace } from './protocol/redis-keyspace';
+import type { RedisConnection } from './transport/redis-connection';
+import type { RedisWaiters } from './waiting/redis-waiters';
+
+/** The part of the provider an inspection reads. */
+export interface RedisInspectedParts {
+  readonly connection: RedisConnection;
+  readonly keyspace: RedisKeyspace;
+  /** This provider's session (the first part of its owner tokens). */
+  readonly session: string;
+  readonly held: HeldLocks<RedisLock>;
+  /** This process's callers waiting for a key (`pendingOf`: sending, queued in Redis, or riding). */
+  readonly waiters: RedisWaiters;
+}
+
+/**
+ * `LockService.inspect` for the Redis driver: one read-only script (`inspect.lua`:
+ * the lock's owner token and PTTL, the queue's length, and this session's places
+ * among its first 256) and this process's own holder and waiters. Redis keeps the
+ * holder's owner token and lease, not its fencing token: another process's holder
+ * is listed with its session and lease left.
+ */
+export class RedisLockInspector implements KeyInspector {
+  private readonly script = new InspectScript();
+
+  constructor(private readonly parts: RedisInspectedParts) {}
+
+  async inspect(key: string): Promise<LockInfo> {
+    const { connection, keyspace, session, held, waiters } = this.parts;
+    const seen = await connection.run(key, (client) => this.script.run(client, keyspace.keysOf(key), session));
+    const now = performance.now();
+    const ownerSession = seen.owner === '' ? undefined : seen.owner.slice(0, seen.owner.indexOf(':'));
+    const lease = seen.pttl >= 0 ? { leaseRemainingMs: seen.pttl } : {};
+    const holders: LockHolderInfo[] = [];
+    if (held.holds(key)) {
+      for (const lock of held.values()) {
+        if (lock.key === key && !lock.released) holders.push(holderHere(lock, now, { instance: session, ...(ownerSession === session ? lease : {}) }));
+      }
+    }
+    // Kept in Redis under this session with no holder here right now (a release on its way, riders next).
+    if (ownerSession === session && holders.length === 0) holders.push({ here: true, instance: session, shared: false, ...lease });
+    if (ownerSession !== undefined && ownerSession !== session) holders.push({ here: false, instance: ownerSession, shared: false, ...lease });
+    const waitingHere = waiters.pendingOf(key);
+    // Waiters of other processes with a place, and all of this process's (riders have no place).
+    return { key, holders, waiting: Math.max(0, seen.places - seen.mine) + waitingHere, waitingHere };
+  }
+}
