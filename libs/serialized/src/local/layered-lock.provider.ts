@@ -2,16 +2,19 @@ import type { ProviderAcquireOptions } from '../acquire-options.interface';
 import { validateAcquire } from '../config/acquire-options.validator';
 import type { Lock } from '../lock.interface';
 import { LockProvider } from '../lock.provider';
-import type { LockLines } from './lock-lines';
+import type { LockDoor } from './lock-door.interface';
 
 /**
  * A provider built on the local layer: its public `acquire`/`tryAcquire` validate
  * the call once and hand it to its lines, which `LockService` reaches directly (see
  * `LockDoor`) after validating the call itself.
  */
-export abstract class LayeredLockProvider<L extends Lock, K = never> extends LockProvider {
-  /** The provider's local layer. @internal */
-  abstract readonly lines: LockLines<L, K>;
+export abstract class LayeredLockProvider extends LockProvider {
+  /**
+   * The provider's local layer (its `LockLines`), typed by what the base needs: the
+   * declarations of a provider then name none of its backend's types. @internal
+   */
+  abstract readonly lines: LockDoor;
   private readonly acquireWhere: string;
   private readonly tryWhere: string;
 

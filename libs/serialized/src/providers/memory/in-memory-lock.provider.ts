@@ -26,7 +26,7 @@ export type InMemoryLockProviderOptions = Pick<
  * is accepted and ignored, with one debug note per instance (docs/lease.md).
  */
 export class InMemoryLockProvider
-  extends LayeredLockProvider<InMemoryLock>
+  extends LayeredLockProvider
   implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
 {
   /** @internal */
