@@ -1,5 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -13,8 +14,11 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..', '..');
 const DIR = path.join(ROOT, '.test-services', 'redis-cluster');
-const USERS = path.join(DIR, 'users');
 const BASE_PORT = Number(process.env.TEST_REDIS_CLUSTER_BASE_PORT ?? 7101);
+// The ports belong to the machine, not to a checkout: every jest run of every checkout
+// (a second clone, a git worktree) registers in one place, so that one finishing never
+// shuts the cluster down under another's suites.
+const USERS = path.join(os.tmpdir(), `nestjs-serialized-redis-cluster-${BASE_PORT}-users`);
 const PORTS = [BASE_PORT, BASE_PORT + 1, BASE_PORT + 2];
 const HOST = '127.0.0.1';
 
