@@ -37,14 +37,17 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
     await group?.stop();
   });
 
-  it('serializes callers through the app\'s Sentinel client, and a grant is on the replica by the time the caller holds it', async () => {
-    const locks = provider({ replicas: { acks: 1, timeoutMs: 500 } });
+  it('serializes callers of two providers through the app\'s Sentinel clients, and a grant is on the replica by the time the caller holds it', async () => {
+    // Two providers (two sessions): hand-offs between them come by message, within one by reply or in-process.
+    const keyPrefix = uniqueId('sentinel');
+    const both = [provider({ keyPrefix, replicas: { acks: 1, timeoutMs: 500 } }), provider({ keyPrefix, replicas: { acks: 1, timeoutMs: 500 } })];
     const replica = await replicaPort();
     const probe = new OverlapProbe();
     const tokens: bigint[] = [];
     let onReplica = 0;
     await Promise.all(
-      Array.from({ length: 4 }, async () => {
+      Array.from({ length: 4 }, async (_, caller) => {
+        const locks = both[caller % 2];
         for (let i = 0; i < 10; i++) {
           const lock = await locks.acquire('account-1');
           // WAIT confirmed it: the replica has this very grant now, not merely soon.

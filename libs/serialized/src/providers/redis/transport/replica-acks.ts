@@ -26,7 +26,8 @@ export interface Acked<T> {
  * of its own behind it). Cluster: the script goes through the Cluster client,
  * which may queue or redirect it, so `WAIT` follows its reply, on the connection
  * of the master that holds the slot (a second round trip), and counts only if
- * that master held the slot before the write and still does.
+ * that master held the slot before the write and still does, and its socket is
+ * the one the write's reply came on.
  *
  * `WAIT` holds the connection while it waits (Redis answers a connection's
  * commands in order), so every command behind it waits too: `timeoutMs` is kept
@@ -79,10 +80,11 @@ export class ReplicaAcks {
   private async afterOnNode<T>(cluster: Cluster, key: string, write: (client: ScriptClient) => Promise<T>): Promise<Acked<T>> {
     const slot = this.slotOf!(key);
     const owner = cluster.slots[slot]?.[0];
-    const node = owner === undefined ? undefined : cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
-    const socket = node?.stream;
     const reply = await write(cluster);
+    const node = owner === undefined ? undefined : cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
     if (!node || cluster.slots[slot]?.[0] !== owner) return { reply, acked: 0 };
+    // The reply came on the node's socket as it is now (a node connects lazily, on its first command).
+    const socket = node.stream;
     const acked = await node.wait(this.acks, this.timeoutMs);
     const same = node.stream === socket && cluster.slots[slot]?.[0] === owner;
     return { reply, acked: same ? acked : 0 };
