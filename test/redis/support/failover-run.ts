@@ -37,9 +37,11 @@ export interface FailoverRunOptions {
   readonly keys: number;
   /** Replica acknowledgements (0: the option is off). */
   readonly acks: number;
-  /** The fail-overs, in order, each after `gapMs` of load. */
+  /** The fail-overs, in order, each after `gapMs` of load (one gap for all, or one per fail-over). */
   readonly kinds: readonly FailoverKind[];
-  readonly gapMs: number;
+  readonly gapMs: number | readonly number[];
+  /** Lease of the workers' locks (default 2000 ms). */
+  readonly leaseMs?: number;
   /** Load after the last fail-over (its recovery included). */
   readonly tailMs: number;
 }
@@ -53,7 +55,7 @@ export async function failoverRun(group: SentinelGroup, options: FailoverRunOpti
   const ledgerPrefix = uniqueId('fo-ledger');
   const env = {
     SENTINELS: JSON.stringify(group.sentinels), MASTER_NAME: SENTINEL_MASTER_NAME, KEY_PREFIX: uniqueId('fo'), KEYS: String(options.keys),
-    LOOPS: String(options.loops), LEASE_MS: '2000', REPLICA_ACKS: String(options.acks), REPLICA_TIMEOUT_MS: '300',
+    LOOPS: String(options.loops), LEASE_MS: String(options.leaseMs ?? 2000), REPLICA_ACKS: String(options.acks), REPLICA_TIMEOUT_MS: '300',
     LEDGER_URL: TEST_REDIS_URL, LEDGER_PREFIX: ledgerPrefix,
   };
   const workers = Array.from({ length: options.processes }, (_, i) => WorkerProcess.start(`failover-${i}`, WORKER, env));
@@ -67,8 +69,8 @@ export async function failoverRun(group: SentinelGroup, options: FailoverRunOpti
       for (let k = 0; k < options.keys; k++) total += Number((await ledger.get(`${ledgerPrefix}:k${k}:counter`)) ?? 0);
       return total;
     };
-    for (const kind of options.kinds) {
-      await sleep(options.gapMs);
+    for (const [i, kind] of options.kinds.entries()) {
+      await sleep(typeof options.gapMs === 'number' ? options.gapMs : options.gapMs[i]);
       const from = await group.masterPort();
       let to: number;
       if (kind === 'sentinel') ({ to } = await group.failover());
