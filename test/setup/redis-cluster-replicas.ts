@@ -48,7 +48,7 @@ export class ReplicatedShardCluster {
 
   async stop(): Promise<void> {
     for (const child of this.processes) child.kill('SIGKILL');
-    await Promise.all(this.processes.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)))));
+    await Promise.all(this.processes.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => (child.ref(), child.once('exit', resolve))))));
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 

@@ -122,7 +122,7 @@ export class SentinelGroup {
       child.kill('SIGCONT');
       child.kill('SIGKILL');
     }
-    await Promise.all([...this.processes.values()].map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)))));
+    await Promise.all([...this.processes.values()].map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => (child.ref(), child.once('exit', resolve))))));
     this.processes.clear();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
