@@ -34,9 +34,16 @@ async function main(): Promise<void> {
   const next = at < 0 ? `${report.trimEnd()}\n\n${section}\n` : `${report.slice(0, at)}${section}${report.slice(report.indexOf(END) + END.length)}`;
   fs.writeFileSync(out, next);
   console.log(section);
-  const bad = runs.filter((r) => r.acks > 0 && sentinelFaultRunProblems(r).length);
+  // acks = the number of replicas must get nothing wrong; acks 1 of 2 has the documented hole (a replica that is
+  // not promoted acknowledges the old master's grants until the Sentinels point it at the new one).
+  const bad = runs.filter((r) => r.acks >= 2 && sentinelFaultRunProblems(r).length);
   if (bad.length) {
-    console.error(`runs with replicas that got something wrong: ${bad.map((r) => `acks ${r.acks}: ${sentinelFaultRunProblems(r).join(', ')}`).join('; ')}`);
+    console.error(`runs with acks = replicas that got something wrong: ${bad.map((r) => `acks ${r.acks}: ${sentinelFaultRunProblems(r).join(', ')}`).join('; ')}`);
+    process.exitCode = 1;
+  }
+  // The control must show the hazard, or the run did not exercise what it claims to.
+  if (!runs.some((r) => r.acks === 0 && sentinelFaultRunProblems(r).length)) {
+    console.error('the run without replicas showed no token handed out twice and no inversion: the fail-overs did not exercise the hazard');
     process.exitCode = 1;
   }
 }
