@@ -37,6 +37,7 @@ import type { Scenario } from './scenarios/scenario';
 import { uncontendedScenario } from './scenarios/uncontended.scenario';
 import { cleanupRedis, DATABASE_URL, probeServices, REDIS_URL, runPrefix } from './services';
 import { SUBJECTS } from './subjects';
+import { stopLocalReplica } from './lib/local-replica';
 
 const ROOT = REPO_ROOT;
 const SCENARIOS: Scenario[] = [uncontendedScenario, hotKeyScenario, hotKeyProcessesScenario, manyKeysScenario, memoryScenario, httpOverheadScenario];
@@ -126,6 +127,8 @@ async function runAll(): Promise<void> {
   } finally {
     hog?.kill('SIGKILL');
     await cleanup();
+    // The replica the `replicas: { acks: 1 }` contender asked for (bench/lib/local-replica.ts).
+    await stopLocalReplica();
   }
 
   const argv = process.argv.slice(2).join(' ');

@@ -2,6 +2,9 @@
  * The Redis hand-off protocol of nestjs-serialized (the redis driver), as a Promela
  * model for SPIN. docs/protocol.md presents it; models/VOCABULARY.md names its states
  * and transitions (the code's names are these).
+ * Its Redis is one server that never fails over; a fail-over (a promoted replica that
+ * lacks the master's latest writes) and the replica acknowledgements that guard grants
+ * against it (`replicas`) are models/redis-failover.pml's.
  *
  * One key K. Two processes (one RedisLockProvider each, one session each): process 0
  * has N0 waiters, process 1 has N1; every waiter asks for K once (`acquire`, mode

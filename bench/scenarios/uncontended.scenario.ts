@@ -3,7 +3,7 @@ import { interleave, type Outcome, type Sample } from '../lib/interleave';
 import { withContenderHosts } from '../lib/contender-hosts';
 import { NET_DELAY_US, startDelayProxy } from '../lib/delay-proxy';
 import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
-import { BACKEND_LABEL, SUBJECTS } from '../subjects';
+import { BACKEND_LABEL, SUBJECTS, VARIANTS } from '../subjects';
 import type { Backend, LockSubject, SubjectContext } from '../subjects/subject';
 import { costEntries } from './cost-entries';
 import { backendDown, type Scenario, type ScenarioContext } from './scenario';
@@ -20,7 +20,7 @@ export const uncontendedScenario: Scenario = {
   title: 'Uncontended acquire + release, distinct keys',
   async run(context: ScenarioContext): Promise<ResultEntry[]> {
     const entries: ResultEntry[] = [];
-    for (const backend of ['memory', 'redis', 'postgres'] as const) entries.push(...(await measure(context, backend, context.subjects, '')));
+    for (const backend of ['memory', 'redis', 'postgres'] as const) entries.push(...(await measure(context, backend, context.subjects, '', backend === 'redis' ? ['replicas'] : [])));
     // The network variant: every contender's backend connection through a proxy adding 0.25 ms each way,
     // so the round trips per section count as they would between hosts.
     for (const backend of ['redis', 'postgres'] as const) {
@@ -45,16 +45,18 @@ export const uncontendedScenario: Scenario = {
   },
 };
 
-async function measure(context: ScenarioContext, backend: Backend, subjects: SubjectContext, variant: '' | 'net'): Promise<ResultEntry[]> {
+/** `variants`: variants of ours (VARIANTS) run in the same rounds and reported under ids of their own (`1.redis.replicas.*`). */
+async function measure(context: ScenarioContext, backend: Backend, subjects: SubjectContext, variant: '' | 'net', variants: readonly string[] = []): Promise<ResultEntry[]> {
   const { config, log } = context;
   const { rounds, warmupMs, durationMs } = config.uncontended;
   const net = variant === 'net';
   log(`  [1] ${BACKEND_LABEL[backend]}${net ? ` over the network (+${NET_DELAY_US / 1000} ms each way)` : ''}`);
   const specs = SUBJECTS[backend];
+  const extra = variants.map((name) => [name, VARIANTS[backend][name]] as const);
   const down = backendDown(context.services, backend);
   const outcomes = await withContenderHosts(1, backend, subjects, (hosts) =>
     interleave(
-      specs.map((s) => s.id),
+      [...specs, ...extra.map(([, spec]) => spec)].map((s) => s.id),
       rounds,
       async (id, round): Promise<Sample> => {
         if (down) return { metrics: {}, failure: down };
@@ -69,12 +71,25 @@ async function measure(context: ScenarioContext, backend: Backend, subjects: Sub
   const base = `1.${backend}${net ? '.net' : ''}`;
   const title = `1. Uncontended acquire+release, distinct keys (${BACKEND_LABEL[backend]}${net ? ', over a 0.25 ms-each-way path' : ''})`;
   const common = { scenario: 1, group: GROUP_OF[backend], params, contenders: specs, outcomes: outcomes as Map<string, Outcome> };
-  return [
+  const own = [
     buildEntry({ ...common, id: `${base}.ops`, name: title, metric: 'opsPerSec', unit: 'ops/s', betterIs: 'higher' }),
     buildEntry({ ...common, id: `${base}.p50`, name: `${title} — latency p50`, metric: 'p50Ms', unit: 'ms', betterIs: 'lower' }),
     buildEntry({ ...common, id: `${base}.p99`, name: `${title} — latency p99`, metric: 'p99Ms', unit: 'ms', betterIs: 'lower' }),
     ...costEntries({ scenario: 1, backend, title, params, specs, outcomes, variant: net ? 'net' : undefined }),
   ];
+  // A variant of ours against the same peers, in the same rounds (as scenario 3 does).
+  const more = extra.flatMap(([name, spec]) => {
+    const against = [spec, ...specs.filter((s) => s.kind !== 'ours')];
+    const named = `${title}, ${spec.label}`;
+    const v = { ...common, contenders: against };
+    return [
+      buildEntry({ ...v, id: `${base}.${name}.ops`, name: named, metric: 'opsPerSec', unit: 'ops/s', betterIs: 'higher' }),
+      buildEntry({ ...v, id: `${base}.${name}.p50`, name: `${named} — latency p50`, metric: 'p50Ms', unit: 'ms', betterIs: 'lower' }),
+      buildEntry({ ...v, id: `${base}.${name}.p99`, name: `${named} — latency p99`, metric: 'p99Ms', unit: 'ms', betterIs: 'lower' }),
+      ...costEntries({ scenario: 1, backend, title: named, params, specs: against, outcomes, variant: name }),
+    ];
+  });
+  return [...own, ...more];
 }
 
 /** One round of one contender (in its own process): fresh keys one after another, warm-up then `durationMs`. */

@@ -1,6 +1,6 @@
 import { memorySubjects } from './memory.subjects';
 import { oursPostgresCohort, postgresSubjects } from './postgres.subjects';
-import { oursRedisCohort, redisSubjects } from './redis.subjects';
+import { oursRedisCohort, oursRedisReplicas, redisSubjects } from './redis.subjects';
 import type { Backend, SubjectSpec } from './subject';
 
 export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
@@ -12,7 +12,7 @@ export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
 /** Variants of this library that one scenario runs besides the usual contenders, under entry ids of their own. */
 export const VARIANTS: Record<Backend, Record<string, SubjectSpec>> = {
   memory: {},
-  redis: { cohort: oursRedisCohort },
+  redis: { cohort: oursRedisCohort, replicas: oursRedisReplicas },
   postgres: { cohort: oursPostgresCohort },
 };
 

@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import { Mutex as RedisSemaphoreMutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import { RedisLockProvider } from 'nestjs-serialized';
+import { ensureLocalReplica } from '../lib/local-replica';
 import { lockServiceSubject } from './memory.subjects';
 import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
 
@@ -41,6 +42,25 @@ export const oursRedisCohort: SubjectSpec = {
   canWait: true,
   async open(context: SubjectContext): Promise<LockSubject> {
     return lockServiceSubject(new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours-cohort`, handoff: 'cohort' }));
+  },
+};
+
+/**
+ * This library with replica acknowledgements (issue 40): every grant and renewal
+ * waits for `WAIT 1` on a local replica of the bench Redis (started for it). Scenarios
+ * 1 and 3 only, reported under ids of their own (`<scenario>.redis.replicas.*`): the
+ * cost of the acknowledgement, as a ratio to the rows of `ours`.
+ */
+export const oursRedisReplicas: SubjectSpec = {
+  id: 'ours-replicas',
+  label: 'nestjs-serialized (replicas: { acks: 1 })',
+  kind: 'ours',
+  backend: 'redis',
+  settings: `new RedisLockProvider({ url, keyPrefix, replicas: { acks: 1, timeoutMs: 1000 } }) against a local replica of the bench Redis (otherwise as ours); LockService.run(key, fn)`,
+  canWait: true,
+  async open(context: SubjectContext): Promise<LockSubject> {
+    await ensureLocalReplica(context.redisUrl);
+    return lockServiceSubject(new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours-replicas`, replicas: { acks: 1, timeoutMs: 1000 } }));
   },
 };
 

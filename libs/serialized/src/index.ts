@@ -38,7 +38,7 @@ export type { LockProviderCommonOptions } from './lock-provider-options.interfac
 export { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
 export type { InMemoryLockProviderOptions } from './providers/memory/in-memory-lock.provider';
 export { RedisLockProvider } from './providers/redis/redis-lock.provider';
-export type { RedisLockProviderOptions } from './providers/redis/redis-lock.provider';
+export type { RedisLockProviderOptions, RedisReplicaAcks } from './providers/redis/redis-lock.provider';
 export { PostgresLockProvider } from './providers/postgres/postgres-lock.provider';
 export type { PostgresLockProviderOptions } from './providers/postgres/postgres-lock.provider';
 

@@ -4,6 +4,7 @@ import type { LockProviderCommonOptions } from './lock-provider-options.interfac
 import type { LockProvider } from './lock.provider';
 import type { TransactionModuleOptions } from './transaction/transaction-options.interface';
 import type { PgPoolLike, RedisClientLike } from './peer-clients.interface';
+import type { RedisReplicaAcks } from './providers/redis/redis-lock-provider.options';
 
 /** Which backend holds the locks. */
 export type SerializedDriver = 'memory' | 'redis' | 'postgres';
@@ -64,6 +65,13 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     handoff?: HandOffMode;
     /** Most local hand-offs in a row before the key goes back to Redis (default 16, `SERIALIZED_REDIS_MAX_LOCAL_HANDOFFS`; 0: none). */
     maxLocalHandOffs?: number;
+    /**
+     * A grant (with its fencing tokens) or renewal counts only once `acks` replicas
+     * have it (Redis `WAIT`, at most `timeoutMs`); otherwise the lock is undone and the
+     * caller gets `LockBackendError`. Default none (`SERIALIZED_REDIS_REPLICA_ACKS`,
+     * `SERIALIZED_REDIS_REPLICA_TIMEOUT_MS`): docs/providers/redis.md, *Fail-over*.
+     */
+    replicas?: RedisReplicaAcks;
   };
   /**
    * How library errors that escape a request handler are answered (docs/errors.md):
@@ -116,7 +124,10 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
 export interface ResolvedSerializedOptions extends Required<LockProviderCommonOptions> {
   driver: SerializedDriver;
   provider?: LockProvider;
-  redis: { url?: string; client?: RedisClientLike; heartbeatMs: number; maxInFlight: number; handoff: HandOffMode; maxLocalHandOffs: number };
+  redis: {
+    url?: string; client?: RedisClientLike; heartbeatMs: number; maxInFlight: number; handoff: HandOffMode; maxLocalHandOffs: number;
+    replicas?: RedisReplicaAcks;
+  };
   postgres: {
     connectionString?: string;
     pool?: PgPoolLike;

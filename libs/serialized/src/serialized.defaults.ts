@@ -36,6 +36,10 @@ export const SERIALIZED_DEFAULTS = {
   redisHandoff: 'strict' as HandOffMode,
   /** Redis: most in-process hand-offs in a row before the key goes back to Redis. */
   redisMaxLocalHandOffs: 16,
+  /** Redis replicas that must acknowledge a grant or renewal (`WAIT`) before it counts: 0, none (asynchronous replication). */
+  redisReplicaAcks: 0,
+  /** How long a grant or renewal waits for those acknowledgements (`WAIT`'s timeout). */
+  redisReplicaTimeoutMs: 500,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,
   /** How long `@Idempotent` replays a stored response: 24 h (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */

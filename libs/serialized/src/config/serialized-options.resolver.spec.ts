@@ -97,6 +97,17 @@ describe('resolveSerializedOptions', () => {
     });
   });
 
+  it('reaches redis.replicas from code or from SERIALIZED_REDIS_REPLICA_ACKS / _TIMEOUT_MS (default none), naming a bad value and what it accepts', () => {
+    expect(resolveSerializedOptions({}, {}).redis.replicas).toBeUndefined();
+    expect(resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: '1' }).redis.replicas).toEqual({ acks: 1, timeoutMs: 500 });
+    expect(resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: '2', SERIALIZED_REDIS_REPLICA_TIMEOUT_MS: '250' }).redis.replicas).toEqual({ acks: 2, timeoutMs: 250 });
+    expect(resolveSerializedOptions({ redis: { replicas: { acks: 1, timeoutMs: 100 } } }, { SERIALIZED_REDIS_REPLICA_ACKS: '3' }).redis.replicas).toEqual({ acks: 1, timeoutMs: 100 });
+    expect(resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: '0' }).redis.replicas).toBeUndefined();
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: 'all' })).toThrow(/SERIALIZED_REDIS_REPLICA_ACKS="all" is invalid: accepts an integer from 0 to 16 \(default 0\)/);
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_TIMEOUT_MS: '0' })).toThrow(/SERIALIZED_REDIS_REPLICA_TIMEOUT_MS="0" is invalid: accepts an integer number of milliseconds from 1 to 60000 \(default 500\)/);
+    expect(() => resolveSerializedOptions({ redis: { replicas: { acks: -1, timeoutMs: 100 } } }, {})).toThrow(/options\.redis\.replicas\.acks=-1 is invalid/);
+  });
+
   it('refuses bad tuning in code and in the environment, all in one error', () => {
     const error = (() => {
       try {

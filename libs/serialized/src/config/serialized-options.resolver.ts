@@ -78,6 +78,7 @@ export function resolveSerializedOptions(
     redis: {
       url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight'),
       handoff: v.redisHandoff as HandOffMode, maxLocalHandOffs: n('redisMaxLocalHandOffs'),
+      replicas: n('redisReplicaAcks') > 0 ? { acks: n('redisReplicaAcks'), timeoutMs: n('redisReplicaTimeoutMs') } : undefined,
     },
     postgres: {
       connectionString: databaseUrl,

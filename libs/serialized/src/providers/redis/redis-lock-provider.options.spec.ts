@@ -17,7 +17,30 @@ describe('RedisLockProvider options', () => {
       maxInFlight: REDIS_LOCK_DEFAULTS.maxInFlight,
       handoff: REDIS_LOCK_DEFAULTS.handoff,
       maxLocalHandOffs: REDIS_LOCK_DEFAULTS.maxLocalHandOffs,
+      replicas: undefined,
     });
+  });
+
+  it('takes replicas { acks, timeoutMs } (acks 0: off), and stops on a bad one naming the option, the variables and what they accept', () => {
+    expect(resolveRedisLockOptions({ replicas: { acks: 2, timeoutMs: 250 } })).toMatchObject({ replicas: { acks: 2, timeoutMs: 250 } });
+    expect(resolveRedisLockOptions({ replicas: { acks: 0, timeoutMs: 250 } })).toMatchObject({ replicas: undefined });
+    const problems = (replicas: unknown, more: object = {}) => {
+      try {
+        resolveRedisLockOptions({ replicas, ...more } as never);
+        return [];
+      } catch (error) {
+        expect(error).toBeInstanceOf(SerializedConfigError);
+        return (error as SerializedConfigError).message;
+      }
+    };
+    expect(problems({ acks: 17, timeoutMs: 100 })).toMatch(/replicas\.acks must be a whole number of replicas from 0 to 16 \(0: none\) \(module redis\.replicas, SERIALIZED_REDIS_REPLICA_ACKS .*got 17/);
+    expect(problems({ acks: 1.5, timeoutMs: 100 })).toMatch(/replicas\.acks must be .*got 1\.5/);
+    expect(problems({ acks: 1, timeoutMs: 0 })).toMatch(/replicas\.timeoutMs must be a whole number of milliseconds from 1 to 60000 .*SERIALIZED_REDIS_REPLICA_TIMEOUT_MS.*got 0/);
+    expect(problems({ acks: 1 })).toMatch(/replicas\.timeoutMs must be .*got undefined/);
+    expect(problems('1')).toMatch(/replicas must be \{ acks, timeoutMs \}/);
+    // WAIT holds the command connection silent: it must end before the connection's silence bound.
+    expect(problems({ acks: 1, timeoutMs: 3000 })).toMatch(/replicas\.timeoutMs \(3000\) must be below connectTimeoutMs \(3000\)/);
+    expect(problems({ acks: 1, timeoutMs: 3000 }, { connectTimeoutMs: 5000 })).toEqual([]);
   });
 
   it('takes handoff and maxLocalHandOffs, and stops on a bad one naming it', () => {

@@ -56,6 +56,24 @@ export interface RedisLockProviderOptions extends LockProviderCommonOptions {
    * fencing tokens plus one whenever it gets the key from Redis.
    */
   maxLocalHandOffs?: number;
+  /**
+   * Fail-over safety (default none; module `redis.replicas`, `SERIALIZED_REDIS_REPLICA_ACKS`,
+   * `SERIALIZED_REDIS_REPLICA_TIMEOUT_MS`): a grant — the lock and the fencing tokens
+   * drawn with it, a hand-off's too — counts only once Redis `WAIT` confirms that `acks`
+   * replicas have it, within `timeoutMs`; otherwise the lock is released and the caller
+   * gets `LockBackendError`. A renewal that is not confirmed is a failed renewal. With
+   * Sentinel promoting the most up-to-date replica, a fail-over then neither grants a key
+   * twice nor hands out a fencing token twice (docs/providers/redis.md, *Fail-over*).
+   */
+  replicas?: RedisReplicaAcks;
+}
+
+/** How many replicas must have a grant or renewal before it counts, and how long to wait for them. */
+export interface RedisReplicaAcks {
+  /** Replicas that must acknowledge (1 to 16; 0 turns it off). Use the number of replicas, or `min-replicas-to-write` on the servers. */
+  acks: number;
+  /** Longest wait for them per grant or renewal (ms, 1 to 60 000, below `connectTimeoutMs`: the wait holds the command connection). */
+  timeoutMs: number;
 }
 
 /** Defaults of the Redis-only tuning knobs (from `SERIALIZED_DEFAULTS`, the one place they are written). */
@@ -71,6 +89,8 @@ export const REDIS_LOCK_LIMITS = {
   heartbeatMs: { min: S.redisHeartbeatMs.min, max: S.redisHeartbeatMs.max },
   maxInFlight: { min: S.redisMaxInFlight.min, max: S.redisMaxInFlight.max },
   maxLocalHandOffs: { min: S.redisMaxLocalHandOffs.min, max: S.redisMaxLocalHandOffs.max },
+  replicaAcks: { min: S.redisReplicaAcks.min, max: S.redisReplicaAcks.max },
+  replicaTimeoutMs: { min: S.redisReplicaTimeoutMs.min, max: S.redisReplicaTimeoutMs.max },
 } as const;
 
 /** Every option with its default, validated. */
@@ -86,6 +106,8 @@ export interface ResolvedRedisLockOptions {
   readonly maxInFlight: number;
   readonly handoff: HandOffMode;
   readonly maxLocalHandOffs: number;
+  /** Replica acknowledgements a grant or renewal needs (`undefined`: none, the fast path). */
+  readonly replicas: RedisReplicaAcks | undefined;
 }
 
 /**
@@ -99,6 +121,8 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
   const maxLocalHandOffs = tuning(options, 'maxLocalHandOffs', problems);
   const handoff = options.handoff ?? REDIS_LOCK_DEFAULTS.handoff;
   if (handoff !== 'strict' && handoff !== 'cohort') problems.push(`RedisLockProvider option handoff must be 'strict' or 'cohort', got ${String(handoff)}`);
+  const connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
+  const replicas = replicaAcks(options.replicas, connectTimeoutMs, problems);
   if (problems.length) throw new SerializedConfigError(problems);
   return {
     keyPrefix: options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix,
@@ -106,16 +130,41 @@ export function resolveRedisLockOptions(options: RedisLockProviderOptions): Reso
     waitTimeoutMs: options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs,
     maxPending: options.maxPending ?? SERIALIZED_DEFAULTS.maxPending,
     maxPendingTotal: options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal,
-    connectTimeoutMs: options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs,
+    connectTimeoutMs,
     shutdownGraceMs: options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs,
     heartbeatMs,
     maxInFlight,
     handoff,
     maxLocalHandOffs,
+    replicas,
   };
 }
 
-function tuning(options: RedisLockProviderOptions, name: keyof typeof REDIS_LOCK_LIMITS, problems: string[]): number {
+/**
+ * `replicas`: both numbers whole and in range, and the wait below `connectTimeoutMs`
+ * (a `WAIT` holds the command connection silent while it waits: longer, and the
+ * connection's silence bound would fail every command behind it). `acks: 0`: off.
+ */
+function replicaAcks(value: RedisReplicaAcks | undefined, connectTimeoutMs: number, problems: string[]): RedisReplicaAcks | undefined {
+  if (value === undefined) return undefined;
+  const env = `(module redis.replicas, ${S.redisReplicaAcks.env} / ${S.redisReplicaTimeoutMs.env})`;
+  if (value === null || typeof value !== 'object') {
+    problems.push(`RedisLockProvider option replicas must be { acks, timeoutMs } ${env}, got ${String(value)}`);
+    return undefined;
+  }
+  const { acks, timeoutMs } = value;
+  const { replicaAcks: a, replicaTimeoutMs: t } = REDIS_LOCK_LIMITS;
+  const whole = (n: unknown, min: number, max: number) => typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max;
+  if (!whole(acks, a.min, a.max)) problems.push(`RedisLockProvider option replicas.acks must be a whole number of replicas from ${a.min} to ${a.max} (0: none) ${env}, got ${String(acks)}`);
+  if (!whole(timeoutMs, t.min, t.max)) {
+    problems.push(`RedisLockProvider option replicas.timeoutMs must be a whole number of milliseconds from ${t.min} to ${t.max} ${env}, got ${String(timeoutMs)}`);
+  } else if (timeoutMs >= connectTimeoutMs) {
+    problems.push(`RedisLockProvider option replicas.timeoutMs (${timeoutMs}) must be below connectTimeoutMs (${connectTimeoutMs}) ${env}: the WAIT holds the command connection silent while it waits`);
+  }
+  return acks > 0 ? { acks, timeoutMs } : undefined;
+}
+
+function tuning(options: RedisLockProviderOptions, name: 'heartbeatMs' | 'maxInFlight' | 'maxLocalHandOffs', problems: string[]): number {
   const value = options[name];
   if (value === undefined) return REDIS_LOCK_DEFAULTS[name];
   const { min, max } = REDIS_LOCK_LIMITS[name];

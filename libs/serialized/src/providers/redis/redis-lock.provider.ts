@@ -18,6 +18,7 @@ import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { OwnerTokens } from './protocol/owner-tokens';
 import { RedisClientOwner, type RedisClient } from './transport/redis-client';
 import { RedisConnection, URGENT } from './transport/redis-connection';
+import { ReplicaAcks } from './transport/replica-acks';
 import { RedisKeyspace, type RedisLockKeys } from './protocol/redis-keyspace';
 import type { RedisLock } from './holding/redis-lock';
 import { resolveRedisLockOptions, type RedisLockProviderOptions, type ResolvedRedisLockOptions } from './redis-lock-provider.options';
@@ -27,7 +28,7 @@ import { RedisWaiters } from './waiting/redis-waiters';
 import { RedisLockInspector } from './redis-lock.inspector';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 
-export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions } from './redis-lock-provider.options';
+export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions, type RedisReplicaAcks } from './redis-lock-provider.options';
 
 /**
  * Distributed locks in Redis (standalone, Sentinel or Cluster, 6.2 or later), fair
@@ -109,6 +110,7 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     this.waiters = new RedisWaiters({
       connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, stalls, heartbeatMs, logger: this.logger,
       budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)), handoff: this.options.handoff, maxLocalHandOffs: this.options.maxLocalHandOffs,
+      replicas: this.options.replicas && new ReplicaAcks(this.options.replicas.acks, this.options.replicas.timeoutMs, keyspace.isCluster ? (key) => keyspace.slotOf(key) : undefined),
     });
     this.inspector = new RedisLockInspector({ connection: this.connection, keyspace, session: tokens.session, held: this.held, waiters: this.waiters });
     this.connection.onReconnect(() => {

@@ -5,6 +5,8 @@ import type { Lock } from '../../../lock.interface';
 import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
 import { LocalLock } from '../../../local/local-lock';
 import { RELEASE, URGENT, type RedisConnection } from '../transport/redis-connection';
+import type { ReplicaAcks } from '../transport/replica-acks';
+import * as commands from '../protocol/commands';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import type { PassOnResult } from '../protocol/hand-off';
@@ -24,6 +26,8 @@ const STALLED = 'its lease ran out while its holder ran (the event loop or the p
 export interface RedisLockContext {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
+  /** Set when a renewal counts only once replicas have it (`replicas` option): one that is not confirmed failed. */
+  readonly replicas?: ReplicaAcks;
   readonly deadlines: DeadlineQueue;
   /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
   passOn(lock: RedisLock): boolean;
@@ -109,11 +113,7 @@ export class RedisLock extends LocalLock implements Lock {
     if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`extend(ms) needs a positive number of milliseconds, got ${ms}`);
     const px = Math.ceil(ms);
     const sentAt = performance.now();
-    const ours = await this.context.connection.run(
-      this.key,
-      (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px),
-      URGENT,
-    );
+    const { reply: ours } = await commands.extend(this.context, this.key, this.keys, this.token, px, 'An extension');
     if (this.released) throw new LockLostError(this.key, 'it was released while being extended');
     if (!ours) {
       if (this.held) this.lose('it was no longer ours when extended (its lease had run out)');
@@ -225,10 +225,11 @@ export class RedisLock extends LocalLock implements Lock {
     const px = this.leaseMs;
     this.guard ??= this.context.deadlines.schedule(this.leaseEnd - sentAt, this.onLeaseEnd);
     this.renewalInFlight = true;
-    this.context.connection
-      .run(this.key, (client) => this.context.scripts.extend.run(client, this.keys.lock, this.token, px), URGENT)
+    // With replica acknowledgements on, one they do not confirm fails like one that found no Redis.
+    commands
+      .extend(this.context, this.key, this.keys, this.token, px)
       .then(
-        (ours) => this.renewed(ours, sentAt, px),
+        ({ reply: ours }) => this.renewed(ours, sentAt, px),
         (error: unknown) => this.renewalFailed(error),
       );
   }

@@ -172,11 +172,14 @@ export class RedisCohorts<W extends LocalWaiter> {
    * joined; 0: release as usual (no rider, or the next local waiter may not be
    * served: the riders then take places of their own). Riders join only while no
    * waiter of another process is known, and the reply to a keep says whether one
-   * is: see docs/semantics.md for the bound.
+   * is: see docs/semantics.md for the bound. Never with replica acknowledgements on.
    */
   keepFor(lock: RedisLock, first: W | undefined, riders: number): number {
     const tenure = this.tenures.get(lock.key);
-    if (!tenure || tenure.token !== lock.token || this.closing() || riders === 0) return 0;
+    // With replica acknowledgements on, a block's tokens count only once replicas have
+    // them: a kept or refilled block would be served before they could say so, so the
+    // key goes back to Redis instead and every new block comes with a confirmed grant.
+    if (!tenure || tenure.token !== lock.token || this.closing() || riders === 0 || this.redis.replicas) return 0;
     return this.next(lock, tenure, first)?.leaseMs ?? 0;
   }
 
@@ -234,7 +237,8 @@ export class RedisCohorts<W extends LocalWaiter> {
    */
   afterServe(key: string, fence: bigint, leaseMs: number, riders: number, frontRiders: (limit: number) => number): void {
     const tenure = this.tenures.get(key);
-    if (!tenure) return;
+    // No block ahead of its grant with replica acknowledgements on (see `keepFor`).
+    if (!tenure || this.redis.replicas) return;
     const left = Number(tenure.last - fence);
     if (riders <= left || frontRiders(left + 1) <= left) return;
     const served = tenure.askRefill();

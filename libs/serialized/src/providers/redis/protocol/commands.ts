@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { RedisCallOptions } from '../transport/redis-call';
 import type { RedisClient } from '../transport/redis-client';
 import { URGENT, type RedisConnection } from '../transport/redis-connection';
+import type { ReplicaAcks } from '../transport/replica-acks';
 import type { AcquireResult } from './acquire.script';
 import type { PassOnResult } from './hand-off';
 import type { HeartbeatResult } from './heartbeat.script';
@@ -17,12 +18,19 @@ import type { RedisScripts } from './redis-scripts';
 export interface Sent<T> {
   readonly reply: T;
   readonly sentAt: number;
+  /**
+   * With replica acknowledgements on: whether `WAIT` behind the command confirmed that
+   * enough replicas have it (only `acquire` waits; a grant it made counts only then).
+   */
+  readonly synced?: boolean;
 }
 
-/** What every command needs: the command connection and the scripts. */
+/** What every command needs: the command connection and the scripts (and, when grants need them, the replica acknowledgements). */
 export interface Redis {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
+  /** Set when a grant or renewal counts only once replicas have it (`replicas` option). */
+  readonly replicas?: ReplicaAcks;
 }
 
 /** Sends `send` on the key's connection and dates it by when it went out. */
@@ -38,7 +46,26 @@ function dated<T>(redis: Redis, key: string, send: (client: RedisClient) => Prom
 export function acquire(
   redis: Redis, key: string, keys: RedisLockKeys, token: string, leaseMs: number, mode: 'wait' | 'try', options?: RedisCallOptions,
 ): Promise<Sent<AcquireResult>> {
-  return dated(redis, key, (client) => redis.scripts.acquire.run(client, { keys, token, leaseMs, mode }), options);
+  const { replicas } = redis;
+  if (!replicas) return dated(redis, key, (client) => redis.scripts.acquire.run(client, { keys, token, leaseMs, mode }), options);
+  // A free key is granted by this very script: `WAIT` rides right behind it (one round trip when standalone).
+  return dated(redis, key, (client) => replicas.after(client, key, (c) => redis.scripts.acquire.run(c, { keys, token, leaseMs, mode })), options).then(
+    ({ reply, sentAt }) => ({ reply: reply.reply, sentAt, synced: replicas.enough(reply.acked) }),
+  );
+}
+
+/**
+ * extend.lua: owner-checked renewal to `px` ms. With replica acknowledgements on, a
+ * renewal counts only once they confirm it: otherwise it rejects
+ * (`LockBackendError`), a renewal that failed.
+ */
+export function extend(redis: Redis, key: string, keys: RedisLockKeys, token: string, px: number, what = 'A renewal'): Promise<Sent<boolean>> {
+  const { replicas } = redis;
+  if (!replicas) return dated(redis, key, (client) => redis.scripts.extend.run(client, keys.lock, token, px), URGENT);
+  return dated(redis, key, (client) => replicas.after(client, key, (c) => redis.scripts.extend.run(c, keys.lock, token, px)), URGENT).then(({ reply, sentAt }) => {
+    if (reply.reply && !replicas.enough(reply.acked)) throw replicas.unacked(key, what, reply.acked);
+    return { reply: reply.reply, sentAt, synced: true };
+  });
 }
 
 /** leave.lua: gives up `token`'s place, or passes the key on if `token` holds it. */
@@ -85,7 +112,9 @@ const MAX_ASKS = 3;
  */
 export async function confirm(redis: Redis, key: string, keys: RedisLockKeys, token: string, px: number): Promise<GrantConfirmation> {
   for (let ask = 0; ask < MAX_ASKS; ask++) {
-    const { reply: ours, sentAt } = await dated(redis, key, (client) => redis.scripts.extend.run(client, keys.lock, token, px), URGENT);
+    // With replica acknowledgements on, this is also where a grant waits for them: the
+    // owner-checked write covers, in the replication stream, the grant and its tokens.
+    const { reply: ours, sentAt } = await extend(redis, key, keys, token, px, 'A grant');
     if (!ours) return 'lost';
     if (isFresh(sentAt, px)) return sentAt;
   }

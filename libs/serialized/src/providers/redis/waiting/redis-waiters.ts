@@ -21,6 +21,7 @@ import type { OwnerTokens } from '../protocol/owner-tokens';
 import type { RedisKeyspace, RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisScripts } from '../protocol/redis-scripts';
 import type { RedisConnection } from '../transport/redis-connection';
+import type { ReplicaAcks } from '../transport/replica-acks';
 import { KeyWaiters, RedisWaiter, type WaitRequest } from './redis-waiter';
 import { RedisWakeUps, type WakeUpListener } from './redis-wake-ups';
 
@@ -40,6 +41,8 @@ export interface RedisWaitersParts {
   readonly logger: Logger;
   /** `maxPendingTotal`: a waiter holds a place from its call until it settles. */
   readonly budget: PendingBudget;
+  /** Set when a grant counts only once replicas have it (`replicas` option). */
+  readonly replicas?: ReplicaAcks;
 }
 
 function noop(): void {}
@@ -69,6 +72,13 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
+  /**
+   * Set when a grant counts only once replicas have it: every grant is then confirmed
+   * (`confirm`, an owner-checked write with `WAIT` behind it) before its waiter runs,
+   * except an acquisition's own, whose `WAIT` rode behind it; fewer acknowledgements:
+   * the key is passed on and the waiter fails closed (`LockBackendError`).
+   */
+  readonly replicas: ReplicaAcks | undefined;
   readonly cohorts: RedisCohorts<RedisWaiter>;
   private readonly wakeUps: RedisWakeUps;
   private readonly held: HeldLocks<RedisLock>;
@@ -90,7 +100,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   private readonly heartbeatEveryMs: number;
 
   constructor(private readonly parts: RedisWaitersParts) {
-    ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines, held: this.held } = parts);
+    ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines, held: this.held, replicas: this.replicas } = parts);
     this.cohorts = new RedisCohorts(parts.handoff, parts.maxLocalHandOffs, parts, () => parts.held.closing);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this);
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
@@ -152,22 +162,22 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     this.parts.stalls.start();
     // Given up while still queued in this process: never sent, nothing to undo (`waiter.skip()`).
     commands.acquire(this, key, keys, token, waiter.leaseMs, 'wait', waiter).then(
-      (sent) => this.onAcquireReply(waiter, token, sent.reply, sent.sentAt),
+      (sent) => this.onAcquireReply(waiter, token, sent.reply, sent.sentAt, sent.synced),
       (error: unknown) => this.onAcquireFailed(waiter, token, error),
     );
   }
 
-  private onAcquireReply(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
+  private onAcquireReply(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number, synced?: boolean): void {
     if (result.handed) this.onHandOff(result.handed, sentAt);
     if (result.status === 'queued') {
       this.cohorts.learned(waiter.queue.key, result.floor);
       waiter.queue.heardOf(result.floor);
     }
-    this.placeOrUndo(waiter, token, result, sentAt);
+    this.placeOrUndo(waiter, token, result, sentAt, synced);
     this.lead(waiter);
   }
 
-  private placeOrUndo(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number): void {
+  private placeOrUndo(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number, synced?: boolean): void {
     const { key, keys } = waiter.queue;
     const { status } = result;
     // An earlier attempt of a waiter that now waits under a new token: undo it.
@@ -183,7 +193,11 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     }
     // Handed the key by a message that overtook this reply; Redis is being asked whether it still holds.
     if (waiter.phase === 'confirming') return;
-    if (status === 'granted') return this.grant(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: Floor.NONE });
+    if (status === 'granted') {
+      // Replicas did not confirm the grant in time: it does not count (fail closed; the leave passes the key on).
+      if (this.replicas && !synced) return this.giveUp(waiter, this.replicas.unacked(key, 'A grant'), true);
+      return this.grant(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: Floor.NONE }, true);
+    }
     if (status !== 'queued') {
       return this.giveUp(waiter, new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }), true);
     }
@@ -268,7 +282,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
    * `since`: it resolves with the lock, or passes the key on if it was just
    * aborted. When the lease may have run out before the waiter could run, `confirm`.
    */
-  private grant(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock): void {
+  private grant(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock, synced = false): void {
     const { key, keys } = waiter.queue;
     if (waiter.signal?.aborted) {
       // Handed over in the same tick the caller gave up: pass it on, never run.
@@ -278,6 +292,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       return;
     }
     if (!commands.isFresh(since, px)) return this.confirm(waiter, fence);
+    // Replicas must have it first: Redis is asked, and `WAIT` rides behind the question.
+    if (this.replicas && !synced) return this.confirm(waiter, fence, block);
     // Granted before finished: the riders behind its place stay, to be served by its tenure.
     this.finish(waiter, true);
     const lock = this.lockFor(key, keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
@@ -285,8 +301,13 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     waiter.resolve(lock);
   }
 
-  /** `confirm`: Redis is asked whether the key is still the waiter's (grant re-confirmation). */
-  private confirm(waiter: RedisWaiter, fence: number): void {
+  /**
+   * `confirm`: Redis is asked whether the key is still the waiter's (grant
+   * re-confirmation), and with replica acknowledgements on, whether they have it.
+   * `block`: the grant was fresh (only the replicas were in doubt), so its block of
+   * tokens still serves local hand-offs.
+   */
+  private confirm(waiter: RedisWaiter, fence: number, block?: GrantBlock): void {
     const { key, keys } = waiter.queue;
     const token = waiter.token;
     if (waiter.phase === 'queued') this.sendAll(this.detach(waiter));
@@ -295,11 +316,11 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       (confirmed) => {
         // Gave up meanwhile: its leave, sent after this question, passed the key on.
         if (waiter.phase !== 'confirming' || waiter.token !== token) return;
-        if (typeof confirmed === 'number') this.grant(waiter, fence, waiter.leaseMs, confirmed);
+        if (typeof confirmed === 'number') this.grant(waiter, fence, waiter.leaseMs, confirmed, block, true);
         else this.waitAgain(waiter, confirmed === 'late');
       },
       (error: unknown) => {
-        // It may still hold the key: pass it on (its lease ends it if Redis stays away).
+        // It may still hold the key (or replicas did not confirm it): pass it on (its lease ends it if Redis stays away).
         if (waiter.phase === 'confirming' && waiter.token === token) this.giveUp(waiter, error, true);
       },
     );
@@ -538,8 +559,13 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     const keys = this.parts.keyspace.keysOf(key);
     const token = this.parts.tokens.next(leaseMs);
     return commands.acquire(this, key, keys, token, leaseMs, 'try').then(
-      ({ reply: result, sentAt }) => {
+      ({ reply: result, sentAt, synced }) => {
         if (result.handed) this.onHandOff(result.handed, sentAt);
+        if (result.status === 'granted' && this.replicas && !synced) {
+          // Replicas did not confirm the grant in time: it does not count (fail closed).
+          this.leave(key, keys, token);
+          throw this.replicas.unacked(key, 'A grant');
+        }
         if (result.status === 'granted') return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal, result.last, handoff);
         if (result.status === 'twice') {
           this.leave(key, keys, token);
