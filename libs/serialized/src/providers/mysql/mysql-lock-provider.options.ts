@@ -76,7 +76,7 @@ const WHERE_AND_WHO = [
 /**
  * The connection settings of the lock sessions: from `url`, or copied from the
  * app's mysql2 pool (its `config.connectionConfig`). The library's own settings
- * come last: numbers as they are (bigints as strings), no multiple statements.
+ * come last: numbers as they are (bigints as strings), multiple statements.
  */
 export function mysqlConnectionConfig(options: Pick<MysqlLockProviderOptions, 'url' | 'pool'>): Record<string, unknown> {
   let base: Record<string, unknown> = {};
@@ -87,5 +87,8 @@ export function mysqlConnectionConfig(options: Pick<MysqlLockProviderOptions, 'u
   } else if (options.url !== undefined) {
     base = { uri: options.url };
   }
-  return { ...base, supportBigNumbers: true, bigNumberStrings: true, multipleStatements: false, dateStrings: true };
+  // Multiple statements: a lock statement and the fencing counter's read go as one
+  // round trip. Only the library's own statements run on these connections, with
+  // every value a placeholder.
+  return { ...base, supportBigNumbers: true, bigNumberStrings: true, multipleStatements: true, dateStrings: true };
 }

@@ -5,7 +5,7 @@ import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { CallerMode } from '../../local/line-caller';
 import type { ConnectionRequest, PendingConnection } from '../postgres/lock-connection.pool';
 import type { MysqlLock } from './mysql-lock';
-import type { MysqlSession } from './mysql-session';
+import type { LockAnswer, MysqlSession } from './mysql-session';
 import type { MysqlSessions } from './mysql-sessions';
 
 /** Who an attempt reports to (the backend). */
@@ -163,7 +163,7 @@ export class MysqlLockAttempt implements ConnectionRequest {
     const left = this.remainingMs();
     if (this.request.mode === 'wait' && this.blocked && left >= 1) return this.wait(session, left);
     session.tryLock(this.name).then(
-      (taken) => this.tried(session, taken),
+      (answer) => this.tried(session, answer),
       (error: unknown) => this.failed(session, error),
     );
   }
@@ -183,7 +183,8 @@ export class MysqlLockAttempt implements ConnectionRequest {
     );
   }
 
-  private tried(session: MysqlSession, taken: boolean): void {
+  private tried(session: MysqlSession, answer: LockAnswer): void {
+    const taken = answer.granted === 1;
     if (this.abortedWith) return this.windDown(session, taken, this.abortedWith.reason);
     if (!taken && this.request.mode === 'wait' && !this.blocked) {
       this.blocked = true;
@@ -195,19 +196,19 @@ export class MysqlLockAttempt implements ConnectionRequest {
       this.sessions.pool.release(session);
       return this.request.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
     }
-    this.granted(session);
+    this.granted(session, answer.counter);
   }
 
-  private waited(session: MysqlSession, answer: 1 | 0 | null): void {
+  private waited(session: MysqlSession, { granted, counter }: LockAnswer): void {
     this.stopWaiting();
     const gaveUp = this.abortedWith?.reason ?? (this.expired ? this.keyHeldError() : undefined);
     // Killed, or granted in the instant the caller gave up: ending the session frees what it took.
-    if (gaveUp !== undefined) return this.windDown(session, answer !== 0, gaveUp);
-    if (answer === 1) {
+    if (gaveUp !== undefined) return this.windDown(session, granted !== 0, gaveUp);
+    if (granted === 1) {
       this.sessions.pool.share(session);
-      return this.granted(session);
+      return this.granted(session, counter);
     }
-    if (answer === 0) {
+    if (granted === 0) {
       // The server's whole seconds ran out first (a budget above its cap): wait again for the rest.
       if (this.remainingMs() >= 1) return this.lock(session);
       this.sessions.pool.release(session);
@@ -216,8 +217,8 @@ export class MysqlLockAttempt implements ConnectionRequest {
     this.windDown(session, true, this.sessions.backendError(this.key, new Error('GET_LOCK returned NULL (the wait was killed by someone else, or failed)')));
   }
 
-  private granted(session: MysqlSession): void {
-    session.grantToken().then(
+  private granted(session: MysqlSession, counter: bigint | undefined): void {
+    session.grantToken(counter).then(
       (token) => {
         if (this.abortedWith) return this.windDown(session, true, this.abortedWith.reason);
         this.finish(undefined, this.owner.grant(this.key, token, this.name, session));

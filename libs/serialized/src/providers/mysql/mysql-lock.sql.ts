@@ -4,14 +4,12 @@
  * counter's writes commit at once, and its reads see every commit before them.
  */
 
-/** `?` name → [1 granted, 0 held by another session]. Never waits. */
+/** `?` name → [1 granted, 0 held by another session]. Never waits. Sent with the counter's read after it (`MysqlSession`). */
 export const TRY_LOCK = 'SELECT GET_LOCK(?, 0)';
 /** `?` name, `?` whole seconds → [1 granted, 0 the server's timeout ran out, NULL the wait was killed]. */
 export const WAIT_LOCK = 'SELECT GET_LOCK(?, ?)';
 /** `?` name → [1 released, 0 held by another session, NULL no such lock]. */
 export const RELEASE_LOCK = 'SELECT RELEASE_LOCK(?)';
-/** After a wait that ended without an answer we trust: whether this session holds `?` → [0/1]. */
-export const HOLDS_LOCK = 'SELECT IS_USED_LOCK(?) <=> CONNECTION_ID()';
 /** The session's id, and whether the server is MariaDB (liveness ping and session check). */
 export const SESSION_ID = 'SELECT CONNECTION_ID()';
 /** `?` connection id: ends the statement that session runs (a lock wait) — sent on another session. */

@@ -1,11 +1,17 @@
 import type { QueryWatchdog, Watched } from '../postgres/query.watchdog';
 import { SessionTokens } from '../postgres/session-tokens';
 import type { MysqlConnectionLike, MysqlError } from './mysql-driver.loader';
-import { HOLDS_LOCK, RELEASE_LOCK, SESSION_ID, TRY_LOCK, WAIT_LOCK, type CounterStatements } from './mysql-lock.sql';
+import { RELEASE_LOCK, SESSION_ID, TRY_LOCK, WAIT_LOCK, type CounterStatements } from './mysql-lock.sql';
 
 /** Who is told when a session ends while it holds a named lock. */
 export interface NamedLockHolder {
   sessionLost(reason: Error): void;
+}
+
+/** A lock statement's answer: `GET_LOCK`'s (1, 0 or `null`), and the fencing counter read right after it. */
+export interface LockAnswer {
+  readonly granted: 1 | 0 | null;
+  readonly counter: bigint | undefined;
 }
 
 /** `RELEASE_LOCK`'s answer: 1 released, 0 another session holds it, `null` no such lock. */
@@ -46,24 +52,22 @@ export class MysqlSession implements Watched {
     return this.deadlines.length > 0;
   }
 
-  /** `GET_LOCK(name, 0)`: whether the session took it now. */
-  async tryLock(name: string): Promise<boolean> {
-    return (await this.query(TRY_LOCK, [name]))[0] === 1;
+  /**
+   * `GET_LOCK(name, 0)`, and in the same round trip, once it has run, the fencing
+   * counter's value (what a grant's token is checked against, see `grantToken`).
+   */
+  async tryLock(name: string): Promise<LockAnswer> {
+    return this.lockAndRead(TRY_LOCK, [name], 0);
   }
 
   /**
-   * `GET_LOCK(name, seconds)`: 1 granted, 0 the server's timeout ended the wait,
-   * `null` the wait was killed (`KILL QUERY`) or failed. The statement may take
-   * up to `seconds` by design: only silence beyond that counts as a lost session.
+   * `GET_LOCK(name, seconds)` (and the counter, as `tryLock`): 1 granted, 0 the
+   * server's timeout ended the wait, `null` the wait was killed (`KILL QUERY`) or
+   * failed. The statement may take up to `seconds` by design: only silence beyond
+   * that counts as a lost session.
    */
-  async waitLock(name: string, seconds: number): Promise<1 | 0 | null> {
-    const [granted] = await this.query(WAIT_LOCK, [name, seconds], seconds * 1000);
-    return granted === 1 ? 1 : granted === 0 ? 0 : null;
-  }
-
-  /** Whether this session holds `name` now (after a wait that ended without an answer we trust). */
-  async holds(name: string): Promise<boolean> {
-    return Number((await this.query(HOLDS_LOCK, [name]))[0]) === 1;
+  async waitLock(name: string, seconds: number): Promise<LockAnswer> {
+    return this.lockAndRead(WAIT_LOCK, [name, seconds], seconds * 1000);
   }
 
   /** `RELEASE_LOCK(name)` and its answer, unchanged. */
@@ -78,12 +82,10 @@ export class MysqlSession implements Watched {
    * ends at the block), otherwise a new block is drawn. Either way it is larger
    * than every token of an earlier holder of the key (see `SessionTokens`).
    */
-  async grantToken(): Promise<bigint> {
+  async grantToken(counterAfterGrant: bigint | undefined): Promise<bigint> {
     const offer = this.tokens.offer();
-    if (offer) {
-      const [last] = await this.query(this.counter.read, []);
-      if (last !== undefined && BigInt(String(last)) === BigInt(offer.drawn) + BigInt(this.tokens.block) - 1n) return BigInt(offer.token);
-    }
+    // The counter as read after the grant, in the lock statement's round trip.
+    if (offer && counterAfterGrant === BigInt(offer.drawn) + BigInt(this.tokens.block) - 1n) return BigInt(offer.token);
     const header = await this.run(this.counter.draw, [this.tokens.block]);
     // The counter now ends the block this draw reserved: (end - block, end].
     const first = BigInt(String((header as { insertId: number | string }).insertId)) - BigInt(this.tokens.block) + 1n;
@@ -166,6 +168,18 @@ export class MysqlSession implements Watched {
 
   ref(): void {
     this.connection.stream?.ref?.();
+  }
+
+  /**
+   * The lock statement and the counter's read, sent as one multi-statement query:
+   * the server runs them in order, so the read sees every draw committed before the
+   * lock was granted. No extra round trip for the fencing token.
+   */
+  private async lockAndRead(sql: string, values: unknown[], serverWaitMs: number): Promise<LockAnswer> {
+    const [locked, read] = (await this.run(`${sql}; ${this.counter.read}`, values, serverWaitMs)) as unknown[][][];
+    const answer = locked?.[0]?.[0];
+    const last = read?.[0]?.[0];
+    return { granted: answer === 1 ? 1 : answer === 0 ? 0 : null, counter: last === undefined || last === null ? undefined : BigInt(String(last)) };
   }
 
   /** One statement → its first row (as an array). */
