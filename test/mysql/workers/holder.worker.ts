@@ -18,7 +18,7 @@ async function main(): Promise<void> {
     void (async () => {
       await lock.release();
       const again = await provider.acquire(key, { waitTimeoutMs: 20_000 });
-      process.send!({ type: 'reacquired', token: again.fencingToken.toString() });
+      process.send!({ type: 'reacquired', token: again.fencingToken.toString(), at: Date.now() });
       await again.release();
       await provider.close();
       process.send!({ type: 'closed' });
