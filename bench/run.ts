@@ -35,7 +35,7 @@ import { manyKeysScenario } from './scenarios/many-keys.scenario';
 import { memoryScenario } from './scenarios/memory.scenario';
 import type { Scenario } from './scenarios/scenario';
 import { uncontendedScenario } from './scenarios/uncontended.scenario';
-import { cleanupRedis, DATABASE_URL, probeServices, REDIS_URL, runPrefix } from './services';
+import { cleanupRedis, DATABASE_URL, MYSQL_URL, probeServices, REDIS_URL, runPrefix } from './services';
 import { SUBJECTS } from './subjects';
 import { stopLocalReplica } from './lib/local-replica';
 
@@ -103,7 +103,7 @@ async function runAll(): Promise<void> {
   if (hog) machine.load += '; with a CPU hog (--hog: a child process spinning one core) for the whole run';
   log(`${config.mode} run on ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, Redis ${machine.redis}, PostgreSQL ${machine.postgres}`);
   const prefix = runPrefix();
-  const context = { config, services, subjects: { redisUrl: REDIS_URL, databaseUrl: DATABASE_URL, prefix }, log };
+  const context = { config, services, subjects: { redisUrl: REDIS_URL, databaseUrl: DATABASE_URL, mysqlUrl: MYSQL_URL, prefix }, log };
 
   const entries: ResultEntry[] = [];
   const skipped: string[] = [];

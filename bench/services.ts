@@ -1,3 +1,4 @@
+import { createConnection } from 'mysql2/promise';
 import { Client } from 'pg';
 import { connectRedis } from './subjects/redis.subjects';
 
@@ -5,6 +6,8 @@ import { connectRedis } from './subjects/redis.subjects';
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const DATABASE_URL =
   process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export const MYSQL_URL = process.env.BENCH_MYSQL_URL ?? process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 
 /** Every key the benchmarks create starts with this (and redis-semaphore's `mutex:` before it). */
 export const KEY_MARKER = 'nsbench';
@@ -17,10 +20,11 @@ export function runPrefix(): string {
 export interface ServiceStatus {
   redis: { reachable: boolean; version?: string; error?: string };
   postgres: { reachable: boolean; version?: string; maxConnections?: number; error?: string };
+  mysql: { reachable: boolean; version?: string; error?: string };
 }
 
 export async function probeServices(): Promise<ServiceStatus> {
-  const status: ServiceStatus = { redis: { reachable: false }, postgres: { reachable: false } };
+  const status: ServiceStatus = { redis: { reachable: false }, postgres: { reachable: false }, mysql: { reachable: false } };
   const redis = connectRedis(REDIS_URL);
   redis.on('error', () => undefined);
   try {
@@ -42,6 +46,17 @@ export async function probeServices(): Promise<ServiceStatus> {
     status.postgres.error = (error as Error).message;
   } finally {
     await pg.end().catch(() => undefined);
+  }
+  try {
+    const mysql = await withTimeout(createConnection({ uri: MYSQL_URL, connectTimeout: 3000 }), 3000, 'MySQL did not answer');
+    try {
+      const [rows] = await mysql.query({ sql: 'SELECT VERSION()', rowsAsArray: true });
+      status.mysql = { reachable: true, version: String((rows as unknown[][])[0][0]) };
+    } finally {
+      await mysql.end().catch(() => undefined);
+    }
+  } catch (error) {
+    status.mysql.error = (error as Error).message;
   }
   return status;
 }

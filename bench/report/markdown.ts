@@ -4,8 +4,8 @@ import { formatNumber, formatRatio } from './format';
 import { GROUP_TITLES, type BenchResults, type ContenderValue, type Group, type ResultEntry } from './results';
 import { groupChart } from './svg';
 
-const GROUP_ORDER: Group[] = ['in-memory', 'redis', 'postgres', 'http', 'memory-footprint'];
-const BACKEND_TITLE: Record<string, string> = { memory: 'In-memory', redis: 'Redis', postgres: 'PostgreSQL' };
+const GROUP_ORDER: Group[] = ['in-memory', 'redis', 'postgres', 'mysql', 'http', 'memory-footprint'];
+const BACKEND_TITLE: Record<string, string> = { memory: 'In-memory', redis: 'Redis', postgres: 'PostgreSQL', mysql: 'MySQL / MariaDB' };
 
 /** Writes docs/BENCHMARKS.md and one SVG per group under docs/bench/. */
 export function writeDocs(results: BenchResults, root: string, others: readonly BenchResults[] = []): void {

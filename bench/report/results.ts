@@ -4,15 +4,16 @@ import type { Backend } from '../subjects/subject';
 
 export type BetterIs = 'higher' | 'lower';
 export type ContenderKind = 'ours' | 'peer' | 'floor' | 'baseline';
-export type Group = 'in-memory' | 'redis' | 'postgres' | 'http' | 'memory-footprint';
+export type Group = 'in-memory' | 'redis' | 'postgres' | 'mysql' | 'http' | 'memory-footprint';
 
 /** The result group of each backend's lock scenarios. */
-export const GROUP_OF: Record<Backend, Group> = { memory: 'in-memory', redis: 'redis', postgres: 'postgres' };
+export const GROUP_OF: Record<Backend, Group> = { memory: 'in-memory', redis: 'redis', postgres: 'postgres', mysql: 'mysql' };
 
 export const GROUP_TITLES: Record<Group, string> = {
   'in-memory': 'In-memory (one process)',
   redis: 'Redis',
   postgres: 'PostgreSQL',
+  mysql: 'MySQL / MariaDB',
   http: 'HTTP overhead (example app, autocannon)',
   'memory-footprint': 'Memory footprint (in-memory provider)',
 };

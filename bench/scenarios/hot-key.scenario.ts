@@ -22,7 +22,7 @@ export const hotKeyScenario: Scenario = {
     const { config, log } = context;
     const { rounds, waiters, warmupMs, durationMs, drainTimeoutMs } = config.hotKey;
     const entries: ResultEntry[] = [];
-    for (const backend of ['memory', 'redis', 'postgres'] as const) {
+    for (const backend of ['memory', 'redis', 'postgres', 'mysql'] as const) {
       log(`  [2] ${BACKEND_LABEL[backend]}`);
       const specs = SUBJECTS[backend].filter((s) => s.canWait);
       const unavailable = await unavailableContenders(context.services, backend, specs, waiters);

@@ -22,6 +22,7 @@ export interface Scenario {
 export function backendDown(services: ServiceStatus, backend: Backend): string | undefined {
   if (backend === 'redis' && !services.redis.reachable) return `Redis not reachable: ${services.redis.error ?? 'no answer'}`;
   if (backend === 'postgres' && !services.postgres.reachable) return `PostgreSQL not reachable: ${services.postgres.error ?? 'no answer'}`;
+  if (backend === 'mysql' && !services.mysql.reachable) return `MySQL not reachable: ${services.mysql.error ?? 'no answer'}`;
   return undefined;
 }
 

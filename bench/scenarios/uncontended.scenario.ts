@@ -20,7 +20,7 @@ export const uncontendedScenario: Scenario = {
   title: 'Uncontended acquire + release, distinct keys',
   async run(context: ScenarioContext): Promise<ResultEntry[]> {
     const entries: ResultEntry[] = [];
-    for (const backend of ['memory', 'redis', 'postgres'] as const) entries.push(...(await measure(context, backend, context.subjects, '', backend === 'redis' ? ['replicas'] : [])));
+    for (const backend of ['memory', 'redis', 'postgres', 'mysql'] as const) entries.push(...(await measure(context, backend, context.subjects, '', backend === 'redis' ? ['replicas'] : [])));
     // The network variant: every contender's backend connection through a proxy adding 0.25 ms each way,
     // so the round trips per section count as they would between hosts.
     for (const backend of ['redis', 'postgres'] as const) {

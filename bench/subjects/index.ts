@@ -1,4 +1,5 @@
 import { memorySubjects } from './memory.subjects';
+import { mysqlSubjects } from './mysql.subjects';
 import { oursPostgresCohort, postgresSubjects } from './postgres.subjects';
 import { oursRedisCohort, oursRedisReplicas, redisSubjects } from './redis.subjects';
 import type { Backend, SubjectSpec } from './subject';
@@ -7,6 +8,7 @@ export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
   memory: memorySubjects,
   redis: redisSubjects,
   postgres: postgresSubjects,
+  mysql: mysqlSubjects,
 };
 
 /** Variants of this library that one scenario runs besides the usual contenders, under entry ids of their own. */
@@ -14,6 +16,7 @@ export const VARIANTS: Record<Backend, Record<string, SubjectSpec>> = {
   memory: {},
   redis: { cohort: oursRedisCohort, replicas: oursRedisReplicas },
   postgres: { cohort: oursPostgresCohort },
+  mysql: {},
 };
 
 export function findSubject(backend: Backend, id: string): SubjectSpec {
@@ -22,4 +25,4 @@ export function findSubject(backend: Backend, id: string): SubjectSpec {
   return spec;
 }
 
-export const BACKEND_LABEL: Record<Backend, string> = { memory: 'in-memory', redis: 'Redis', postgres: 'PostgreSQL' };
+export const BACKEND_LABEL: Record<Backend, string> = { memory: 'in-memory', redis: 'Redis', postgres: 'PostgreSQL', mysql: 'MySQL / MariaDB' };

@@ -1,5 +1,5 @@
 /** Where a subject keeps its locks. */
-export type Backend = 'memory' | 'redis' | 'postgres';
+export type Backend = 'memory' | 'redis' | 'postgres' | 'mysql';
 
 /** This library, a library users pick instead, or the bare backend calls nothing can beat. */
 export type SubjectKind = 'ours' | 'peer' | 'floor';
@@ -8,6 +8,7 @@ export type SubjectKind = 'ours' | 'peer' | 'floor';
 export interface SubjectContext {
   redisUrl: string;
   databaseUrl: string;
+  mysqlUrl: string;
   /** Prefix of every key this subject creates (cleaned up after the run). */
   prefix: string;
 }

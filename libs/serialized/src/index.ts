@@ -8,8 +8,8 @@
 // Set-up: the global module; `forRoot()` reads the environment, options in code win.
 export { SerializedModule } from './serialized.module';
 export type { SerializedModuleOptions, SerializedDriver } from './serialized-options.interface';
-// The clients `redis.client` and `postgres.pool` take, by shape (no ioredis or pg typings needed).
-export type { RedisClientLike, PgPoolLike } from './peer-clients.interface';
+// The clients `redis.client`, `postgres.pool` and `mysql.pool` take, by shape (no ioredis, pg or mysql2 typings needed).
+export type { RedisClientLike, PgPoolLike, MysqlPoolLike } from './peer-clients.interface';
 
 // Serializing a handler, a service method or a BullMQ `process(job)`: `@Serialized(key, options?)`.
 export { Serialized } from './decorators/serialized.decorator';
@@ -41,6 +41,8 @@ export { RedisLockProvider } from './providers/redis/redis-lock.provider';
 export type { RedisLockProviderOptions, RedisReplicaAcks } from './providers/redis/redis-lock.provider';
 export { PostgresLockProvider } from './providers/postgres/postgres-lock.provider';
 export type { PostgresLockProviderOptions } from './providers/postgres/postgres-lock.provider';
+export { MysqlLockProvider } from './providers/mysql/mysql-lock.provider';
+export type { MysqlLockProviderOptions } from './providers/mysql/mysql-lock.provider';
 
 // Errors: transport-neutral; a request gets 400 / 429 / 503 (README, "Options and errors").
 export { SerializedError } from './errors/serialized.error';

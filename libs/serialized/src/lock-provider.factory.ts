@@ -4,9 +4,9 @@ import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider
 import type { ResolvedSerializedOptions } from './serialized-options.interface';
 
 /**
- * Builds the provider `driver` names. The Redis and PostgreSQL providers are
- * loaded only when chosen, so an app on the in-memory default needs neither
- * `ioredis` nor `pg`. A `provider` given in code is used instead.
+ * Builds the provider `driver` names. The Redis, PostgreSQL and MySQL providers
+ * are loaded only when chosen, so an app on the in-memory default needs none of
+ * `ioredis`, `pg` and `mysql2`. A `provider` given in code is used instead.
  */
 export function createLockProvider(options: ResolvedSerializedOptions): LockProvider {
   // Built in code: used as it is, and never shut down by the app (see `unowned`).
@@ -23,6 +23,11 @@ export function createLockProvider(options: ResolvedSerializedOptions): LockProv
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { PostgresLockProvider } = require('./providers/postgres/postgres-lock.provider') as typeof import('./providers/postgres/postgres-lock.provider');
       return PostgresLockProvider.fromModuleOptions(options);
+    }
+    case 'mysql': {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { MysqlLockProvider } = require('./providers/mysql/mysql-lock.provider') as typeof import('./providers/mysql/mysql-lock.provider');
+      return MysqlLockProvider.fromModuleOptions(options);
     }
   }
 }

@@ -22,3 +22,9 @@ export interface PgPoolLike {
   connect(...args: never[]): unknown;
   query(...args: never[]): unknown;
 }
+
+/** A mysql2 pool the app already has (`createPool(…)`, callback or promise API): only its connection settings are read. */
+export interface MysqlPoolLike {
+  getConnection(...args: never[]): unknown;
+  query(...args: never[]): unknown;
+}

@@ -3,11 +3,11 @@ import type { ErrorMappingOptions } from './interceptors/serialized-error.mapper
 import type { LockProviderCommonOptions } from './lock-provider-options.interface';
 import type { LockProvider } from './lock.provider';
 import type { TransactionModuleOptions } from './transaction/transaction-options.interface';
-import type { PgPoolLike, RedisClientLike } from './peer-clients.interface';
+import type { MysqlPoolLike, PgPoolLike, RedisClientLike } from './peer-clients.interface';
 import type { RedisReplicaAcks } from './providers/redis/redis-lock-provider.options';
 
 /** Which backend holds the locks. */
-export type SerializedDriver = 'memory' | 'redis' | 'postgres';
+export type SerializedDriver = 'memory' | 'redis' | 'postgres' | 'mysql';
 
 /**
  * Options of `SerializedModule.forRoot()`. Every field is optional; each one, its
@@ -118,6 +118,16 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     /** Local hand-offs in a row before the key goes back to the server (default 32, `SERIALIZED_PG_MAX_LOCAL_HANDOFFS`). */
     maxLocalHandOffs?: number;
   };
+  mysql?: {
+    /** `mysql://user:password@host:3306/database` URL of a MySQL or MariaDB server (default: `MYSQL_URL`). */
+    url?: string;
+    /**
+     * A mysql2 pool the app already has. Its connection settings are reused for a
+     * small lock pool of the library's own: lock sessions never take the app's work
+     * connections. The library never ends this pool.
+     */
+    pool?: MysqlPoolLike;
+  };
 }
 
 /** The options with every default applied and every value validated. */
@@ -140,6 +150,7 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
     handoff: HandOffMode;
     maxLocalHandOffs: number;
   };
+  mysql: { url?: string; pool?: MysqlPoolLike };
   /** Default `ttlMs` of `@Idempotent` (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
   idempotencyTtlMs: number;
   reentrant: boolean;

@@ -42,6 +42,14 @@ export const SERIALIZED_DEFAULTS = {
   redisReplicaTimeoutMs: 500,
   /** How long a PostgreSQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   pgSessionTimeoutMs: 10_000,
+  /** Connections of the MySQL driver's own lock pool. */
+  mysqlLockPoolSize: 10,
+  /** Idle MySQL lock connections are closed after this long. */
+  mysqlIdleTimeoutMs: 10_000,
+  /** How long a MySQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
+  mysqlSessionTimeoutMs: 10_000,
+  /** Table of the MySQL driver's fencing counter. */
+  mysqlFencingTable: 'nestjs_serialized_fencing',
   /** How long `@Idempotent` replays a stored response: 24 h (`SERIALIZED_IDEMPOTENCY_TTL_MS`). */
   idempotencyTtlMs: 86_400_000,
   /** Longest key value accepted from a request, in characters. */

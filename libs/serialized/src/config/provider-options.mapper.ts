@@ -16,3 +16,8 @@ export function redisProviderOptions(options: ResolvedSerializedOptions) {
 export function postgresProviderOptions(options: ResolvedSerializedOptions) {
   return { ...commonProviderOptions(options), ...options.postgres };
 }
+
+/** `new MysqlLockProvider(…)`'s flat options from the module's (`mysql.url` → `url`). */
+export function mysqlProviderOptions(options: ResolvedSerializedOptions) {
+  return { ...commonProviderOptions(options), ...options.mysql };
+}

@@ -61,6 +61,18 @@ describe('resolveSerializedOptions', () => {
     }
   });
 
+  it("takes the mysql driver's server from mysql.url, else MYSQL_URL, and needs one of them or mysql.pool", () => {
+    const env = { SERIALIZED_DRIVER: 'mysql', MYSQL_URL: 'mysql://app:pw@db:3306/shop' };
+    expect(resolveSerializedOptions({}, env)).toMatchObject({ driver: 'mysql', mysql: { url: 'mysql://app:pw@db:3306/shop' } });
+    expect(resolveSerializedOptions({ mysql: { url: 'mysql://h/x' } }, env).mysql.url).toBe('mysql://h/x');
+    const pool = { getConnection: () => undefined, query: () => undefined };
+    expect(resolveSerializedOptions({ driver: 'mysql', mysql: { pool } }, {}).mysql).toEqual({ url: undefined, pool });
+    expect(() => resolveSerializedOptions({ driver: 'mysql' }, {})).toThrow('MYSQL_URL is required with the mysql driver (or pass mysql.url or mysql.pool)');
+    expect(() => resolveSerializedOptions({ driver: 'mysql', mysql: { pool: {} as never } }, {})).toThrow('options.mysql.pool');
+    // Another driver leaves MYSQL_URL alone, whatever shape it has.
+    expect(() => resolveSerializedOptions({}, { MYSQL_URL: 'jdbc:mysql://x' })).not.toThrow();
+  });
+
   it('ignores REDIS_URL and DATABASE_URL when this module does not use them', () => {
     expect(() => resolveSerializedOptions({}, { REDIS_URL: 'not a url', DATABASE_URL: 'mysql://x' })).not.toThrow();
     expect(() => resolveSerializedOptions({}, { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'not a url' })).toThrow('REDIS_URL="not a url" is invalid');
@@ -148,8 +160,9 @@ describe('resolveSerializedOptions', () => {
       // The URLs count only with their driver.
       if (spec.env === 'REDIS_URL') env.SERIALIZED_DRIVER = 'redis';
       if (spec.env === 'DATABASE_URL') env.SERIALIZED_DRIVER = 'postgres';
+      if (spec.env === 'MYSQL_URL') env.SERIALIZED_DRIVER = 'mysql';
       // (What a URL accepts is cut at its example's user name: redaction never lets a credential through.)
-      expect(() => resolveSerializedOptions({}, env)).toThrow(`${spec.env}=${JSON.stringify(bad[spec.type])} is invalid: accepts ${acceptsOf(spec).split('postgres@')[0]}`);
+      expect(() => resolveSerializedOptions({}, env)).toThrow(`${spec.env}=${JSON.stringify(bad[spec.type])} is invalid: accepts ${acceptsOf(spec).split(/postgres@|root@/)[0]}`);
     });
   });
 });

@@ -11,6 +11,10 @@ import {
   type SerializedOptionName,
 } from './serialized-options.schema';
 
+/** The rows naming where a network driver's backend is: its URL, or an instance the app passes. */
+type BackendUrl = 'redisUrl' | 'databaseUrl' | 'mysqlUrl';
+type BackendInstance = 'redisClient' | 'pgPool' | 'mysqlPool';
+
 function valueAt(options: object, path: string): unknown {
   let value: unknown = options;
   for (const part of path.split('.')) value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
@@ -43,23 +47,28 @@ export function resolveSerializedOptions(
   const driver = v.driver as ResolvedSerializedOptions['driver'];
   const provider = v.provider as ResolvedSerializedOptions['provider'];
   // Where the backend comes from: one of these, or the variable, is needed.
-  const needs = (url: 'redisUrl' | 'databaseUrl', instance: 'redisClient' | 'pgPool', uses: string): void => {
+  const needs = (url: BackendUrl, instance: BackendInstance, uses: string): void => {
     if (provider || driver !== S[url].drivers[0] || v[instance] !== undefined || v[url] !== undefined || invalidEnv.has(S[url].env)) return;
     problems.push(`${S[url].env} is required with the ${driver} driver (or pass ${uses}): accepts ${acceptsOf(S[url])}`);
   };
   needs('redisUrl', 'redisClient', 'redis.url or redis.client');
   needs('databaseUrl', 'pgPool', 'postgres.connectionString or postgres.pool');
+  needs('mysqlUrl', 'mysqlPool', 'mysql.url or mysql.pool');
 
   // REDIS_URL / DATABASE_URL may serve other parts of the app in other shapes;
   // they only count as invalid when this module would use them.
-  const uses = (url: 'redisUrl' | 'databaseUrl', instance: 'redisClient' | 'pgPool') =>
+  const uses = (url: BackendUrl, instance: BackendInstance) =>
     !provider && driver === S[url].drivers[0] && v[instance] === undefined && valueAt(options, S[url].option) === undefined;
   const relevant = problems.filter(
-    (p) => !(p.startsWith(`${S.redisUrl.env}=`) && !uses('redisUrl', 'redisClient')) && !(p.startsWith(`${S.databaseUrl.env}=`) && !uses('databaseUrl', 'pgPool')),
+    (p) =>
+      !(p.startsWith(`${S.redisUrl.env}=`) && !uses('redisUrl', 'redisClient')) &&
+      !(p.startsWith(`${S.databaseUrl.env}=`) && !uses('databaseUrl', 'pgPool')) &&
+      !(p.startsWith(`${S.mysqlUrl.env}=`) && !uses('mysqlUrl', 'mysqlPool')),
   );
   if (relevant.length) throw new SerializedConfigError(relevant);
   const redisUrl = uses('redisUrl', 'redisClient') || options.redis?.url !== undefined ? (v.redisUrl as string | undefined) : undefined;
   const databaseUrl = uses('databaseUrl', 'pgPool') || options.postgres?.connectionString !== undefined ? (v.databaseUrl as string | undefined) : undefined;
+  const mysqlUrl = uses('mysqlUrl', 'mysqlPool') || options.mysql?.url !== undefined ? (v.mysqlUrl as string | undefined) : undefined;
   const n = (name: SerializedOptionName) => v[name] as number;
   const errorMapping = v.errorMapping === undefined || v.errorMapping === true ? {} : (v.errorMapping as ResolvedSerializedOptions['errorMapping']);
   return {
@@ -92,6 +101,7 @@ export function resolveSerializedOptions(
       handoff: v.pgHandoff as HandOffMode,
       maxLocalHandOffs: n('pgMaxLocalHandOffs'),
     },
+    mysql: { url: mysqlUrl, pool: options.mysql?.pool },
     idempotencyTtlMs: n('idempotencyTtlMs'),
     errorMapping,
     transaction: { query: v.transactionQuery as ResolvedSerializedOptions['transaction']['query'] },

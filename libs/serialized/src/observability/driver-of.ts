@@ -4,10 +4,11 @@ const DRIVERS: Readonly<Record<string, string>> = {
   InMemoryLockProvider: 'memory',
   RedisLockProvider: 'redis',
   PostgresLockProvider: 'postgres',
+  MysqlLockProvider: 'mysql',
 };
 
 /**
- * The driver name of `provider` (`memory`, `redis`, `postgres`), or its class name
+ * The driver name of `provider` (`memory`, `redis`, `postgres`, `mysql`), or its class name
  * for a provider of the app's own. Read from the class name so that naming the
  * driver never loads the Redis or PostgreSQL provider (and their drivers).
  */

@@ -30,6 +30,8 @@ export function describeBackend(options: ResolvedSerializedOptions): string {
       return `driver=redis at ${redactUrls(redisAddress(options.redis))}, key prefix "${options.keyPrefix}"`;
     case 'postgres':
       return `driver=postgres at ${redactUrls(postgresAddress(options.postgres))}, key prefix "${options.keyPrefix}"`;
+    case 'mysql':
+      return `driver=mysql at ${redactUrls(mysqlAddress(options.mysql))}, key prefix "${options.keyPrefix}"`;
   }
 }
 
@@ -64,4 +66,21 @@ function postgresAddress(postgres: ResolvedSerializedOptions['postgres']): strin
   // The user goes outside the URL: a lone userinfo reads as a password to the redaction.
   const user = options.user ? `, user ${options.user}` : '';
   return `postgres://${options.host ?? 'localhost'}:${options.port ?? 5432}/${options.database ?? ''} (the app's pool${user})`;
+}
+
+function mysqlAddress(mysql: ResolvedSerializedOptions['mysql']): string {
+  if (mysql.url) return mysql.url;
+  const pool = mysql.pool as { config?: { connectionConfig?: MysqlConfigShape }; pool?: { config?: { connectionConfig?: MysqlConfigShape } } } | undefined;
+  const config = pool?.config?.connectionConfig ?? pool?.pool?.config?.connectionConfig;
+  if (!config) return '(no address)';
+  // The user goes outside the URL: a lone userinfo reads as a password to the redaction.
+  const user = config.user ? `, user ${config.user}` : '';
+  return `mysql://${config.host ?? 'localhost'}:${config.port ?? 3306}/${config.database ?? ''} (the app's pool${user})`;
+}
+
+interface MysqlConfigShape {
+  host?: string;
+  port?: number;
+  database?: string;
+  user?: string;
 }

@@ -1,9 +1,9 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { LockConnection } from './lock-connection';
-import type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection } from './lock-connection.request';
+import type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection, PooledSession } from './lock-connection.request';
 
-export type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection } from './lock-connection.request';
+export type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection, PooledSession } from './lock-connection.request';
 
 /** The pool's bookkeeping of one connection (written only by the pool). */
 interface Use {
@@ -15,9 +15,9 @@ interface Use {
   idleSince: number;
 }
 
-interface Waiter {
+interface Waiter<C> {
   readonly request: ConnectionRequest;
-  resolve: (connection: LockConnection) => void;
+  resolve: (connection: C) => void;
   reject: (error: unknown) => void;
   deadline: Deadline | undefined;
   settled: boolean;
@@ -37,13 +37,13 @@ interface Waiter {
  * becomes shareable again. So the pool size bounds connections, not the number of
  * distinct keys held at once.
  */
-export class LockConnectionPool {
-  private readonly idle: LockConnection[] = [];
+export class LockConnectionPool<C extends PooledSession = LockConnection> {
+  private readonly idle: C[] = [];
   // Connections in use (shared or exclusive), each counting its uses.
-  private readonly busy = new Set<LockConnection>();
-  private readonly uses = new Map<LockConnection, Use>();
+  private readonly busy = new Set<C>();
+  private readonly uses = new Map<C, Use>();
   // A Set keeps insertion order: its first entry is the longest-waiting request.
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new Set<Waiter<C>>();
   private exclusiveWaiting = 0;
   private opening = 0;
   private lastFailure: { at: number; error: unknown } | undefined;
@@ -55,7 +55,7 @@ export class LockConnectionPool {
   private readonly scope = new AsyncResource('nestjs-serialized.pg-pool');
 
   constructor(
-    private readonly options: LockConnectionPoolOptions,
+    private readonly options: LockConnectionPoolOptions<C>,
     private readonly deadlines: DeadlineQueue,
   ) {
     this.usesPerSession = options.usesPerSession ?? 64;
@@ -76,13 +76,13 @@ export class LockConnectionPool {
   }
 
   /** Open sessions that are neither ending nor waiting in the server's lock queue (a blocking wait has its session to itself). */
-  *shareable(): IterableIterator<LockConnection> {
+  *shareable(): IterableIterator<C> {
     for (const connection of this.idle) if (!connection.dead) yield connection;
     for (const connection of this.busy) if (!connection.dead && !this.useOf(connection).exclusive) yield connection;
   }
 
   /** Backend pids of every open session of the pool (shared, exclusive or idle). */
-  pids(): number[] {
+  pids(this: LockConnectionPool<LockConnection>): number[] {
     const pids: number[] = [];
     for (const connection of this.idle) pids.push(connection.pid);
     for (const connection of this.busy) pids.push(connection.pid);
@@ -101,11 +101,11 @@ export class LockConnectionPool {
    * rather than its wait budget: an unreachable server must surface as the
    * backend error, not as a timeout. Every use is given back with `release`.
    */
-  take(request: ConnectionRequest): LockConnection | PendingConnection {
+  take(request: ConnectionRequest): C | PendingConnection<C> {
     const ready = this.closed ? undefined : this.ready(request);
     if (ready) return ready;
-    let waiter!: Waiter;
-    const promise = new Promise<LockConnection>((resolve, reject) => {
+    let waiter!: Waiter<C>;
+    const promise = new Promise<C>((resolve, reject) => {
       waiter = { request, resolve, reject, deadline: undefined, settled: false };
     });
     if (this.closed) {
@@ -119,7 +119,7 @@ export class LockConnectionPool {
   }
 
   /** An exclusive use was granted its lock: the session may now be shared. */
-  share(connection: LockConnection): void {
+  share(connection: C): void {
     const use = this.uses.get(connection);
     if (!use?.exclusive) return;
     use.exclusive = false;
@@ -127,7 +127,7 @@ export class LockConnectionPool {
   }
 
   /** One use of a healthy connection ends; the last one makes it free for anyone. */
-  release(connection: LockConnection): void {
+  release(connection: C): void {
     if (connection.dead) return this.forget(connection);
     const use = this.useOf(connection);
     use.count = Math.max(0, use.count - 1);
@@ -143,7 +143,7 @@ export class LockConnectionPool {
   }
 
   /** A connection that must not be reused: its session is ended (freeing its locks). */
-  discard(connection: LockConnection, reason: Error): void {
+  discard(connection: C, reason: Error): void {
     connection.kill(reason);
     this.forget(connection);
   }
@@ -167,7 +167,7 @@ export class LockConnectionPool {
   }
 
   /** Called by a connection whose session ended (and by release of a dead one). */
-  private readonly forget = (connection: LockConnection): void => {
+  private readonly forget = (connection: C): void => {
     const at = this.idle.indexOf(connection);
     if (at >= 0) this.idle.splice(at, 1);
     const wasBusy = this.busy.delete(connection);
@@ -180,14 +180,14 @@ export class LockConnectionPool {
    * for a session of its own waits, shared uses pack onto the busiest sessions
    * with room, so that one falls idle for it.
    */
-  private ready(request: ConnectionRequest): LockConnection | undefined {
+  private ready(request: ConnectionRequest): C | undefined {
     const packing = this.exclusiveWaiting > 0;
     if (!request.shared || !packing) {
       const idle = this.idle.pop();
       if (idle) return this.use(idle, request);
       if (!request.shared || this.total < this.options.size) return undefined;
     }
-    let best: LockConnection | undefined;
+    let best: C | undefined;
     for (const connection of this.busy) {
       const use = this.useOf(connection);
       if (use.exclusive || connection.dead || use.count >= this.usesPerSession) continue;
@@ -197,7 +197,7 @@ export class LockConnectionPool {
     return chosen && this.use(chosen, request);
   }
 
-  private use(connection: LockConnection, request: ConnectionRequest): LockConnection {
+  private use(connection: C, request: ConnectionRequest): C {
     const use = this.useOf(connection);
     if (use.count === 0) connection.ref();
     use.count++;
@@ -207,7 +207,7 @@ export class LockConnectionPool {
   }
 
   /** A connection's bookkeeping (made on first use: a connection the pool did not open counts from zero). */
-  private useOf(connection: LockConnection): Use {
+  private useOf(connection: C): Use {
     let use = this.uses.get(connection);
     if (!use) {
       use = { count: 0, exclusive: false, idleSince: 0 };
@@ -216,7 +216,7 @@ export class LockConnectionPool {
     return use;
   }
 
-  private openFor(waiter: Waiter): void {
+  private openFor(waiter: Waiter<C>): void {
     const failure = this.lastFailure;
     if (failure && Date.now() - failure.at < this.options.retryAfterFailureMs) {
       this.settle(waiter, waiter.request.backendError(failure.error));
@@ -246,7 +246,7 @@ export class LockConnectionPool {
     );
   }
 
-  private enqueue(waiter: Waiter): void {
+  private enqueue(waiter: Waiter<C>): void {
     this.waiters.add(waiter);
     if (!waiter.request.shared) this.exclusiveWaiting++;
     waiter.deadline = this.deadlines.schedule(waiter.request.timeoutMs, () =>
@@ -275,13 +275,13 @@ export class LockConnectionPool {
     }
   }
 
-  private unqueue(waiter: Waiter): void {
+  private unqueue(waiter: Waiter<C>): void {
     if (this.waiters.delete(waiter) && !waiter.request.shared) this.exclusiveWaiting--;
     if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
     waiter.deadline = undefined;
   }
 
-  private settle(waiter: Waiter, error: unknown, connection?: LockConnection): void {
+  private settle(waiter: Waiter<C>, error: unknown, connection?: C): void {
     if (waiter.settled) return;
     waiter.settled = true;
     this.unqueue(waiter);
@@ -289,7 +289,7 @@ export class LockConnectionPool {
     else waiter.reject(error);
   }
 
-  private endLater(connection: LockConnection): void {
+  private endLater(connection: C): void {
     this.busy.delete(connection);
     this.uses.delete(connection);
     const ending = connection.end(this.options.closeTimeoutMs).finally(() => this.closing.delete(ending));

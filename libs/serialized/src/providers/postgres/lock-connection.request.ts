@@ -1,5 +1,22 @@
 import type { LockConnection } from './lock-connection';
 
+/**
+ * What the pool needs of a session: the PostgreSQL driver's `LockConnection`, and
+ * any other driver's session that keeps the same life cycle (the MySQL driver's).
+ */
+export interface PooledSession {
+  /** Why the session is gone; `undefined` while it is usable. */
+  readonly dead: Error | undefined;
+  /** Ends the session at once (its server frees its locks). */
+  kill(reason: Error): void;
+  /** Closes the session politely, or at once after `timeoutMs`. */
+  end(timeoutMs: number): Promise<void>;
+  /** Tells `listener` once when the session ends. */
+  onDeath(listener: (session: this) => void): void;
+  ref(): void;
+  unref(): void;
+}
+
 /** One caller's request for a lock connection. */
 export interface ConnectionRequest {
   /** How long it may queue while every connection is busy. */
@@ -17,18 +34,18 @@ export interface ConnectionRequest {
 }
 
 /** A request that could not be served at once. */
-export interface PendingConnection {
-  readonly promise: Promise<LockConnection>;
+export interface PendingConnection<C extends PooledSession = LockConnection> {
+  readonly promise: Promise<C>;
   /** Withdraws the request; its promise rejects with `reason`. */
   cancel(reason: unknown): void;
 }
 
 /** Options of `LockConnectionPool`. */
-export interface LockConnectionPoolOptions {
+export interface LockConnectionPoolOptions<C extends PooledSession = LockConnection> {
   /** Most connections at once (open, opening, held or idle). */
   readonly size: number;
   /** Opens one session; rejects within the connect timeout. */
-  readonly open: () => Promise<LockConnection>;
+  readonly open: () => Promise<C>;
   /** Idle connections are closed after this long. */
   readonly idleTimeoutMs: number;
   /** After a failed connect, further connects fail fast for this long (the backend is down). */

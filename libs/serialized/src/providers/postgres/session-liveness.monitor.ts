@@ -13,7 +13,7 @@ import type { LockConnection } from './lock-connection';
  * aborts its holders' signals; a slow answer is an answer. With no lock held there
  * is no timer.
  */
-export class SessionLivenessMonitor {
+export class SessionLivenessMonitor<C extends { kill(reason: Error): void } = LockConnection> {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   // Created in a neutral scope so the interval never pins a request's context.
@@ -27,9 +27,9 @@ export class SessionLivenessMonitor {
    * @param intervalMs time between checks of one session
    */
   constructor(
-    private readonly sessions: () => Iterable<LockConnection>,
+    private readonly sessions: () => Iterable<C>,
     private readonly anyHeld: () => boolean,
-    private readonly check: (connection: LockConnection) => Promise<unknown>,
+    private readonly check: (connection: C) => Promise<unknown>,
     private readonly intervalMs: number,
   ) {}
 

@@ -1,0 +1,300 @@
+import { performance } from 'node:perf_hooks';
+import type { LockBackendError } from '../../errors';
+import { LockTimeoutError } from '../../errors';
+import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
+import type { CallerMode } from '../../local/line-caller';
+import type { ConnectionRequest, PendingConnection } from '../postgres/lock-connection.pool';
+import type { MysqlLock } from './mysql-lock';
+import type { LockAnswer, MysqlSession } from './mysql-session';
+import type { MysqlSessions } from './mysql-sessions';
+
+/** Who an attempt reports to (the backend). */
+export interface MysqlAttemptOwner {
+  /** The server granted the key with `fencingToken`: the caller becomes its holder. */
+  grant(key: string, fencingToken: bigint, name: string, session: MysqlSession): MysqlLock;
+  /** The attempt is over, server side included. */
+  attemptDone(attempt: MysqlLockAttempt): void;
+  /** Another session holds the key and the caller is about to wait: the error to end with when it may not (`maxPending`). */
+  attemptBlocked(attempt: MysqlLockAttempt): Error | undefined;
+}
+
+/** How one caller asks the server for a key. */
+export interface MysqlAttemptRequest {
+  readonly mode: CallerMode;
+  /** The whole wait budget, counted from `startedAt` (the local line's share included). */
+  readonly waitTimeoutMs: number;
+  readonly startedAt: number;
+  readonly signal: AbortSignal | undefined;
+  readonly maxPending: number;
+}
+
+/** MySQL 8's answer to a wait that would close a cycle of named-lock waits between sessions. */
+const ER_USER_LOCK_DEADLOCK = 3058;
+/** The largest `GET_LOCK` timeout sent (the budget's own cap is 24 h). */
+const MAX_WAIT_SECONDS = 2 ** 31 - 1;
+
+/**
+ * One caller of this process asks the server for a key (the layer lets one per key
+ * ask at a time). First `GET_LOCK(name, 0)` on a shared session; only when another
+ * session holds the key does the caller take a session of its own and wait in the
+ * server's queue with `GET_LOCK(name, s)`.
+ *
+ * `GET_LOCK` counts whole seconds on MySQL, so `s` is the budget left rounded up
+ * and never ends the wait early; the budget's own deadline (and an abort, and
+ * shutdown) ends it with `KILL QUERY` from another connection. A wait that ends
+ * that way, or that was granted in the same instant, ends its session, which frees
+ * whatever it took: no session is ever left blocked or holding a lock nobody owns.
+ */
+export class MysqlLockAttempt implements ConnectionRequest {
+  readonly maxPending: number;
+  /** The key proved held by another session: this caller waits in the server. */
+  private blocked = false;
+  private settled = false;
+  private finished = false;
+  private retried = false;
+  private abortedWith: { reason: unknown } | undefined;
+  /** The budget ran out while the server wait ran (its kill is on its way). */
+  private expired = false;
+  private pending: PendingConnection<MysqlSession> | undefined;
+  /** The session of the blocking wait in flight, if one runs. */
+  private waiting: MysqlSession | undefined;
+  private deadline: Deadline | undefined;
+  private readonly onAbort: (() => void) | undefined;
+  private whenDone: { promise: Promise<void>; resolve: () => void } | undefined;
+  private resolve!: (lock: MysqlLock | null) => void;
+  private reject!: (error: unknown) => void;
+  /** The caller's answer: the lock, `null` (a try and busy), or the error. */
+  readonly promise: Promise<MysqlLock | null>;
+
+  constructor(
+    private readonly sessions: Pick<MysqlSessions, 'pool' | 'kill' | 'backendError'>,
+    private readonly deadlines: DeadlineQueue,
+    private readonly owner: MysqlAttemptOwner,
+    readonly key: string,
+    /** The named lock's name. */
+    readonly name: string,
+    private readonly request: MysqlAttemptRequest,
+  ) {
+    this.maxPending = request.maxPending;
+    this.promise = new Promise<MysqlLock | null>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    if (request.signal) {
+      this.onAbort = () => this.abort(request.signal!.reason);
+      request.signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  /** Resolves when the attempt is over, server side included. */
+  get done(): Promise<void> {
+    if (this.finished) return Promise.resolve();
+    if (!this.whenDone) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.whenDone = { promise, resolve };
+    }
+    return this.whenDone.promise;
+  }
+
+  /** ConnectionRequest: how long it may queue for a session (what is left of the budget). */
+  get timeoutMs(): number {
+    return Math.max(0, this.remainingMs());
+  }
+
+  /** ConnectionRequest: a try shares a session; a blocking wait needs one of its own. */
+  get shared(): boolean {
+    return !this.blocked;
+  }
+
+  /** ConnectionRequest: the budget ran out in the pool's queue. */
+  timeoutError(): LockTimeoutError {
+    const message = `no lock connection free within ${this.request.waitTimeoutMs} ms (pool size ${this.sessions.pool.size})`;
+    return new LockTimeoutError(this.key, this.request.waitTimeoutMs, undefined, { reason: 'no-connection', message });
+  }
+
+  /** ConnectionRequest: MySQL could not be reached for a session. */
+  backendError(cause: unknown): LockBackendError {
+    return this.sessions.backendError(this.key, cause);
+  }
+
+  start(): void {
+    this.takeSession();
+  }
+
+  /** Answers the caller with `reason` now; the server side winds down in the background. */
+  abort(reason: unknown): void {
+    if (this.settled || this.abortedWith) return;
+    this.abortedWith = { reason };
+    this.answer(reason);
+    if (this.pending) this.pending.cancel(reason);
+    else if (this.waiting) void this.sessions.kill(this.waiting);
+  }
+
+  private remainingMs(): number {
+    return this.request.waitTimeoutMs - (performance.now() - this.request.startedAt);
+  }
+
+  private keyHeldError(): LockTimeoutError {
+    return new LockTimeoutError(this.key, this.request.waitTimeoutMs, undefined, { reason: 'key-held', message: 'key held by another session' });
+  }
+
+  private takeSession(): void {
+    const taken = this.sessions.pool.take(this);
+    if (!('promise' in taken)) return this.lock(taken);
+    this.pending = taken;
+    taken.promise.then(
+      (session) => {
+        this.pending = undefined;
+        this.lock(session);
+      },
+      (error: unknown) => {
+        this.pending = undefined;
+        this.finish(error);
+      },
+    );
+  }
+
+  private lock(session: MysqlSession): void {
+    if (this.abortedWith) {
+      this.sessions.pool.release(session);
+      return this.finish(this.abortedWith.reason);
+    }
+    const left = this.remainingMs();
+    if (this.request.mode === 'wait' && this.blocked && left >= 1) return this.wait(session, left);
+    session.tryLock(this.name).then(
+      (answer) => this.tried(session, answer),
+      (error: unknown) => this.failed(session, error),
+    );
+  }
+
+  /** The blocking wait on a session of its own, bounded by the server (rounded up) and by the budget's deadline (kill). */
+  private wait(session: MysqlSession, leftMs: number): void {
+    this.waiting = session;
+    this.deadline = this.deadlines.schedule(leftMs, () => {
+      this.deadline = undefined;
+      this.expired = true;
+      void this.sessions.kill(session);
+    });
+    const seconds = Math.min(MAX_WAIT_SECONDS, Math.ceil(leftMs / 1000));
+    session.waitLock(this.name, seconds).then(
+      (answer) => this.waited(session, answer),
+      (error: unknown) => this.failed(session, error),
+    );
+  }
+
+  private tried(session: MysqlSession, answer: LockAnswer): void {
+    const taken = answer.granted === 1;
+    if (this.abortedWith) return this.windDown(session, taken, this.abortedWith.reason);
+    if (!taken && this.request.mode === 'wait' && !this.blocked) {
+      this.blocked = true;
+      this.sessions.pool.release(session);
+      const refusal = this.owner.attemptBlocked(this);
+      return refusal === undefined ? this.takeSession() : this.finish(refusal);
+    }
+    if (!taken) {
+      this.sessions.pool.release(session);
+      return this.request.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
+    }
+    this.granted(session, answer.counter);
+  }
+
+  private waited(session: MysqlSession, { granted, counter }: LockAnswer): void {
+    this.stopWaiting();
+    const gaveUp = this.abortedWith?.reason ?? (this.expired ? this.keyHeldError() : undefined);
+    // Killed, or granted in the instant the caller gave up: ending the session frees what it took.
+    if (gaveUp !== undefined) return this.windDown(session, granted !== 0, gaveUp);
+    if (granted === 1) {
+      this.sessions.pool.share(session);
+      return this.granted(session, counter);
+    }
+    if (granted === 0) {
+      // The server's whole seconds ran out first (a budget above its cap): wait again for the rest.
+      if (this.remainingMs() >= 1) return this.lock(session);
+      this.sessions.pool.release(session);
+      return this.finish(this.keyHeldError());
+    }
+    this.windDown(session, true, this.sessions.backendError(this.key, new Error('GET_LOCK returned NULL (the wait was killed by someone else, or failed)')));
+  }
+
+  private granted(session: MysqlSession, counter: bigint | undefined): void {
+    session.grantToken(counter).then(
+      (token) => {
+        if (this.abortedWith) return this.windDown(session, true, this.abortedWith.reason);
+        this.finish(undefined, this.owner.grant(this.key, token, this.name, session));
+      },
+      (error: unknown) => this.windDown(session, true, this.sessions.backendError(this.key, error)),
+    );
+  }
+
+  private failed(session: MysqlSession, error: unknown): void {
+    this.stopWaiting();
+    if (this.abortedWith) return this.windDown(session, true, this.abortedWith.reason);
+    if (this.expired) return this.windDown(session, true, this.keyHeldError());
+    if (session.dead && !this.retried && this.remainingMs() > 0) {
+      // The session ended before the answer was read, so nothing is held (the server
+      // freed it with the session): a pooled session that died while idle gets one fresh retry.
+      this.retried = true;
+      this.sessions.pool.release(session);
+      return this.takeSession();
+    }
+    const errno = (error as { errno?: number })?.errno;
+    const cause =
+      errno === ER_USER_LOCK_DEADLOCK
+        ? new Error(`MySQL refused the wait: it would close a cycle of named-lock waits (ER_USER_LOCK_DEADLOCK): ${(error as Error).message}`, { cause: error })
+        : error;
+    this.windDown(session, errno !== ER_USER_LOCK_DEADLOCK, this.sessions.backendError(this.key, cause));
+  }
+
+  private stopWaiting(): void {
+    this.waiting = undefined;
+    if (this.deadline) this.deadlines.cancel(this.deadline);
+    this.deadline = undefined;
+  }
+
+  /**
+   * Ends an attempt whose statement may have taken the key (`mayHold`) although
+   * nobody will hold it. A session of its own (a wait, perhaps with a kill on its
+   * way that must not hit a later statement) is ended, which frees whatever it
+   * took; a shared one releases first. The next caller of this process starts only
+   * once the key is given back.
+   */
+  private windDown(session: MysqlSession, mayHold: boolean, error: unknown): void {
+    if (this.blocked || session.dead) {
+      this.sessions.pool.discard(session, error instanceof Error ? error : new Error('the lock attempt ended'));
+      return this.finish(error);
+    }
+    if (!mayHold) {
+      this.sessions.pool.release(session);
+      return this.finish(error);
+    }
+    session.releaseLock(this.name).then(
+      () => this.sessions.pool.release(session),
+      (failure: unknown) => this.sessions.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
+    ).finally(() => this.finish(error));
+  }
+
+  private finish(error: unknown, lock?: MysqlLock | null): void {
+    if (!this.finished) {
+      this.finished = true;
+      if (this.onAbort) this.request.signal!.removeEventListener('abort', this.onAbort);
+      this.owner.attemptDone(this);
+      this.whenDone?.resolve();
+    }
+    if (lock) this.settle(lock);
+    else if (error === undefined) this.settle(null);
+    else this.answer(error);
+  }
+
+  private settle(lock: MysqlLock | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve(lock);
+  }
+
+  private answer(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(error);
+  }
+}

@@ -1,0 +1,151 @@
+import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
+import { mysqlProviderOptions } from '../../config/provider-options.mapper';
+import { LockBackendError } from '../../errors';
+import { DeadlineQueue } from '../../internal/deadline-queue';
+import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
+import { keepingProcessAlive } from '../../internal/process-keep-alive';
+import { redactUrls } from '../../internal/redact';
+import { withTimeout } from '../../observability/with-timeout';
+import { LayeredLockProvider } from '../../local/layered-lock.provider';
+import { LockLines } from '../../local/lock-lines';
+import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
+import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
+import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { MysqlBackend } from './mysql.backend';
+import type { MysqlLock } from './mysql-lock';
+import { mysqlLockName } from './mysql-lock.name';
+import { mysqlTimings, type MysqlLockProviderOptions } from './mysql-lock-provider.options';
+import type { MysqlSession } from './mysql-session';
+import { MysqlSessions } from './mysql-sessions';
+
+export type { MysqlLockProviderOptions } from './mysql-lock-provider.options';
+
+/** Marks "every lock connection is busy" apart from "MySQL did not answer". */
+class PoolBusy extends Error {}
+
+/**
+ * Locks shared by every process using one MySQL (≥ 5.7.5) or MariaDB (≥ 10.0.2)
+ * server: named locks (`GET_LOCK` / `RELEASE_LOCK`) on a small pool of connections
+ * the library owns.
+ *
+ * Two levels: callers of one key first queue in this process (strict FIFO), and
+ * only the head tries the key on the server (`GET_LOCK(name, 0)` on a session that
+ * other keys' locks share). Only when another session holds the key does the head
+ * take a session of its own and wait in the server, bounded there and killed at the
+ * budget's end. A held lock costs no connection of its own; at most one connection
+ * per key and process waits.
+ *
+ * Held sessions are pinged; a session that ends (`KILL`, closed socket, server
+ * restart, or a path silent for `sessionTimeoutMs`) aborts the `signal` of every
+ * lock it held with `LockLostError`. Fencing tokens come from a one-row counter
+ * table, drawn in blocks. See docs/providers/mysql.md.
+ */
+export class MysqlLockProvider extends LayeredLockProvider implements BeforeApplicationShutdown, OnApplicationShutdown {
+  readonly keyPrefix: string;
+  private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
+  // One timer queue for the local waiters, the pool's queue and the server waits' deadlines.
+  private readonly deadlines = new DeadlineQueue();
+  private readonly sessions: MysqlSessions;
+  private readonly backend: MysqlBackend;
+  /** @internal */
+  readonly lines: LockLines<MysqlLock>;
+  private shutDown: Promise<void> | undefined;
+
+  /** @throws Error when `mysql2` is not installed, or an option is invalid */
+  constructor(options: MysqlLockProviderOptions = {}) {
+    super('MysqlLockProvider');
+    this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
+    const timings = mysqlTimings(options);
+    this.sessions = new MysqlSessions(options, timings, this.deadlines);
+    const leaseNote = new IgnoredLeaseNote(
+      this.logger,
+      'MysqlLockProvider',
+      "a named lock lasts as long as its session; the provider's own leaseMs sets how often held sessions are checked",
+    );
+    const log = { warn: (message: string) => this.logger.warn(redactUrls(message)) };
+    this.backend = new MysqlBackend(this.sessions, this.deadlines, this.keyPrefix, timings.pingEveryMs, () => this.lines, leaseNote, log);
+    this.lines = new LockLines<MysqlLock>(this.backend, {
+      waitTimeoutMs: options.waitTimeoutMs,
+      maxPending: options.maxPending,
+      maxPendingTotal: options.maxPendingTotal,
+      shutdownGraceMs: options.shutdownGraceMs,
+      deadlines: this.deadlines,
+      trackHeld: true,
+    });
+  }
+
+  /** Builds the provider `SerializedModule` registers for `driver: 'mysql'`. */
+  static fromModuleOptions(options: ResolvedSerializedOptions): MysqlLockProvider {
+    return new MysqlLockProvider(mysqlProviderOptions(options));
+  }
+
+  /** Diagnostics: the named lock's name for `key` (look it up with `IS_USED_LOCK(name)`). */
+  lockNameOf(key: string): string {
+    return mysqlLockName(this.keyPrefix, key);
+  }
+
+  /** Diagnostics (for tests and health checks): keys held or waited for in this process (0 when idle). */
+  get activeKeys(): number {
+    return this.lines.activeKeys;
+  }
+
+  /** Lock connections open or opening. */
+  get connections(): number {
+    return this.sessions.pool.total;
+  }
+
+  /** Diagnostics: whether a timer is armed (none when nothing is held or waited for). */
+  get timerArmed(): boolean {
+    return this.deadlines.armed || this.backend.armed || this.sessions.armed;
+  }
+
+  /** Health: `SELECT CONNECTION_ID()` on a lock connection, bounded by `timeoutMs`. */
+  override async ping(timeoutMs: number): Promise<void> {
+    if (this.shutDown) throw LockBackendError.shuttingDown();
+    const pool = this.sessions.pool;
+    const taken = pool.take({
+      shared: true,
+      timeoutMs,
+      timeoutError: () => new PoolBusy(),
+      backendError: (cause) => this.sessions.backendError(undefined, cause),
+    });
+    let session: MysqlSession;
+    if ('promise' in taken) {
+      try {
+        session = await withTimeout(taken.promise, timeoutMs, 'MySQL');
+      } catch (error) {
+        taken.cancel(error);
+        // A full pool is load, not an outage: held sessions are pinged by the liveness checks.
+        if (error instanceof PoolBusy) return;
+        throw error instanceof LockBackendError ? error : this.sessions.backendError(undefined, error);
+      }
+    } else {
+      session = taken;
+    }
+    try {
+      await withTimeout(session.ping(), timeoutMs, 'MySQL');
+    } catch (error) {
+      pool.discard(session, error as Error);
+      throw this.sessions.backendError(undefined, error);
+    }
+    pool.release(session);
+  }
+
+  beforeApplicationShutdown(): Promise<void> {
+    return keepingProcessAlive(async () => void (await this.lines.stopTaking()));
+  }
+
+  /** Closes the lock connections; a lock held past the grace period keeps its session until release. */
+  onApplicationShutdown(): Promise<void> {
+    return (this.shutDown ??= keepingProcessAlive(async () => {
+      await this.backend.close(this.lines.holders());
+      this.deadlines.clear();
+    }));
+  }
+
+  /** Shuts down outside Nest (waiters rejected, holders awaited up to the grace period); a script may end with it. */
+  async close(): Promise<void> {
+    await this.beforeApplicationShutdown();
+    await this.onApplicationShutdown();
+  }
+}

@@ -1,0 +1,214 @@
+import type { QueryWatchdog, Watched } from '../postgres/query.watchdog';
+import { SessionTokens } from '../postgres/session-tokens';
+import type { MysqlConnectionLike, MysqlError } from './mysql-driver.loader';
+import { RELEASE_LOCK, SESSION_ID, TRY_LOCK, WAIT_LOCK, type CounterStatements } from './mysql-lock.sql';
+
+/** Who is told when a session ends while it holds a named lock. */
+export interface NamedLockHolder {
+  sessionLost(reason: Error): void;
+}
+
+/** A lock statement's answer: `GET_LOCK`'s (1, 0 or `null`), and the fencing counter read right after it. */
+export interface LockAnswer {
+  readonly granted: 1 | 0 | null;
+  readonly counter: bigint | undefined;
+}
+
+/** `RELEASE_LOCK`'s answer: 1 released, 0 another session holds it, `null` no such lock. */
+export type ReleaseAnswer = 1 | 0 | null;
+
+/**
+ * One session of the MySQL lock pool: a mysql2 connection whose server session may
+ * hold several named locks (MySQL ≥ 5.7.5, MariaDB ≥ 10.0.2). It watches its own
+ * end — the socket's `end`/`error` (a `KILL`, a server restart, a reset path), a
+ * statement unanswered past its bound — and tells the pool and every lock it holds,
+ * once. Its statements run one at a time in the order sent (mysql2 queues them).
+ */
+export class MysqlSession implements Watched {
+  /** Why the session is gone; `undefined` while it is usable. */
+  dead: Error | undefined;
+  /** The fencing tokens its last draw reserved, shared by its grants. */
+  readonly tokens = new SessionTokens();
+  private readonly holders = new Set<NamedLockHolder>();
+  // Deadlines of the statements in flight, oldest first (the server answers in order).
+  private readonly deadlines: number[] = [];
+  private deathListener: ((session: MysqlSession) => void) | undefined;
+
+  constructor(
+    private readonly connection: MysqlConnectionLike,
+    /** The server's id of the session (`CONNECTION_ID()`), which `KILL QUERY` names. */
+    readonly id: number,
+    private readonly watchdog: QueryWatchdog,
+    private readonly sessionTimeoutMs: number,
+    private readonly counter: CounterStatements,
+  ) {
+    connection.on('error', (error) => this.kill(error));
+    connection.on('end', () => this.kill(new Error('the connection to MySQL ended')));
+    watchdog.add(this);
+  }
+
+  /** Statements in flight. */
+  get busy(): boolean {
+    return this.deadlines.length > 0;
+  }
+
+  /**
+   * `GET_LOCK(name, 0)`, and in the same round trip, once it has run, the fencing
+   * counter's value (what a grant's token is checked against, see `grantToken`).
+   */
+  async tryLock(name: string): Promise<LockAnswer> {
+    return this.lockAndRead(TRY_LOCK, [name], 0);
+  }
+
+  /**
+   * `GET_LOCK(name, seconds)` (and the counter, as `tryLock`): 1 granted, 0 the
+   * server's timeout ended the wait, `null` the wait was killed (`KILL QUERY`) or
+   * failed. The statement may take up to `seconds` by design: only silence beyond
+   * that counts as a lost session.
+   */
+  async waitLock(name: string, seconds: number): Promise<LockAnswer> {
+    return this.lockAndRead(WAIT_LOCK, [name, seconds], seconds * 1000);
+  }
+
+  /** `RELEASE_LOCK(name)` and its answer, unchanged. */
+  async releaseLock(name: string): Promise<ReleaseAnswer> {
+    const [answer] = await this.query(RELEASE_LOCK, [name]);
+    return answer === 1 ? 1 : answer === 0 ? 0 : null;
+  }
+
+  /**
+   * The fencing token of a grant this session just got (its lock is held): the
+   * next token of its block while no other session drew since (the counter still
+   * ends at the block), otherwise a new block is drawn. Either way it is larger
+   * than every token of an earlier holder of the key (see `SessionTokens`).
+   */
+  async grantToken(counterAfterGrant: bigint | undefined): Promise<bigint> {
+    const offer = this.tokens.offer();
+    // The counter as read after the grant, in the lock statement's round trip.
+    if (offer && counterAfterGrant === BigInt(offer.drawn) + BigInt(this.tokens.block) - 1n) return BigInt(offer.token);
+    const header = await this.run(this.counter.draw, [this.tokens.block]);
+    // The counter now ends the block this draw reserved: (end - block, end].
+    const first = BigInt(String((header as { insertId: number | string }).insertId)) - BigInt(this.tokens.block) + 1n;
+    this.tokens.granted(first);
+    return first;
+  }
+
+  /** Liveness: the session answers, and is still the one opened. */
+  async ping(): Promise<void> {
+    const [id] = await this.query(SESSION_ID, []);
+    if (Number(id) !== this.id) {
+      const error = new Error(`the MySQL session changed under the lock (connection ${this.id}, now ${String(id)})`);
+      this.kill(error);
+      throw error;
+    }
+  }
+
+  /** Registers `holder`; a session already gone tells it at once. */
+  hold(holder: NamedLockHolder): void {
+    if (this.dead) return holder.sessionLost(this.dead);
+    this.holders.add(holder);
+  }
+
+  /** `holder` no longer holds its lock on this session. */
+  letGo(holder: NamedLockHolder): void {
+    this.holders.delete(holder);
+  }
+
+  /** Tells `listener` (the pool) once when the session ends. */
+  onDeath(listener: (session: this) => void): void {
+    this.deathListener = listener as (session: MysqlSession) => void;
+  }
+
+  /** Watched: ends the session when its oldest statement is overdue (the watchdog calls it). */
+  checkOverdue(now: number): void {
+    const deadline = this.deadlines[0];
+    if (deadline === undefined || deadline > now || this.dead) return;
+    // The answer may already wait in the socket: look again once I/O had its turn.
+    setImmediate(() => {
+      if (this.deadlines[0] !== deadline || this.dead) return;
+      this.kill(new Error(`MySQL did not answer within sessionTimeoutMs (${this.sessionTimeoutMs} ms)`));
+    });
+  }
+
+  /** Ends the session at once: the server frees its named locks when it sees the socket close. */
+  kill(reason: Error): void {
+    if (this.dead) return;
+    this.dead = reason;
+    this.watchdog.delete(this);
+    this.connection.destroy();
+    this.deathListener?.(this);
+    const holders = [...this.holders];
+    this.holders.clear();
+    for (const holder of holders) holder.sessionLost(reason);
+  }
+
+  /** Closes the session politely (COM_QUIT), or at once after `timeoutMs`. */
+  async end(timeoutMs: number): Promise<void> {
+    if (this.dead) return;
+    this.dead = new Error('the lock connection was closed');
+    this.watchdog.delete(this);
+    this.holders.clear();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.connection.destroy();
+        resolve();
+      }, timeoutMs);
+      timer.unref();
+      this.connection.end(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Lets the process exit while this session only sits in the pool. */
+  unref(): void {
+    this.connection.stream?.unref?.();
+  }
+
+  ref(): void {
+    this.connection.stream?.ref?.();
+  }
+
+  /**
+   * The lock statement and the counter's read, sent as one multi-statement query:
+   * the server runs them in order, so the read sees every draw committed before the
+   * lock was granted. No extra round trip for the fencing token.
+   */
+  private async lockAndRead(sql: string, values: unknown[], serverWaitMs: number): Promise<LockAnswer> {
+    const [locked, read] = (await this.run(`${sql}; ${this.counter.read}`, values, serverWaitMs)) as unknown[][][];
+    const answer = locked?.[0]?.[0];
+    const last = read?.[0]?.[0];
+    return { granted: answer === 1 ? 1 : answer === 0 ? 0 : null, counter: last === undefined || last === null ? undefined : BigInt(String(last)) };
+  }
+
+  /** One statement → its first row (as an array). */
+  async query(sql: string, values: unknown[], serverWaitMs = 0): Promise<unknown[]> {
+    const rows = (await this.run(sql, values, serverWaitMs)) as unknown[][];
+    return rows[0] ?? [];
+  }
+
+  /**
+   * Runs one statement. Silence beyond `serverWaitMs` (how long the server may take
+   * by design) plus `sessionTimeoutMs`, in watchdog time (our own stalls not
+   * counted), ends the session: a slow answer is still an answer.
+   */
+  private run(sql: string, values: unknown[], serverWaitMs = 0): Promise<unknown> {
+    if (this.dead) return Promise.reject(this.dead);
+    this.deadlines.push(this.watchdog.started(serverWaitMs + this.sessionTimeoutMs));
+    return new Promise<unknown>((resolve, reject) => {
+      this.connection.query({ sql, rowsAsArray: true }, values, (error: MysqlError | null, rows: unknown) => {
+        this.deadlines.shift();
+        this.watchdog.finished();
+        if (error) {
+          if (error.fatal) this.kill(error);
+          // A statement that failed because the session died reports why it died.
+          return reject(this.dead ?? error);
+        }
+        // A reply read after the session ended grants nothing: the server freed its locks with it.
+        if (this.dead) return reject(this.dead);
+        resolve(rows);
+      });
+    });
+  }
+}

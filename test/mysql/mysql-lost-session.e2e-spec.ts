@@ -1,0 +1,91 @@
+import { LockLostError, MysqlLockProvider } from 'nestjs-serialized';
+import { TcpProxy } from '../postgres/support/tcp-proxy';
+import { TEST_MYSQL_URL } from '../support/services';
+import { sleep } from '../support/timing';
+import { MysqlInspector, uniquePrefix } from './support/mysql-inspect';
+
+/**
+ * A holder whose path to the server is cut, goes dark or slows down, through a
+ * proxy the test controls (the shared server itself is never touched).
+ */
+describe('MysqlLockProvider when the path to the server fails', () => {
+  let db: MysqlInspector;
+  let proxy: TcpProxy;
+  const providers: MysqlLockProvider[] = [];
+  const make = (url: string, keyPrefix: string, options: { leaseMs?: number; sessionTimeoutMs?: number } = {}): MysqlLockProvider => {
+    const made = new MysqlLockProvider({ url, keyPrefix, lockPoolSize: 2, ...options });
+    providers.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    db = await MysqlInspector.connect();
+  });
+  beforeEach(async () => {
+    const target = new URL(TEST_MYSQL_URL);
+    proxy = new TcpProxy({ host: target.hostname, port: Number(target.port || 3306) });
+    await proxy.start();
+  });
+  afterEach(async () => {
+    await Promise.all(providers.splice(0).map((p) => p.close()));
+    await proxy.stop();
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  it('a cut connection aborts the holder at once, and the key is free for the next holder at once', async () => {
+    const keyPrefix = uniquePrefix('cut');
+    const holder = make(proxy.url(TEST_MYSQL_URL), keyPrefix);
+    const next = make(TEST_MYSQL_URL, keyPrefix);
+    const lock = await holder.acquire('k');
+    const waiting = next.acquire('k', { waitTimeoutMs: 10_000 });
+    await sleep(100);
+    const cutAt = Date.now();
+    proxy.cutAll();
+    const lost = await new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }));
+    expect(lost).toBeInstanceOf(LockLostError);
+    expect(Date.now() - cutAt).toBeLessThan(500);
+    const taken = await waiting;
+    expect(Date.now() - cutAt).toBeLessThan(2000);
+    expect(taken.fencingToken > lock.fencingToken).toBe(true);
+    await lock.release(); // never rejects for a lost lock
+    await taken.release();
+    expect(await db.holderOf(holder.lockNameOf('k'))).toBeNull();
+  }, 30_000);
+
+  it('a path gone dark: the holder is told within a ping and sessionTimeoutMs; the server frees the key within about a lease', async () => {
+    const keyPrefix = uniquePrefix('dark');
+    const holder = make(proxy.url(TEST_MYSQL_URL), keyPrefix, { leaseMs: 3000, sessionTimeoutMs: 1000 });
+    const next = make(TEST_MYSQL_URL, keyPrefix);
+    const lock = await holder.acquire('k');
+    const darkAt = Date.now();
+    proxy.blackhole();
+    const lost = await new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }));
+    const toldAfter = Date.now() - darkAt;
+    expect(lost).toBeInstanceOf(LockLostError);
+    expect((lost as Error).message).toMatch(/sessionTimeoutMs/);
+    // ping interval (1 s) + sessionTimeoutMs (1 s) + the watchdog's tick.
+    expect(toldAfter).toBeLessThan(3000);
+    // The server never heard the close (the path is dark): it ends the session after its wait_timeout (5 s here).
+    const taken = await next.acquire('k', { waitTimeoutMs: 15_000 });
+    expect(Date.now() - darkAt).toBeLessThan(9000);
+    expect(taken.fencingToken > lock.fencingToken).toBe(true);
+    await taken.release();
+  }, 30_000);
+
+  it('a slow path is not a lost session: the lock stays held and is released normally', async () => {
+    const keyPrefix = uniquePrefix('slow');
+    const holder = make(proxy.url(TEST_MYSQL_URL), keyPrefix, { leaseMs: 600, sessionTimeoutMs: 1500 });
+    const lock = await holder.acquire('k');
+    proxy.delay(400); // 800 ms a round trip, under sessionTimeoutMs
+    await sleep(3000); // several liveness pings, each slow
+    expect(lock.lost).toBeUndefined();
+    expect(lock.signal.aborted).toBe(false);
+    await lock.extend();
+    await lock.release();
+    expect(lock.lost).toBeUndefined();
+    proxy.delay(0);
+    expect(await db.holderOf(holder.lockNameOf('k'))).toBeNull();
+  }, 30_000);
+});
