@@ -1,4 +1,6 @@
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
+import type { KeyInspector } from '../../inspect/key-inspector.interface';
+import { MysqlLockInspector } from './mysql-lock.inspector';
 import { mysqlProviderOptions } from '../../config/provider-options.mapper';
 import { LockBackendError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline-queue';
@@ -49,6 +51,8 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
   private readonly backend: MysqlBackend;
   /** @internal */
   readonly lines: LockLines<MysqlLock>;
+  /** `LockService.inspect`: the local layer, `IS_USED_LOCK` and the server's waiting sessions. @internal */
+  readonly inspector: KeyInspector;
   private shutDown: Promise<void> | undefined;
 
   /** @throws Error when `mysql2` is not installed, or an option is invalid */
@@ -72,6 +76,7 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
       deadlines: this.deadlines,
       trackHeld: true,
     });
+    this.inspector = new MysqlLockInspector(this.sessions, this.keyPrefix, () => this.lines);
   }
 
   /** Builds the provider `SerializedModule` registers for `driver: 'mysql'`. */

@@ -81,6 +81,11 @@ export class LockConnectionPool<C extends PooledSession = LockConnection> {
     for (const connection of this.busy) if (!connection.dead && !this.useOf(connection).exclusive) yield connection;
   }
 
+  /** Every open session of the pool (shared, exclusive or idle). */
+  sessions(): C[] {
+    return [...this.idle, ...this.busy];
+  }
+
   /** Backend pids of every open session of the pool (shared, exclusive or idle). */
   pids(this: LockConnectionPool<LockConnection>): number[] {
     const pids: number[] = [];
