@@ -33,6 +33,13 @@ describe('MysqlLockProvider when the path to the server fails', () => {
   afterAll(async () => {
     await db.close();
   });
+  /** Until a session waits in the server for the named lock `name`. */
+  const waitForWaiting = async (name: string): Promise<void> => {
+    for (const until = Date.now() + 5000; (await db.waitingFor(name)) < 1; ) {
+      if (Date.now() > until) throw new Error(`nobody waits in the server for ${name}`);
+      await sleep(20);
+    }
+  };
 
   it('a cut connection aborts the holder at once, and the key is free for the next holder at once', async () => {
     const keyPrefix = uniquePrefix('cut');
@@ -52,6 +59,54 @@ describe('MysqlLockProvider when the path to the server fails', () => {
     await lock.release(); // never rejects for a lost lock
     await taken.release();
     expect(await db.holderOf(holder.lockNameOf('k'))).toBeNull();
+  }, 30_000);
+
+  it('a waiter whose path is cut while it waits in the server waits again on a new session and gets the key when it is freed', async () => {
+    const keyPrefix = uniquePrefix('cut-wait');
+    const holder = make(TEST_MYSQL_URL, keyPrefix);
+    const waiter = make(proxy.url(TEST_MYSQL_URL), keyPrefix);
+    const lock = await holder.acquire('k');
+    const settled = waiter.acquire('k', { waitTimeoutMs: 8000 }).then(
+      (taken) => ({ taken, at: Date.now() }),
+      (error: unknown) => ({ error, at: Date.now() }),
+    );
+    const name = holder.lockNameOf('k');
+    await waitForWaiting(name);
+    const [waitingSession] = await db.query<{ id: number }>("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%' AND INFO LIKE ?", [`%${name}%`]);
+    proxy.cutAll();
+    // Its old session ends; a new one of the waiter's takes its place in the server's queue.
+    for (const until = Date.now() + 5000; await db.alive(Number(waitingSession.id)); ) {
+      if (Date.now() > until) throw new Error('the cut session is still alive');
+      await sleep(20);
+    }
+    await waitForWaiting(name);
+    const releasedAt = Date.now();
+    await lock.release();
+    const outcome = await Promise.race([settled, sleep(8000).then(() => ({ hung: true, at: Date.now() }))]);
+    expect(outcome).toEqual({ taken: expect.objectContaining({ key: 'k' }), at: expect.any(Number) });
+    expect(outcome.at - releasedAt).toBeLessThan(1000);
+    const { taken } = outcome as { taken: { fencingToken: bigint; release(): Promise<void> } };
+    expect(taken.fencingToken > lock.fencingToken).toBe(true);
+    await taken.release();
+  }, 30_000);
+
+  it('a waiter whose path goes dark while it waits in the server is answered within its budget, never left hanging', async () => {
+    const keyPrefix = uniquePrefix('dark-wait');
+    const holder = make(TEST_MYSQL_URL, keyPrefix);
+    const waiter = make(proxy.url(TEST_MYSQL_URL), keyPrefix, { sessionTimeoutMs: 1000 });
+    const lock = await holder.acquire('k');
+    const settled = waiter.acquire('k', { waitTimeoutMs: 2500 }).then(
+      (taken) => ({ taken, at: Date.now() }),
+      (error: unknown) => ({ error, at: Date.now() }),
+    );
+    await waitForWaiting(holder.lockNameOf('k'));
+    const darkAt = Date.now();
+    proxy.blackhole();
+    const outcome = await Promise.race([settled, sleep(10_000).then(() => ({ hung: true, at: Date.now() }))]);
+    // Its budget ends the wait (the kill cannot reach the server's session: the session is ended instead).
+    expect(outcome).toEqual({ error: expect.objectContaining({ name: expect.stringMatching(/^Lock(Timeout|Backend)Error$/) }), at: expect.any(Number) });
+    expect(outcome.at - darkAt).toBeLessThan(2500 + 1000 + 1500);
+    await lock.release();
   }, 30_000);
 
   it('a path gone dark: the holder is told within a ping and sessionTimeoutMs; the server frees the key within about a lease', async () => {

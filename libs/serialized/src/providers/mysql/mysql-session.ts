@@ -30,8 +30,13 @@ export class MysqlSession implements Watched {
   /** The fencing tokens its last draw reserved, shared by its grants. */
   readonly tokens = new SessionTokens();
   private readonly holders = new Set<NamedLockHolder>();
-  // Deadlines of the statements in flight, oldest first (the server answers in order).
-  private readonly deadlines: number[] = [];
+  /**
+   * The statements in flight, oldest first (the server answers in order): each
+   * one's deadline and how to fail it. mysql2 never calls a statement back once its
+   * connection was destroyed (its `close` handler returns early while closing), so
+   * a session that ends answers its statements itself.
+   */
+  private readonly inFlight: { readonly deadline: number; readonly fail: (reason: Error) => void }[] = [];
   private deathListener: ((session: MysqlSession) => void) | undefined;
 
   constructor(
@@ -49,7 +54,7 @@ export class MysqlSession implements Watched {
 
   /** Statements in flight. */
   get busy(): boolean {
-    return this.deadlines.length > 0;
+    return this.inFlight.length > 0;
   }
 
   /**
@@ -121,11 +126,11 @@ export class MysqlSession implements Watched {
 
   /** Watched: ends the session when its oldest statement is overdue (the watchdog calls it). */
   checkOverdue(now: number): void {
-    const deadline = this.deadlines[0];
-    if (deadline === undefined || deadline > now || this.dead) return;
+    const oldest = this.inFlight[0];
+    if (oldest === undefined || oldest.deadline > now || this.dead) return;
     // The answer may already wait in the socket: look again once I/O had its turn.
     setImmediate(() => {
-      if (this.deadlines[0] !== deadline || this.dead) return;
+      if (this.inFlight[0] !== oldest || this.dead) return;
       this.kill(new Error(`MySQL did not answer within sessionTimeoutMs (${this.sessionTimeoutMs} ms)`));
     });
   }
@@ -136,6 +141,7 @@ export class MysqlSession implements Watched {
     this.dead = reason;
     this.watchdog.delete(this);
     this.connection.destroy();
+    this.failInFlight(reason);
     this.deathListener?.(this);
     const holders = [...this.holders];
     this.holders.clear();
@@ -148,6 +154,7 @@ export class MysqlSession implements Watched {
     this.dead = new Error('the lock connection was closed');
     this.watchdog.delete(this);
     this.holders.clear();
+    this.failInFlight(this.dead);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.connection.destroy();
@@ -195,10 +202,13 @@ export class MysqlSession implements Watched {
    */
   private run(sql: string, values: unknown[], serverWaitMs = 0): Promise<unknown> {
     if (this.dead) return Promise.reject(this.dead);
-    this.deadlines.push(this.watchdog.started(serverWaitMs + this.sessionTimeoutMs));
     return new Promise<unknown>((resolve, reject) => {
+      const statement = { deadline: this.watchdog.started(serverWaitMs + this.sessionTimeoutMs), fail: reject };
+      this.inFlight.push(statement);
       this.connection.query({ sql, rowsAsArray: true }, values, (error: MysqlError | null, rows: unknown) => {
-        this.deadlines.shift();
+        // Answered already (the session ended first, see `failInFlight`).
+        if (this.inFlight[0] !== statement) return;
+        this.inFlight.shift();
         this.watchdog.finished();
         if (error) {
           if (error.fatal) this.kill(error);
@@ -210,5 +220,13 @@ export class MysqlSession implements Watched {
         resolve(rows);
       });
     });
+  }
+
+  /** The session ended: every statement in flight fails with `reason` now (a late callback finds none). */
+  private failInFlight(reason: Error): void {
+    for (const statement of this.inFlight.splice(0)) {
+      this.watchdog.finished();
+      statement.fail(reason);
+    }
   }
 }
