@@ -21,7 +21,7 @@ describe('randomized fault run (short form)', () => {
     }
   };
 
-  for (const driver of ['postgres', 'redis'] as const) {
+  for (const driver of ['postgres', 'redis', 'mysql'] as const) {
     it(`${driver}: no lost update, no untold overlap or fencing violation, no stuck key, no 503 in the fault-free tail`, async () => {
       const run = await runWithHog(() => faultRun(driver, FAULT_RUN_SHORT));
       // The faults and the seed come with a failure, so a run can be repeated.

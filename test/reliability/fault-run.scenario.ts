@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
+import { MysqlLockProvider } from 'nestjs-serialized';
+import { TEST_DATABASE_URL, TEST_MYSQL_URL, TEST_REDIS_URL } from '../support/services';
+import { MysqlInspector } from '../mysql/support/mysql-inspect';
 import { TcpProxy } from '../postgres/support/tcp-proxy';
 import { freePort, Ledger, redisKeysUnder, sleep, ThrowawayRedis } from './support/environment';
 import { WorkerProcess } from '../support/processes';
@@ -23,7 +25,7 @@ export interface FaultRunSize {
 export const FAULT_RUN_SHORT: FaultRunSize = { faultMs: 22_000, processes: 4, loops: 8, keys: 3, seed: 25 };
 export const FAULT_RUN_FULL: FaultRunSize = { faultMs: 120_000, processes: 4, loops: 8, keys: 3, seed: 25 };
 
-export type FaultDriver = 'redis' | 'postgres' | 'naive';
+export type FaultDriver = 'redis' | 'postgres' | 'mysql' | 'naive';
 
 /** What a fault run found (every count but `sections`, `faults` and `overlapsTold` must be 0 for a real driver). */
 export interface FaultRunResult {
@@ -109,6 +111,7 @@ function rng(seed: number): () => number {
 
 const FAULTS: Record<FaultDriver, string[]> = {
   postgres: ['sigstop', 'sigkill', 'block', 'hog', 'delay', 'cut', 'terminate'],
+  mysql: ['sigstop', 'sigkill', 'block', 'hog', 'delay', 'cut', 'kill-session'],
   redis: ['sigstop', 'sigkill', 'block', 'hog', 'delay', 'cut', 'client-kill', 'client-pause', 'debug-sleep', 'restart'],
   naive: ['sigstop', 'block', 'hog', 'delay', 'sigkill'],
 };
@@ -118,7 +121,8 @@ const FAULTS: Record<FaultDriver, string[]> = {
  * keys, random wait budgets and modes, one fault at a time (SIGSTOP past the lease,
  * SIGKILL and respawn, a stalled event loop, a CPU hog, a slow or cut network path
  * through a TCP proxy in front of the backend, terminated sessions / killed client
- * connections, a paused or sleeping or restarted Redis), then a fault-free tail.
+ * connections, a paused or sleeping or restarted Redis, `KILL` of MySQL lock
+ * sessions), then a fault-free tail.
  * Every section does a claim-first fenced read-modify-write; the verdict counts lost
  * updates, fencing-order violations among holders not told, overlaps told apart from
  * unexplained ones, holders never told, stuck keys and backend errors in the tail.
@@ -131,12 +135,13 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
   const keys = Array.from({ length: size.keys }, (_, i) => `k${i}`);
   await ledger.seed(keys);
   const keyPrefix = `fr-${driver}-${process.pid}-${Date.now().toString(36)}`;
-  const redis = driver === 'postgres' ? undefined : new ThrowawayRedis(await freePort());
+  const redis = driver === 'redis' || driver === 'naive' ? new ThrowawayRedis(await freePort()) : undefined;
   await redis?.start();
-  const target = redis ? { host: '127.0.0.1', port: redis.port } : { host: new URL(TEST_DATABASE_URL).hostname || '127.0.0.1', port: Number(new URL(TEST_DATABASE_URL).port || 5432) };
+  const sqlUrl = new URL(driver === 'mysql' ? TEST_MYSQL_URL : TEST_DATABASE_URL);
+  const target = redis ? { host: '127.0.0.1', port: redis.port } : { host: sqlUrl.hostname || '127.0.0.1', port: Number(sqlUrl.port || (driver === 'mysql' ? 3306 : 5432)) };
   const proxy = new TcpProxy(target);
   await proxy.start();
-  const backendUrl = redis ? `redis://127.0.0.1:${proxy.port}` : proxy.url(TEST_DATABASE_URL);
+  const backendUrl = redis ? `redis://127.0.0.1:${proxy.port}` : driver === 'mysql' ? viaProxy(TEST_MYSQL_URL, proxy.port) : proxy.url(TEST_DATABASE_URL);
   const hogs = new Set<ChildProcess>();
   const deadMembers = new Set<string>();
   const faults: string[] = [];
@@ -224,6 +229,9 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
           break;
         case 'terminate':
           await terminateSessions(`${keyPrefix}:w${victim}`);
+          break;
+        case 'kill-session':
+          faults[faults.length - 1] += ` (${await killMysqlHolders(keyPrefix, keys)} sessions)`;
           break;
         case 'client-kill':
           await redisClientKill(redis!.url);
@@ -315,7 +323,7 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
       if (gap > STUCK_AFTER_MS) stuckKeys.push(`${key} (${(gap / 1000).toFixed(1)} s)`);
     }
     const backendAt = stats.flatMap((s) => (s.backendAt as number[]) ?? []);
-    const leaked = activeKeys + (await backendLeftovers(driver, keyPrefix, redis?.url));
+    const leaked = activeKeys + (await backendLeftovers(driver, keyPrefix, redis?.url, keys));
     return {
       driver,
       seed: size.seed,
@@ -397,9 +405,49 @@ async function redisClientKill(url: string): Promise<void> {
   await redisAdmin(url, (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub', 'SKIPME', 'yes'));
 }
 
-async function backendLeftovers(driver: FaultDriver, keyPrefix: string, redisUrl: string | undefined): Promise<number> {
+/** `url` with its host and port replaced by the proxy's. */
+function viaProxy(url: string, port: number): string {
+  const through = new URL(url);
+  through.hostname = '127.0.0.1';
+  through.port = String(port);
+  return through.toString();
+}
+
+/** The named locks of the run's keys (what the workers' providers take). */
+function mysqlLockNames(keyPrefix: string, keys: string[]): string[] {
+  const namer = new MysqlLockProvider({ url: TEST_MYSQL_URL, keyPrefix });
+  return keys.map((key) => namer.lockNameOf(key));
+}
+
+/** `KILL` of every session holding one of the run's named locks now, as an operator or a fail-over would; how many. */
+async function killMysqlHolders(keyPrefix: string, keys: string[]): Promise<number> {
+  const db = await MysqlInspector.connect();
+  try {
+    let killed = 0;
+    for (const name of mysqlLockNames(keyPrefix, keys)) {
+      const holder = await db.holderOf(name);
+      if (holder === null) continue;
+      // The session may have ended on its own in between.
+      await db.kill(holder).then(() => killed++, () => undefined);
+    }
+    return killed;
+  } finally {
+    await db.close();
+  }
+}
+
+async function backendLeftovers(driver: FaultDriver, keyPrefix: string, redisUrl: string | undefined, keys: string[]): Promise<number> {
   if (driver === 'naive') return 0;
   if (driver === 'redis') return redisKeysUnder(redisUrl ?? TEST_REDIS_URL, keyPrefix);
+  if (driver === 'mysql') {
+    // Closed providers hold no named lock of the run's keys.
+    const db = await MysqlInspector.connect();
+    try {
+      return await db.held(mysqlLockNames(keyPrefix, keys));
+    } finally {
+      await db.close();
+    }
+  }
   const pg = new Client({ connectionString: TEST_DATABASE_URL });
   await pg.connect();
   try {

@@ -47,7 +47,7 @@ export async function runSuite(sizes: Sizes, form: 'short' | 'full', log: (line:
   add('tx terminated', () => transactionTerminatedSession(5, sizes.seedDuplicates));
   add('tx pgbouncer restart', () => transactionPgBouncerRestart(6, sizes.seedDuplicates));
   const faultSize = form === 'full' ? FAULT_RUN_FULL : FAULT_RUN_SHORT;
-  for (const driver of ['redis', 'postgres'] as const) scenarios.push([`fault run ${driver}`, async () => void faultRuns.push(await faultRun(driver, faultSize, log))]);
+  for (const driver of ['redis', 'postgres', 'mysql'] as const) scenarios.push([`fault run ${driver}`, async () => void faultRuns.push(await faultRun(driver, faultSize, log))]);
   // The naive control under the same kind of faults: stalls of a holder past its lease.
   scenarios.push(['fault run naive', async () => {
     const control = await faultRun('naive', { ...faultSize, faultMs: Math.min(faultSize.faultMs, 30_000), kinds: ['sigstop', 'block'], tail: false }, log);
@@ -115,7 +115,7 @@ export function renderFaultRuns(result: SuiteResult, alone = false): string[] {
   return [
     '## Randomized fault runs',
     '',
-    `Seeded runs (repeatable from the seed): several processes, each with concurrent loops over a few keys, random wait budgets (0.2–5 s), modes (\`wait\`/\`reject\`, \`strict\`/\`cohort\` hand-off) and aborts, holds of 0–30 ms (some up to 300 ms), lease 2.5 s, PostgreSQL \`sessionTimeoutMs\` 3.1 s; one fault at a time, aimed at a process inside a section when there is one; every section a claim-first fenced read-modify-write; then a fault-free tail. A key is *stuck* when the tail has a stretch of more than ${STUCK_AFTER_MS / 1000} s (2 × (lease + session timeout)) without a section of it (every key always has waiters). *Unowned locks*: advisory locks the session audit found without a holder, hand-off or attempt after the run. *Left untold*: holders whose key went to another holder while they were inside (a section with a newer token entered) and that left without having read the loss — \`lock.lost\` unset and the signal not aborted as they left, read the way a correct section reads it before it leaves (issue 32); holders of killed processes aside.`,
+    `Seeded runs (repeatable from the seed): several processes, each with concurrent loops over a few keys, random wait budgets (0.2–5 s), modes (\`wait\`/\`reject\`, \`strict\`/\`cohort\` hand-off) and aborts, holds of 0–30 ms (some up to 300 ms), lease 2.5 s, PostgreSQL and MySQL \`sessionTimeoutMs\` 3.1 s; one fault at a time, aimed at a process inside a section when there is one; every section a claim-first fenced read-modify-write; then a fault-free tail. A key is *stuck* when the tail has a stretch of more than ${STUCK_AFTER_MS / 1000} s (2 × (lease + session timeout)) without a section of it (every key always has waiters). *Unowned locks*: advisory locks the session audit found without a holder, hand-off or attempt after the run. *Left untold*: holders whose key went to another holder while they were inside (a section with a newer token entered) and that left without having read the loss — \`lock.lost\` unset and the signal not aborted as they left, read the way a correct section reads it before it leaves (issue 32); holders of killed processes aside.`,
     '',
     ...(alone
       ? [

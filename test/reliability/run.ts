@@ -15,7 +15,7 @@ import { faultRunProblems } from './fault-run.scenario';
 import { FULL } from './reliability.scenarios';
 import { renderReport, runSuite, spliceFaultRuns } from './reliability.suite';
 
-const FAULT_RUNS = ['fault run redis', 'fault run postgres', 'fault run naive'];
+const FAULT_RUNS = ['fault run redis', 'fault run postgres', 'fault run mysql', 'fault run naive'];
 
 async function main(): Promise<void> {
   await checkServices();

@@ -18,10 +18,10 @@
  */
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
-import { LockBackendError, LockBusyError, LockService, LockTimeoutError, PostgresLockProvider, RedisLockProvider, type LockProvider } from 'nestjs-serialized';
+import { LockBackendError, LockBusyError, LockService, LockTimeoutError, MysqlLockProvider, PostgresLockProvider, RedisLockProvider, type LockProvider } from 'nestjs-serialized';
 
 const env = process.env;
-const DRIVER = env.SERIALIZED_DRIVER as 'redis' | 'postgres' | 'naive';
+const DRIVER = env.SERIALIZED_DRIVER as 'redis' | 'postgres' | 'mysql' | 'naive';
 const LEDGER = env.REL_LEDGER!;
 /**
  * The fenced write and its entry in the writes log, in one statement: logged apart, a
@@ -52,6 +52,14 @@ function makeProvider(): LockProvider | undefined {
       connectionString: env.REL_BACKEND_URL!,
       keyPrefix: env.REL_PREFIX!,
       applicationName: `${env.REL_PREFIX}:${NAME}`,
+      leaseMs: LEASE_MS,
+      sessionTimeoutMs: Number(env.REL_SESSION_TIMEOUT_MS ?? 3100),
+    });
+  }
+  if (DRIVER === 'mysql') {
+    return new MysqlLockProvider({
+      url: env.REL_BACKEND_URL!,
+      keyPrefix: env.REL_PREFIX!,
       leaseMs: LEASE_MS,
       sessionTimeoutMs: Number(env.REL_SESSION_TIMEOUT_MS ?? 3100),
     });
