@@ -100,3 +100,17 @@ export class HeldSet implements HeldKey {
 }
 
 function noop(): void {}
+
+/**
+ * A set this call did not acquire itself (transaction mode: the transaction holds
+ * it, and ends it): its section's view, with nothing to release.
+ * @internal
+ */
+export function joinedSet(locks: LockSet): HeldSet {
+  return new HeldSet(
+    locks.map((lock) => lock.key),
+    locks,
+    [],
+    false,
+  );
+}

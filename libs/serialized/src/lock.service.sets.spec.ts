@@ -4,6 +4,24 @@ import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { LockService } from './lock.service';
 import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
+import { Serialized } from './decorators/serialized.decorator';
+import { SERIALIZED_LOCK_SERVICE } from './serialized.constants';
+
+class Bank {
+  constructor(readonly service: LockService) {
+    (this as unknown as Record<symbol, LockService>)[SERIALIZED_LOCK_SERVICE] = service;
+  }
+
+  @Serialized(['0', '1'], { scope: 'account' })
+  async transfer(_from: string, _to: string): Promise<string[]> {
+    return this.service.currentSet()!.map((lock) => lock.key);
+  }
+
+  @Serialized((ids: string[]) => ids, { scope: 'account' })
+  async settle(_ids: string[]): Promise<string[]> {
+    return this.service.currentSet()!.map((lock) => lock.key);
+  }
+}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const errorOf = (promise: Promise<unknown>): Promise<unknown> => promise.then(() => undefined, (error: unknown) => error);
@@ -169,6 +187,14 @@ describe('LockService.run with a key set (several keys at once)', () => {
     await service.run(['a', 'b'], async (locks) => {
       await expect(service.run('b', (lock) => lock)).resolves.toBe(locks[1]);
     });
+    expect(provider.activeKeys).toBe(0);
+  });
+
+  it('@Serialized with an array key, or a key function returning an array, on a service method', async () => {
+    const bank = new Bank(service);
+    await expect(bank.transfer('b', 'a')).resolves.toEqual(['account:b', 'account:a']);
+    await expect(bank.settle(['z', 'y', 'z'])).resolves.toEqual(['account:z', 'account:y']);
+    await expect(bank.settle([])).rejects.toMatchObject({ name: 'SerializationKeyError', problem: 'missing' });
     expect(provider.activeKeys).toBe(0);
   });
 
