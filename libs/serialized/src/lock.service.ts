@@ -534,7 +534,9 @@ export class LockService {
 function invalidCall(key: string, options: RunOptions, where: string): Error | undefined {
   const invalid = options === NO_OPTIONS ? undefined : validateAcquireOptions(options, options?.handler ?? where);
   if (invalid) return invalid;
-  return invalidKey(key, options.handler);
+  if (typeof key !== 'string' || key === '') return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
+  if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], options.handler);
+  return undefined;
 }
 
 /** A key's own check: a string, not empty, without a lone surrogate. */
