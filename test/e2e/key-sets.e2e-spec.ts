@@ -3,7 +3,7 @@ import request from 'supertest';
 import { uniqueId, waitFor } from '../support/timing';
 import { Gates } from './fixtures/keys.controller';
 import { Accounts } from './fixtures/transfers.controller';
-import { ADAPTERS, startTestApp, type Adapter } from './http-app';
+import { ADAPTERS, postAndAbort, startTestApp, type Adapter } from './http-app';
 
 /**
  * Several keys at once over HTTP (issue 36): `@Serialized(['params.fromId',
@@ -70,6 +70,28 @@ describe.each(ADAPTERS.map((a) => [a]))('key sets over HTTP (%s)', (adapter: Ada
       gates.release(tag);
     }
     expect((await holder).status).toBe(201);
+  });
+
+  it('a client that leaves while its set waits: the handler never runs, and the account already taken is let go', async () => {
+    const [a, b] = [uniqueId('a'), uniqueId('b')].sort();
+    accounts.balances.set(a, 10);
+    accounts.balances.set(b, 10);
+    const tag = uniqueId('hold');
+    const holder = post(`/fx-transfers/one/${b}?hold=${tag}`).then((r) => r);
+    await waitFor(() => gates.entered.includes(tag), 10_000, 'the holder of b to enter');
+    try {
+      // Takes 'a' (it sorts first), waits for 'b', and its client leaves meanwhile.
+      const leaving = postAndAbort(url, `/fx-transfers/array/${a}/${b}`, 400);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect((await post(`/fx-transfers/one/${a}`)).status).toBe(429); // held by the waiting set
+      await leaving;
+      await waitFor(async () => (await post(`/fx-transfers/one/${a}`)).status === 201, 5000, "'a' to be free again");
+    } finally {
+      gates.release(tag);
+    }
+    expect((await holder).status).toBe(201);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect([accounts.balances.get(a), accounts.balances.get(b)]).toEqual([10, 10]);
   });
 
   it('a holder of a set excludes single-key callers of each of its accounts', async () => {
