@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
+import { TEST_DATABASE_URL, TEST_MYSQL_URL, TEST_REDIS_URL } from '../support/services';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
 import { uniqueId } from '../support/timing';
 
@@ -9,10 +9,10 @@ const WAIT_MS = 20_000;
 /**
  * Several keys at once across real OS processes (issue 36): transfers between
  * accounts, each holding both accounts, from processes with their own provider on
- * one Redis or one PostgreSQL. Balances live in a PostgreSQL table whose `inside`
+ * one Redis, one PostgreSQL or one MariaDB. Balances live in a PostgreSQL table whose `inside`
  * column shows any two sections in one account at once.
  */
-describe.each([['redis'], ['postgres']])('key sets across OS processes (%s driver)', (driver) => {
+describe.each([['redis'], ['postgres'], ['mysql']])('key sets across OS processes (%s driver)', (driver) => {
   let pg: Client;
   const workers: WorkerProcess[] = [];
 
@@ -39,6 +39,7 @@ describe.each([['redis'], ['postgres']])('key sets across OS processes (%s drive
           DRIVER: driver,
           DATABASE_URL: TEST_DATABASE_URL,
           REDIS_URL: TEST_REDIS_URL,
+          MYSQL_URL: TEST_MYSQL_URL,
           KEY_PREFIX: keyPrefix,
           TABLE: table,
           WAIT_MS: String(waitMs),

@@ -1,10 +1,10 @@
 /**
  * One OS process of the key-set suite: transfers between accounts whose balances
  * live in a PostgreSQL table, each holding both accounts through its own provider
- * (DRIVER: redis or postgres). The row's `inside` counts the sections in an
+ * (DRIVER: redis, postgres or mysql). The row's `inside` counts the sections in an
  * account at once: above 1 is an overlap.
  *
- * Env: DRIVER, DATABASE_URL, REDIS_URL, KEY_PREFIX, TABLE, ACCOUNTS (comma list),
+ * Env: DRIVER, DATABASE_URL, REDIS_URL, MYSQL_URL, KEY_PREFIX, TABLE, ACCOUNTS (comma list),
  * ITERATIONS, CONCURRENCY (sections in flight in this process), WAIT_MS, and MODE:
  * - `random`: from and to drawn at random among ACCOUNTS (both directions);
  * - `pair`: always ACCOUNTS[0] → ACCOUNTS[1] (another process runs the other way);
@@ -28,6 +28,10 @@ async function providerOf(driver: string): Promise<LockProvider> {
   if (driver === 'redis') {
     const { RedisLockProvider } = await import('nestjs-serialized/providers/redis/redis-lock.provider');
     return new RedisLockProvider({ url: env('REDIS_URL'), keyPrefix: env('KEY_PREFIX'), waitTimeoutMs });
+  }
+  if (driver === 'mysql') {
+    const { MysqlLockProvider } = await import('nestjs-serialized/providers/mysql/mysql-lock.provider');
+    return new MysqlLockProvider({ url: env('MYSQL_URL'), keyPrefix: env('KEY_PREFIX'), lockPoolSize: 4, waitTimeoutMs });
   }
   const { PostgresLockProvider } = await import('nestjs-serialized/providers/postgres/postgres-lock.provider');
   return new PostgresLockProvider({ connectionString: env('DATABASE_URL'), keyPrefix: env('KEY_PREFIX'), lockPoolSize: 4, waitTimeoutMs });
