@@ -190,6 +190,15 @@ describe('LockService.run with a key set (several keys at once)', () => {
     expect(provider.activeKeys).toBe(0);
   });
 
+  it('reentrant: false: the set takes no part in the async context, but its section still sees its own locks', async () => {
+    await service.run(['a', 'b'], (locks) => {
+      expect(service.current('b')).toBe(locks[1]);
+      expect(service.currentSet()).toBe(locks);
+      expect(service.isHeld('a')).toBe(false);
+    }, { reentrant: false });
+    expect(provider.activeKeys).toBe(0);
+  });
+
   it('@Serialized with an array key, or a key function returning an array, on a service method', async () => {
     const bank = new Bank(service);
     await expect(bank.transfer('b', 'a')).resolves.toEqual(['account:b', 'account:a']);
