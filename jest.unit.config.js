@@ -16,7 +16,7 @@ module.exports = {
   testRegex: [
     '(libs|src)/.*\\.spec\\.ts$',
     'test/contract/in-memory\\.contract\\.spec\\.ts$',
-    'test/e2e/(for-root-async|keys|lifecycle|per-call-options|serialized-http)\\.e2e-spec\\.ts$',
+    'test/e2e/(for-root-async|keys|key-sets|lifecycle|per-call-options|serialized-http)\\.e2e-spec\\.ts$',
     'test/docs/options-docs\\.spec\\.ts$',
     'test/structure/.*\\.spec\\.ts$',
     'test/models/vocabulary\\.spec\\.ts$',

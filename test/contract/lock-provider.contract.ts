@@ -135,6 +135,87 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       expect(probe.maxInside).toBe(1);
     });
 
+    describe('several keys at once (a key set)', () => {
+      it('opposite-order sets from two instances never deadlock, never overlap per key, and lose no update', async () => {
+        const { provider, locks, otherLocks } = await makeWithOther(true, { waitTimeoutMs: 20_000 });
+        const [a, b] = [uniqueId('set-a'), uniqueId('set-b')];
+        const probes = { [a]: new OverlapProbe(), [b]: new OverlapProbe() };
+        const balances = { [a]: 100, [b]: 100 };
+        const started = performance.now();
+        await Promise.all(
+          Array.from({ length: 30 }, (_, i) => {
+            const [from, to] = i % 2 ? [a, b] : [b, a];
+            return (i % 4 < 2 ? locks : otherLocks).run([from, to], ([fromLock, toLock]) => {
+              expect([fromLock.key, toLock.key]).toEqual([from, to]);
+              return probes[from].run(() =>
+                probes[to].run(async () => {
+                  const [x, y] = [balances[from], balances[to]];
+                  await sleep(1);
+                  balances[from] = x - 1;
+                  balances[to] = y + 1;
+                }),
+              );
+            });
+          }),
+        );
+        expect(balances[a] + balances[b]).toBe(200);
+        expect([probes[a].maxInside, probes[b].maxInside]).toEqual([1, 1]);
+        expect(performance.now() - started).toBeLessThan(15_000);
+        await noLeftovers(provider);
+      });
+
+      describe.each(HOLDERS)('all or nothing, the other holder in %s', (_where, peer) => {
+        /** `other` can take `key` at once: the set let go of it. */
+        const freeFor = async (other: LockProvider, key: string) => {
+          const lock = await other.tryAcquire(key);
+          expect({ key, free: lock !== null }).toEqual({ key, free: true });
+          await lock?.release();
+        };
+
+        it('reject mode: a busy key fails the call with LockBusyError, and the keys taken before it are free at once', async () => {
+          const { provider, locks, other } = await makeWithOther(peer);
+          const [a, b, c] = ['1', '2', '3'].map((n) => `${uniqueId('rej')}-${n}`);
+          const held = await other.acquire(b);
+          await expect(locks.run([c, b, a], () => 'ran', { mode: 'reject' })).rejects.toBeInstanceOf(LockBusyError);
+          await freeFor(other, a);
+          await freeFor(other, c);
+          await held.release();
+          await noLeftovers(provider);
+        });
+
+        it('a timeout: one waitTimeoutMs for the whole set, and no key stays taken', async () => {
+          const { provider, locks, other } = await makeWithOther(peer);
+          const [a, b, c] = ['1', '2', '3'].map((n) => `${uniqueId('tmo')}-${n}`);
+          const held = await other.acquire(c);
+          const started = performance.now();
+          const error = await locks.run([a, b, c], () => 'ran', { waitTimeoutMs: 300 }).catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(LockTimeoutError);
+          expect((error as LockTimeoutError).waitTimeoutMs).toBe(300);
+          expect(performance.now() - started).toBeLessThan(2000);
+          await freeFor(other, a);
+          await freeFor(other, b);
+          await held.release();
+          await noLeftovers(provider);
+        });
+
+        it('an abort while waiting: the keys taken before it are let go before the call rejects', async () => {
+          const { provider, locks, other } = await makeWithOther(peer);
+          const [a, b] = ['1', '2'].map((n) => `${uniqueId('abt')}-${n}`);
+          const held = await other.acquire(b);
+          const controller = new AbortController();
+          const call = locks.run([b, a], () => 'ran', { signal: controller.signal }).catch((e: unknown) => e);
+          // Waiting for 'b' means it holds 'a' (taken first, in canonical order).
+          await waitFor(async () => (await locks.inspect(b)).waitingHere === 1, 5000, 'the set to wait for its second key');
+          const gone = new Error('client gone');
+          controller.abort(gone);
+          expect(await call).toBe(gone);
+          await freeFor(other, a);
+          await held.release();
+          await noLeftovers(provider);
+        });
+      });
+    });
+
     describe.each(HOLDERS)('the other holder in %s', (_where, peer) => {
       it('serves waiters first-come, first-served', async () => {
         const { locks, other } = await makeWithOther(peer);

@@ -17,13 +17,13 @@ export { Serialized } from './decorators/serialized.decorator';
 export { SkipSerialized } from './decorators/skip-serialized.decorator';
 export { SerializedLock } from './decorators/serialized-lock.decorator';
 export type { SerializedOptions } from './metadata/serialized-options.interface';
-export type { SerializationKey, SerializationKeyFn, SerializationKeyValue } from './key/serialization-key';
+export type { SerializationKey, SerializationKeyFn, SerializationKeyValue, SerializationKeysFn, SerializedKey } from './key/serialization-key';
 // What @Serialized applies; public for apps that register it as APP_INTERCEPTOR.
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 
 // Serializing code by hand: `lockService.run(key, async (lock) => …, options?)`.
 export { LockService } from './lock.service';
-export type { RunOptions, SerializedMode } from './lock.service';
+export type { RunOptions, SerializedMode, LockSet } from './lock.service';
 // Who holds a key, since when, how many wait: `lockService.inspect(key)` (docs/observability.md).
 export type { LockInfo, LockHolderInfo } from './inspect/lock-info.interface';
 // Health: a @nestjs/terminus indicator for the active backend (terminus is loaded on the first check).

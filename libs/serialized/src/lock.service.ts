@@ -4,7 +4,7 @@ import type { AcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
 import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release-after';
 import { heldIn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock-context';
-import { LockBusyError, SerializationKeyError, SerializedError } from './errors';
+import { LockBusyError, LockOrderError, LockTimeoutError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { doorOf, type LockDoor } from './local/lock-door.interface';
@@ -14,6 +14,10 @@ import { hasLoneSurrogate } from './key/lock-key';
 import type { HandlerHandshake } from './metadata/handler.handshake';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
 import { activeLock, HeldLock, type HeldKey } from './held-lock';
+import { HeldSet, lockSetOf, type LockSet } from './held-set';
+import { canonicalOrder, compareKeys, distinctKeys } from './key/key-set';
+import { SERIALIZED_DEFAULTS } from './serialized.defaults';
+import { performance } from 'node:perf_hooks';
 import { SerializedMetrics } from './observability/serialized.metrics';
 import type { SerializedTracing } from './observability/serialized.tracing';
 import type { Span } from '@opentelemetry/api';
@@ -24,6 +28,7 @@ import { runInTransaction, type TransactionLocks, type TransactionOption } from 
 const NO_OPTIONS: RunOptions = Object.freeze({});
 
 export type { HeldKey } from './held-lock';
+export type { LockSet } from './held-set';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -73,6 +78,12 @@ export class LockService {
    */
   reentrant = true;
 
+  /**
+   * The wait budget of a key set whose call gives no `waitTimeoutMs` (one budget
+   * for the whole set); `SerializedModule` sets it from its `waitTimeoutMs` option.
+   */
+  waitTimeoutMs: number = SERIALIZED_DEFAULTS.waitTimeoutMs;
+
   /** Transaction mode (`transaction` of {@link RunOptions}), set by `SerializedModule`. @internal */
   transactions?: TransactionLocks;
   /** The provider, reached past its validation (this service validates each call once) and by its synchronous fast path. */
@@ -110,9 +121,35 @@ export class LockService {
    * @throws LockBackendError the backend cannot be reached (`fn` does not run)
    * @throws RangeError / TypeError an option is invalid (a fraction, `NaN`, a negative number); `fn` does not run
    */
-  run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options: RunOptions = NO_OPTIONS): Promise<T> {
+  run<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options?: RunOptions): Promise<T>;
+  /**
+   * Runs `fn` while holding every key of `keys` together (a transfer between two
+   * accounts: `run(['account:A', 'account:B'], ([from, to]) => …)`), and releases
+   * them all when `fn` settles. `locks` follows the order of `keys`, duplicates
+   * collapsed; each lock has its own `fencingToken` and `signal`, and
+   * `locks.signal` aborts when any of them is lost.
+   *
+   * All or nothing: the keys are taken one by one in one canonical order (by lock
+   * key), so calls over overlapping sets never deadlock, in one process or across
+   * processes; `waitTimeoutMs` bounds the whole set (one deadline); on a timeout, a
+   * busy key in `reject` mode, an abort or a backend error, the keys already taken
+   * are released before the returned promise rejects. A call whose context holds
+   * some of the keys already takes the others only if every held key sorts before
+   * every missing one; otherwise it fails at once with `LockOrderError`.
+   *
+   * @throws SerializationKeyError no key, a key that is not a non-empty string, or more than 16 distinct keys
+   * @throws LockTimeoutError the whole set was not held within `waitTimeoutMs`
+   * @throws LockBusyError `mode: 'reject'` and one of the keys is busy, or `maxPending` reached
+   * @throws LockBackendError the backend cannot be reached (`fn` does not run)
+   * @throws LockOrderError the context holds some keys and the rest cannot be taken in canonical order
+   */
+  run<T>(keys: readonly string[], fn: (locks: LockSet) => Promise<T> | T, options?: RunOptions): Promise<T>;
+  run<T>(keyOrKeys: string | readonly string[], fnOfLocks: ((lock: Lock) => Promise<T> | T) | ((locks: LockSet) => Promise<T> | T), options: RunOptions = NO_OPTIONS): Promise<T> {
+    const key = keyOrKeys as string;
+    const fn = fnOfLocks as (lock: Lock) => Promise<T> | T;
     const invalid = invalidCall(key, options, 'LockService#run');
-    if (invalid) return Promise.reject(invalid);
+    // A key set is not a string: it is told apart only on this (already failing) branch, so one key pays nothing for it.
+    if (invalid) return Array.isArray(keyOrKeys) ? this.runSet(keyOrKeys, fnOfLocks as (locks: LockSet) => Promise<T> | T, options) : Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
@@ -187,6 +224,7 @@ export class LockService {
    */
   runHolding<R>(held: HeldKey, fn: () => R, handshake?: HandlerHandshake): R {
     const store = this.context.getStore();
+    if (held instanceof HeldSet) return runWithContext(this.context, held.contextIn(store, handshake), store, fn);
     if (held.reentrant) {
       // A call joining an enclosing holder: the same lock, entered again.
       if (handshake === undefined && store?.innermost.lock === held.lock) return fn();
@@ -240,11 +278,45 @@ export class LockService {
     if (!store) return undefined;
     const inner = store.innermost;
     // The innermost section may be one that others cannot join (`reentrant: false`): it is not in the chain heldIn walks.
-    const innerActive = inner instanceof HeldLock ? inner.active : activeLock(heldIn(store, inner.lock.key)) === inner.lock;
-    if (key !== undefined) return innerActive && inner.lock.key === key ? inner.lock : activeLock(heldIn(store, key));
+    const innerActive =
+      inner instanceof HeldLock ? inner.active : inner instanceof HeldSet ? inner.active : activeLock(heldIn(store, inner.lock.key)) === inner.lock;
+    if (key !== undefined) {
+      if (innerActive && inner instanceof HeldSet) return inner.lockOf(key) ?? activeLock(heldIn(store, key));
+      return innerActive && inner.lock.key === key ? inner.lock : activeLock(heldIn(store, key));
+    }
     if (innerActive) return inner.lock;
     // The innermost section ended while this context lives on: the nearest one around it still held.
     return innermostActive(store);
+  }
+
+  /**
+   * The locks of the key set the innermost section holds (`run([...])`,
+   * `@Serialized([...])`), in the order of its keys; `undefined` when that section
+   * holds one key, or none. What `@SerializedLock()` gives a key set's handler.
+   * @internal
+   */
+  currentSet(): LockSet | undefined {
+    const inner = this.context.getStore()?.innermost;
+    return inner instanceof HeldSet && inner.active ? inner.locks : undefined;
+  }
+
+  /**
+   * Acquires every key of `keys` (lock keys, validated by the caller as key
+   * values) for a section that {@link runHolding} then runs: the interceptor's and
+   * the decorator's door to key sets. Rejects, after releasing whatever it took,
+   * as {@link run} does with a key set.
+   * @internal
+   */
+  acquireSet(keys: readonly string[], options: RunOptions): Promise<HeldKey> {
+    const reentrant = options.reentrant ?? this.reentrant;
+    const store = reentrant ? this.context.getStore() : undefined;
+    let plan: SetPlan;
+    try {
+      plan = this.planSet(keys, options, store, 'LockService#acquire');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.acquireAll(plan.missing, options, reentrant).then((owned) => this.heldSet(plan, owned, reentrant));
   }
 
   /**
@@ -254,6 +326,110 @@ export class LockService {
    */
   handshake(): HandlerHandshake | undefined {
     return this.context.getStore()?.handshake;
+  }
+
+  /** `run` with a key set: planned (validated, ordered, checked against what the context holds), taken, run, released. */
+  private runSet<T>(keys: readonly string[], fn: (locks: LockSet) => Promise<T> | T, options: RunOptions): Promise<T> {
+    const reentrant = options.reentrant ?? this.reentrant;
+    const store = reentrant ? this.context.getStore() : undefined;
+    let plan: SetPlan;
+    try {
+      plan = this.planSet(keys, options, store, 'LockService#run');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const section = (owned: readonly HeldLock[]) => this.runSetSection(this.heldSet(plan, owned, reentrant), fn, store);
+    if (options.transaction && plan.missing.length > 0) {
+      const inTransaction = (locks: readonly Lock[]) =>
+        section(locks.map((lock) => new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing)));
+      return runInTransaction(this.transactions, plan.missing, options, inTransaction, (error) => {
+        if (error instanceof SerializedError && options.handler) error.attachHandler(options.handler);
+        throw error;
+      });
+    }
+    return this.acquireAll(plan.missing, options, reentrant).then(section);
+  }
+
+  /**
+   * A key set's call checked once: its options, each key (as {@link run} checks
+   * one), the distinct keys in the order given and in canonical order, and which
+   * of them the context holds already. Throws what the call rejects with.
+   */
+  private planSet(keys: readonly string[], options: RunOptions, store: LockContext | undefined, where: string): SetPlan {
+    const invalid = options === NO_OPTIONS ? undefined : validateAcquireOptions(options, options.handler ?? where);
+    if (invalid) throw invalid;
+    if (!Array.isArray(keys)) throw new SerializationKeyError(String(keys), 'not-scalar', [], options.handler);
+    for (const key of keys) {
+      const bad = invalidKey(key, options.handler);
+      if (bad) throw bad;
+    }
+    const given = distinctKeys(keys, `[${keys.join(', ')}]`, [], options.handler);
+    const ordered = canonicalOrder(given);
+    const joined = new Map<string, Lock>();
+    const missing: string[] = [];
+    let lastJoined: string | undefined;
+    for (const key of ordered) {
+      const held = store === undefined ? undefined : heldIn(store, key);
+      if (held === undefined) missing.push(key);
+      else joined.set((lastJoined = key), held.lock);
+    }
+    // Taking a key that sorts before one held already would invert the canonical order: a possible deadlock, refused at once.
+    if (lastJoined !== undefined && missing.length > 0 && compareKeys(missing[0], lastJoined) < 0) {
+      throw new LockOrderError([...joined.keys()], missing, options.handler);
+    }
+    return { given, missing, joined };
+  }
+
+  /**
+   * Takes `keys` (canonical order) one after the other, each with what is left of
+   * the one budget; on any failure releases those taken — and waits for the
+   * releases — before rejecting. A timeout names the whole budget.
+   */
+  private async acquireAll(keys: readonly string[], options: RunOptions, reentrant: boolean): Promise<HeldLock[]> {
+    const taken: HeldLock[] = [];
+    const budget = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const started = performance.now();
+    try {
+      for (const key of keys) {
+        const left = Math.max(0, Math.floor(budget - (performance.now() - started)));
+        const since = this.metrics?.waiting(key);
+        const wait = this.tracing?.waiting(key);
+        let lock: Lock;
+        try {
+          lock = await this.acquireFromProvider(key, { ...options, waitTimeoutMs: left });
+        } catch (error) {
+          this.acquireFailed(key, since, error, options.handler, wait);
+        }
+        taken.push(this.holding(key, lock, since, options.handler, reentrant, wait));
+        // Given up while the last key was being granted: nothing of the set runs.
+        if (options.signal?.aborted) throw options.signal.reason;
+      }
+      return taken;
+    } catch (error) {
+      await Promise.all(taken.map((held) => held.release()));
+      if (error instanceof LockTimeoutError && error.waitTimeoutMs !== budget) {
+        throw new LockTimeoutError(error.key ?? '', budget, options.handler, { reason: error.reason ?? 'key-held' });
+      }
+      throw error;
+    }
+  }
+
+  /** The set held: `plan`'s keys in the order given, each the lock acquired now (`owned`, canonical order) or the one joined. */
+  private heldSet(plan: SetPlan, owned: readonly HeldLock[], reentrant: boolean): HeldSet {
+    const byKey = new Map(plan.joined);
+    for (let i = 0; i < owned.length; i++) byKey.set(plan.missing[i], owned[i].lock);
+    return new HeldSet(plan.given, lockSetOf(plan.given.map((key) => byKey.get(key)!)), owned, reentrant);
+  }
+
+  /** Runs `fn` holding the set `held` and releases it (see {@link runSection}). */
+  private runSetSection<T>(held: HeldSet, fn: (locks: LockSet) => Promise<T> | T, store: LockContext | undefined): Promise<T> | T {
+    let result: Promise<T> | T;
+    try {
+      result = runWithContext(this.context, held.contextIn(store, undefined), store, () => fn(held.locks));
+    } catch (error) {
+      return releaseAndThrow(held, error);
+    }
+    return releaseAfter(held, result);
   }
 
   /** `run` for a key that was not free: one continuation between the provider's promise and `fn`, no async function. */
@@ -361,4 +537,21 @@ function invalidCall(key: string, options: RunOptions, where: string): Error | u
   if (typeof key !== 'string' || key === '') return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
   if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], options.handler);
   return undefined;
+}
+
+/** A key's own check: a string, not empty, without a lone surrogate. */
+function invalidKey(key: string, handler: string | undefined): Error | undefined {
+  if (typeof key !== 'string' || key === '') return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], handler);
+  if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], handler);
+  return undefined;
+}
+
+/** A key set's call, checked (`LockService.planSet`). */
+interface SetPlan {
+  /** The distinct keys in the order given: the order of the locks handed to the section. */
+  readonly given: readonly string[];
+  /** The keys to take, in canonical order. */
+  readonly missing: readonly string[];
+  /** The keys an enclosing section holds already, with their locks (joined, not released by this call). */
+  readonly joined: ReadonlyMap<string, Lock>;
 }

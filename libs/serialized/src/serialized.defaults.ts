@@ -54,6 +54,8 @@ export const SERIALIZED_DEFAULTS = {
   idempotencyTtlMs: 86_400_000,
   /** Longest key value accepted from a request, in characters. */
   maxKeyLength: 512,
+  /** Most distinct keys one call may hold together (a key set: `@Serialized([...])`, `run([...])`). */
+  maxKeysPerSet: 16,
   /** `Retry-After` (seconds) sent with a 429 or a 503. */
   retryAfterSeconds: 1,
 } as const;

@@ -74,6 +74,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
         if (options.tracing === 'on' && !loadOtelApi()) throw missingPeerError("tracing: 'on'", '@opentelemetry/api');
         const service = new LockService(provider);
         service.reentrant = options.reentrant;
+        service.waitTimeoutMs = options.waitTimeoutMs;
         service.transactions = transactions;
         if (options.metrics === 'off') service.recordNoMetrics();
         if (options.tracing !== 'off') service.traceWith(SerializedTracing.create(provider, options.tracing));

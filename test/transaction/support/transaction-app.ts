@@ -7,7 +7,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { ClsModule } from 'nestjs-cls';
-import { LockService, Serialized, SerializedLock, SerializedModule, type Lock } from 'nestjs-serialized';
+import { LockService, Serialized, SerializedLock, SerializedModule, type Lock, type LockSet } from 'nestjs-serialized';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 
@@ -20,6 +20,8 @@ export interface TransactionAppOptions {
   keyPrefix: string;
   /** Table of claimed rewards (created by the suite: user_id text, token bigint). */
   table: string;
+  /** Table of accounts for the key-set routes (`id text, balance int`), when the suite made one. */
+  accounts?: string;
   /** The app's own pool size. */
   poolSize?: number;
   waitTimeoutMs?: number;
@@ -129,6 +131,55 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
       const started = Date.now();
       await this.rewards.txHost.withoutTransaction(() => this.rewards.run('SELECT 1'));
       return { ms: Date.now() - started, pool: poolStats() };
+    }
+
+    /** A transfer holding both accounts in the app's transaction (key set, issue 36). */
+    @Post('transfer/:fromId/:toId')
+    @Serialized(['params.fromId', 'params.toId'], { transaction: true, scope: 'account' })
+    transfer(@Param('fromId') from: string, @Param('toId') to: string, @Query('amount') amount: string, @SerializedLock() locks: LockSet) {
+      return this.move(from, to, Number(amount ?? 1), locks);
+    }
+
+    @Post('transfer-reject/:fromId/:toId')
+    @Serialized(['params.fromId', 'params.toId'], { transaction: true, scope: 'account', mode: 'reject' })
+    transferOrReject(@Param('fromId') from: string, @Param('toId') to: string, @SerializedLock() locks: LockSet) {
+      return this.move(from, to, 1, locks);
+    }
+
+    @Post('transfer-short/:fromId/:toId')
+    @Serialized(['params.fromId', 'params.toId'], { transaction: true, scope: 'account', waitTimeoutMs: 300 })
+    transferShort(@Param('fromId') from: string, @Param('toId') to: string, @SerializedLock() locks: LockSet) {
+      return this.move(from, to, 1, locks);
+    }
+
+    @Get('run-transfer/:fromId/:toId')
+    runTransfer(@Param('fromId') from: string, @Param('toId') to: string) {
+      return this.locks.run([`account:${from}`, `account:${to}`], (locks) => this.move(from, to, 1, locks), { transaction: true });
+    }
+
+    /**
+     * A key set in reject mode inside a transaction the app began (joined): its failure
+     * must leave no advisory lock held by that transaction, which goes on.
+     */
+    @Post('joined-reject/:fromId/:toId')
+    joinedReject(@Param('fromId') from: string, @Param('toId') to: string) {
+      return this.rewards.txHost.withTransaction(async () => {
+        const error = await this.locks
+          .run([`account:${from}`, `account:${to}`], () => 'ran', { transaction: true, mode: 'reject' })
+          .then(() => undefined, (e: unknown) => (e as Error).name);
+        const [row] = await this.rewards.run("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()");
+        return { error, advisoryLocksHeld: Number(row.n) };
+      });
+    }
+
+    /** Read both balances, think, write both: two sections on one account at once would lose an update. */
+    private async move(from: string, to: string, amount: number, locks: LockSet) {
+      const rows = await this.rewards.run(`SELECT id, balance FROM ${options.accounts} WHERE id IN ($1, $2)`, [from, to]);
+      const balance = Object.fromEntries(rows.map((row) => [row.id as string, Number(row.balance)]));
+      await this.rewards.run('SELECT pg_sleep(0.005)');
+      await this.rewards.run(`UPDATE ${options.accounts} SET balance = $2 WHERE id = $1`, [from, balance[from] - amount]);
+      await this.rewards.run(`UPDATE ${options.accounts} SET balance = $2 WHERE id = $1`, [to, balance[to] + amount]);
+      return { keys: locks.map((lock) => lock.key), tokens: locks.map((lock) => lock.fencingToken.toString()) };
     }
 
     @Get('run/:userId')

@@ -1,6 +1,6 @@
 import { createParamDecorator, Injectable, type PipeTransform } from '@nestjs/common';
 import type { Lock } from '../lock.interface';
-import { LockService } from '../lock.service';
+import { LockService, type LockSet } from '../lock.service';
 import { SERIALIZED_LOCK_PARAMETER_METADATA } from '../serialized.constants';
 
 /**
@@ -15,6 +15,11 @@ import { SERIALIZED_LOCK_PARAMETER_METADATA } from '../serialized.constants';
  *   return this.resources.create(userId, { fence: lock.fencingToken });
  * }
  * ```
+ *
+ * On a handler serialized on several keys at once (`@Serialized(['params.fromId',
+ * 'params.toId'])`, or a key function returning an array) the parameter is the
+ * set's `readonly Lock[]` (a `LockSet`), in the order of the keys, duplicates
+ * collapsed; `locks.signal` aborts when any of them is lost.
  *
  * Service code called from the handler reaches the same lock with
  * `LockService.current()`. On a handler that is not serialized (no `@Serialized`,
@@ -35,11 +40,11 @@ const lockParameter = createParamDecorator(() => undefined);
 
 /** Resolves `@SerializedLock()`: runs inside the handler's async context, where the interceptor holds the lock. @internal */
 @Injectable()
-export class SerializedLockPipe implements PipeTransform<unknown, Lock> {
+export class SerializedLockPipe implements PipeTransform<unknown, Lock | LockSet> {
   constructor(private readonly lockService: LockService) {}
 
-  transform(): Lock {
-    const lock = this.lockService.current();
+  transform(): Lock | LockSet {
+    const lock = this.lockService.currentSet() ?? this.lockService.current();
     if (!lock) {
       throw new Error('@SerializedLock(): this call holds no lock; use it on a @Serialized handler (not one marked @SkipSerialized())');
     }

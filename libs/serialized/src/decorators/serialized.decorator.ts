@@ -1,7 +1,7 @@
 import { UseInterceptors } from '@nestjs/common';
 import { isBullmqJob, runSerializedJob } from '../bullmq/serialized-job.dispatch';
-import { resolveArgumentsKey } from '../key/arguments-key.resolver';
-import { parseSerializationKey, type SerializationKey } from '../key/serialization-key';
+import { resolveArgumentsKeys } from '../key/arguments-key.resolver';
+import { parseSerializedKey, type SerializedKey } from '../key/serialization-key';
 import { LockService } from '../lock.service';
 import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA, SKIP_SERIALIZED_METADATA } from '../serialized.constants';
 import { SerializedInterceptor } from '../interceptors/serialized.interceptor';
@@ -32,15 +32,26 @@ import { assertSerializedOptions } from './serialized-options.validator';
  * The lock key is `<keyPrefix>:<scope>:<value>`; `scope` defaults to `<Class>.<method>`.
  * Options are checked when the decorator is applied: a bad one is a start-up error
  * naming it and `Class#method`.
+ *
+ * Several keys at once: an array key (or a key function returning an array) holds
+ * every key together, taken in one canonical order so that overlapping sets never
+ * deadlock, all or none, within one `waitTimeoutMs`; `@SerializedLock()` then gives
+ * the `readonly Lock[]` in the order of the keys (docs/semantics.md, "Several keys at once").
+ *
+ * ```ts
+ * @Post('transfers/:fromId/:toId')
+ * @Serialized(['params.fromId', 'params.toId'], { scope: 'account' })
+ * transfer(@Param('fromId') fromId: string, @Param('toId') toId: string) { ... }
+ * ```
  */
-export function Serialized(key: SerializationKey, options: SerializedOptions = {}): MethodDecorator & ClassDecorator {
+export function Serialized(key: SerializedKey, options: SerializedOptions = {}): MethodDecorator & ClassDecorator {
   return ((target: object, propertyKey?: string | symbol, descriptor?: PropertyDescriptor) => {
     if (descriptor) return decorateMethod(target, propertyKey!, descriptor, key, options);
     const cls = target as { name: string };
     assertSerializedOptions(options, cls.name);
     const metadata: SerializedMetadata = {
       key,
-      parsedKey: parseSerializationKey(key, cls.name, options.transform),
+      parsedKey: parseSerializedKey(key, cls.name, options.transform),
       options,
       defaultScope: cls.name,
     };
@@ -53,7 +64,7 @@ function decorateMethod(
   target: object,
   propertyKey: string | symbol,
   descriptor: PropertyDescriptor,
-  key: SerializationKey,
+  key: SerializedKey,
   options: SerializedOptions,
 ): PropertyDescriptor {
   const original = descriptor.value as (...args: unknown[]) => unknown;
@@ -67,7 +78,7 @@ function decorateMethod(
 
   const metadata: SerializedMetadata = {
     key,
-    parsedKey: parseSerializationKey(key, handler, options.transform),
+    parsedKey: parseSerializedKey(key, handler, options.transform),
     options,
     defaultScope: `${className}.${String(propertyKey)}`,
   };
@@ -75,8 +86,14 @@ function decorateMethod(
   const direct = async (instance: object, lockService: LockService, args: unknown[]): Promise<unknown> => {
     // A BullMQ job never waits for its key inside a worker slot: it is parked instead (docs/bullmq.md).
     if (isBullmqJob(args[0])) return runSerializedJob({ lockService, metadata, handler, instance, method: original, decorated: serialized, args });
-    const value = await resolveArgumentsKey(metadata.parsedKey, args, handler);
-    return lockService.run(lockKeyOf(metadata, value), () => original.apply(instance, args), runOptionsOf(metadata, handler));
+    const value = await resolveArgumentsKeys(metadata.parsedKey, args, handler);
+    const section = () => original.apply(instance, args);
+    if (typeof value === 'string') return lockService.run(lockKeyOf(metadata, value), section, runOptionsOf(metadata, handler));
+    return lockService.run(
+      value.map((one) => lockKeyOf(metadata, one)),
+      section,
+      runOptionsOf(metadata, handler),
+    );
   };
   // Not async itself: the call Nest makes under the interceptor returns what the method returns,
   // with no promise of its own added (every request pays for one); every other call gets a Promise.

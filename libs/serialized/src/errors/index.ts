@@ -4,3 +4,4 @@ export * from './lock-timeout.error';
 export * from './lock-lost.error';
 export * from './lock-backend.error';
 export * from './serialization-key.error';
+export * from './lock-order.error';

@@ -7,9 +7,11 @@ import { SerializedError } from './serialized.error';
  * - `not-scalar`: not a string or a (finite) number;
  * - `too-long`: longer than `SERIALIZED_DEFAULTS.maxKeyLength` characters;
  * - `blank`: only white space;
- * - `unencodable`: a lone surrogate, which UTF-8 (and so Redis and PostgreSQL) cannot carry.
+ * - `unencodable`: a lone surrogate, which UTF-8 (and so Redis and PostgreSQL) cannot carry;
+ * - `too-many`: a key set (`@Serialized([...])`, `run([...])`) of more than
+ *   `SERIALIZED_DEFAULTS.maxKeysPerSet` (16) distinct keys.
  */
-export type SerializationKeyProblem = 'missing' | 'not-scalar' | 'too-long' | 'blank' | 'unencodable';
+export type SerializationKeyProblem = 'missing' | 'not-scalar' | 'too-long' | 'blank' | 'unencodable' | 'too-many';
 
 /**
  * The value a handler is serialized on cannot name a lock: missing, empty, only
@@ -42,5 +44,7 @@ function describe(key: string, problem: SerializationKeyProblem, lookedIn: reado
       return `Serialization key "${key}" is only white space${where}`;
     case 'unencodable':
       return `Serialization key "${key}" is not well-formed Unicode: it has a lone surrogate, which the lock backends cannot store as it is${where}`;
+    case 'too-many':
+      return `Serialization key "${key}" names more than ${SERIALIZED_DEFAULTS.maxKeysPerSet} distinct keys${where}`;
   }
 }

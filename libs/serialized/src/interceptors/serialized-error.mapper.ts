@@ -134,6 +134,7 @@ const KEY_PROBLEMS: Record<SerializationKeyProblem, string> = {
   'not-scalar': 'must be a string or a number',
   'too-long': `is longer than ${SERIALIZED_DEFAULTS.maxKeyLength} characters`,
   unencodable: 'is not well-formed Unicode (it has a lone surrogate)',
+  'too-many': `names more than ${SERIALIZED_DEFAULTS.maxKeysPerSet} distinct keys`,
 };
 
 function keyMessageOf(error: SerializationKeyError): string {

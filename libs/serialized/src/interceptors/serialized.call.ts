@@ -3,7 +3,8 @@ import type { Observer, Subscriber, Subscription, Unsubscribable } from 'rxjs';
 import { escapeLockKeyPart } from '../key/lock-key';
 import { DONE } from '../internal/release-after';
 import type { Lock } from '../lock.interface';
-import type { HeldKey, LockService } from '../lock.service';
+import type { HeldKey, LockService, LockSet } from '../lock.service';
+import { joinedSet } from '../held-set';
 import { HandlerHandshake } from '../metadata/handler.handshake';
 import { ClientGoneError, watchClientGone } from './client-gone';
 import type { SerializedRoutePlan } from './serialized-route.plan';
@@ -45,7 +46,7 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
     private readonly callHandler: CallHandler,
     private readonly subscriber: Subscriber<unknown>,
   ) {
-    let value: string | Promise<string>;
+    let value: string | readonly string[] | Promise<string | readonly string[]>;
     try {
       value = plan.resolveKey(ctx);
     } catch (error) {
@@ -57,7 +58,14 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
       return;
     }
     this.wait();
-    value.then((resolved) => this.acquire(resolved), (error: unknown) => this.failed(error));
+    if (Array.isArray(value)) {
+      this.acquireSet(value);
+      return;
+    }
+    (value as Promise<string | readonly string[]>).then(
+      (resolved) => (typeof resolved === 'string' ? this.acquire(resolved) : this.acquireSet(resolved)),
+      (error: unknown) => this.failed(error),
+    );
   }
 
   /** The subscriber's teardown: the client left, or the response is complete. */
@@ -117,6 +125,22 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
     );
   }
 
+  /**
+   * A key set (an array key, or a key function that returned an array): every key
+   * taken together through `LockService.acquireSet` (one canonical order, one wait
+   * budget, all or none). The call waits already (`wait()` was called).
+   */
+  private acquireSet(values: readonly string[]): void {
+    if (this.done) return;
+    const { plan } = this;
+    const keys = values.map((value) => `${plan.scopePart}:${escapeLockKeyPart(value)}`);
+    if (plan.runOptions.transaction) return this.runInTransaction(keys);
+    this.host.lockService.acquireSet(keys, { ...plan.runOptions, signal: this.waiting!.signal }).then(
+      (held) => this.acquired(held),
+      (error: unknown) => this.failed(error),
+    );
+  }
+
   private acquired(held: HeldKey): void {
     this.acquiring = false;
     this.stopWatching();
@@ -133,20 +157,23 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
    * and what it emits goes out only after the COMMIT (a response is never sent
    * for work that may still roll back).
    */
-  private runInTransaction(key: string): void {
+  private runInTransaction(key: string | readonly string[]): void {
     const values: unknown[] = [];
     const { lockService } = this.host;
-    const section = (lock: Lock) =>
+    // A key set's section runs under its set (what `@SerializedLock()` reads), joined: the transaction ends it.
+    const section = (taken: Lock | LockSet) =>
       new Promise<void>((resolve, reject) => {
         this.acquiring = false;
         this.stopWatching();
         if (this.subscriber.closed || this.done) return resolve();
         this.abandon = reject;
         const observer = { next: (value: unknown) => values.push(value), error: reject, complete: () => resolve() };
-        const held = { lock, reentrant: true, release: () => DONE };
+        const held = isLockSet(taken) ? joinedSet(taken) : { lock: taken, reentrant: true, release: () => DONE };
         this.inner = lockService.runHolding(held, () => this.callHandler.handle().subscribe(observer), new HandlerHandshake(this.ctx.getHandler()));
       });
-    lockService.run(key, section, { ...this.plan.runOptions, signal: this.wait() }).then(
+    const options = { ...this.plan.runOptions, signal: this.wait() };
+    const ran = typeof key === 'string' ? lockService.run(key, section, options) : lockService.run(key, section, options);
+    ran.then(
       () => {
         this.abandon = undefined;
         if (this.done) return;
@@ -190,3 +217,7 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
 }
 
 function noop(): void {}
+
+function isLockSet(taken: Lock | LockSet): taken is LockSet {
+  return Array.isArray(taken);
+}

@@ -1,6 +1,8 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { NAME_LOOKUP_ORDER, REQUEST_SOURCES, type ParsedSerializationKey, type RequestSource } from './serialization-key';
-import { keyValueOf, readPath } from './key-value';
+import { SerializationKeyError } from '../errors/serialization-key.error';
+import { NAME_LOOKUP_ORDER, REQUEST_SOURCES, type ParsedSerializationKey, type ParsedSerializedKey, type RequestSource } from './serialization-key';
+import { keySetValuesOf, keyValueOf, readPath } from './key-value';
+import { distinctKeys } from './key-set';
 
 /**
  * Reads a key's value for a handler reached through an interceptor (HTTP, RPC,
@@ -9,28 +11,35 @@ import { keyValueOf, readPath } from './key-value';
  * and Fastify alike.
  */
 export async function resolveContextKey(key: ParsedSerializationKey, ctx: ExecutionContext, handler: string): Promise<string> {
-  return contextKeyResolver(key, handler)(ctx);
+  const value = await contextKeyResolver(key, handler)(ctx);
+  // One key only here (`@Idempotent`): a key function's array is not a value.
+  if (typeof value !== 'string') throw new SerializationKeyError(key.text, 'not-scalar', ['the value returned by the key function'], handler);
+  return value;
 }
 
 /**
- * Reads the key from a context: the value, or a promise of it when the key
- * function or `transform` is async. Throws (synchronously) what
- * {@link resolveContextKey} rejects with.
+ * Reads the key from a context: the value — or the values of a key set (an array
+ * key, or a key function that returned an array), distinct, in the order found —
+ * or a promise of it when the key function or `transform` is async. Throws
+ * (synchronously) what {@link resolveContextKey} rejects with.
  */
-export type ContextKeyResolver = (ctx: ExecutionContext) => string | Promise<string>;
+export type ContextKeyResolver = (ctx: ExecutionContext) => string | readonly string[] | Promise<string | readonly string[]>;
 
 /**
  * {@link resolveContextKey} prepared once per handler (the interceptor caches it):
  * what does not depend on the request — the lookup order, the names of the places
  * looked in, the path's source — is worked out here rather than on every request.
  */
-export function contextKeyResolver(key: ParsedSerializationKey, handler: string): ContextKeyResolver {
+export function contextKeyResolver(key: ParsedSerializedKey, handler: string): ContextKeyResolver {
+  if (key.kind === 'set') return keySetResolver(key.text, key.members.map((member) => contextKeyResolver(member, handler)), handler);
   if (key.kind === 'function') {
     const fn = key.fn as (c: ExecutionContext) => unknown;
     const lookedIn = ['the value returned by the key function'];
+    // A key function may name a key set by returning an array.
+    const valueOf = (value: unknown) => (Array.isArray(value) ? keySetValuesOf(key, [{ key, value, lookedIn }], handler) : keyValueOf(key, value, lookedIn, handler));
     return (ctx) => {
       const value = fn(ctx);
-      return isThenable(value) ? Promise.resolve(value).then((v) => keyValueOf(key, v, lookedIn, handler)) : keyValueOf(key, value, lookedIn, handler);
+      return isThenable(value) ? Promise.resolve(value).then(valueOf) : valueOf(value);
     };
   }
   const fromRequest = requestKeyResolver(key, handler);
@@ -45,6 +54,15 @@ export function contextKeyResolver(key: ParsedSerializationKey, handler: string)
     // rpc and ws: the key is a path into the message payload.
     const data = type === 'rpc' ? ctx.switchToRpc().getData() : ctx.switchToWs().getData();
     return keyValueOf(key, readPath(data, key.segments), dataLookedIn[type] ?? [`data.${key.text}`], handler);
+  };
+}
+
+/** An array key: each member read as a key of its own, then the values together, distinct, in order. */
+function keySetResolver(text: string, members: readonly ContextKeyResolver[], handler: string): ContextKeyResolver {
+  const together = (values: readonly (string | readonly string[])[]) => distinctKeys(values.flat(), text, [], handler);
+  return (ctx) => {
+    const values = members.map((member) => member(ctx));
+    return values.some(isThenable) ? Promise.all(values).then(together) : together(values as (string | readonly string[])[]);
   };
 }
 

@@ -1,8 +1,8 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { SerializationKeyError } from '../errors';
-import { resolveArgumentsKey } from './arguments-key.resolver';
-import { resolveContextKey } from './context-key.resolver';
-import { parseSerializationKey } from './serialization-key';
+import { resolveArgumentsKey, resolveArgumentsKeys } from './arguments-key.resolver';
+import { contextKeyResolver, resolveContextKey } from './context-key.resolver';
+import { parseSerializationKey, parseSerializedKey } from './serialization-key';
 
 const http = (request: object): ExecutionContext =>
   ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
@@ -71,5 +71,51 @@ describe('key resolution', () => {
   it('refuses malformed keys when the decorator is applied', () => {
     expect(() => key('')).toThrow(TypeError);
     expect(() => key('a..b')).toThrow('empty path segment');
+  });
+});
+
+describe('key sets', () => {
+  const set = (k: Parameters<typeof parseSerializedKey>[0]) => parseSerializedKey(k, 'Test#handler');
+
+  it('reads each member of an array key, in order, duplicates collapsed', async () => {
+    const request = { params: { fromId: 'a', toId: 'b' } };
+    await expect(contextKeyResolver(set(['params.fromId', 'params.toId']), 'T#h')(http(request))).toEqual(['a', 'b']);
+    await expect(contextKeyResolver(set(['params.toId', 'params.fromId', 'params.toId']), 'T#h')(http(request))).toEqual(['b', 'a']);
+    await expect(resolveArgumentsKeys(set(['0', '1.id']), ['x', { id: 7 }], 'T#h')).resolves.toEqual(['x', '7']);
+  });
+
+  it('takes an array from a key function as a set, and checks each value', async () => {
+    await expect(contextKeyResolver(set(() => ['b', 'a', 'b']), 'T#h')(http({}))).toEqual(['b', 'a']);
+    await expect(contextKeyResolver(set(async () => [1, 2]), 'T#h')(http({}))).resolves.toEqual(['1', '2']);
+    await expect(resolveArgumentsKeys(set((a: string, b: string) => [a, b]), ['p', 'q'], 'T#h')).resolves.toEqual(['p', 'q']);
+    expect(() => contextKeyResolver(set(() => []), 'T#h')(http({}))).toThrow(expect.objectContaining({ problem: 'missing' }));
+    expect(() => contextKeyResolver(set(() => ['a', ' ']), 'T#h')(http({}))).toThrow(expect.objectContaining({ problem: 'blank' }));
+    const many = Array.from({ length: 17 }, (_, i) => `v${i}`);
+    expect(() => contextKeyResolver(set(() => many), 'T#h')(http({}))).toThrow(expect.objectContaining({ problem: 'too-many' }));
+    expect(contextKeyResolver(set(() => [...many.slice(0, 16), 'v0']), 'T#h')(http({}))).toHaveLength(16);
+  });
+
+  it('a missing member is a 400 naming it', () => {
+    const error = (() => {
+      try {
+        contextKeyResolver(set(['params.fromId', 'query.toId']), 'T#h')(http({ params: { fromId: 'a' }, query: {} }));
+      } catch (e) {
+        return e as SerializationKeyError;
+      }
+    })();
+    expect(error).toBeInstanceOf(SerializationKeyError);
+    expect(error?.problem).toBe('missing');
+    expect(error?.key).toBe('query.toId');
+  });
+
+  it('keeps one-key readers one-key: an array from an @Idempotent key function is not a value', async () => {
+    await expect(resolveContextKey(key(() => ['a'] as never), http({}), 'T#h')).rejects.toMatchObject({ problem: 'not-scalar' });
+    await expect(resolveArgumentsKey(key(() => ['a'] as never), [], 'T#h')).rejects.toMatchObject({ problem: 'not-scalar' });
+  });
+
+  it('refuses an empty array key, or one of more than 16 keys, when the decorator is applied', () => {
+    expect(() => set([])).toThrow(TypeError);
+    expect(() => set(Array.from({ length: 17 }, (_, i) => `body.k${i}`))).toThrow('at most 16');
+    expect(set(Array.from({ length: 16 }, (_, i) => `body.k${i}`)).kind).toBe('set');
   });
 });

@@ -1,6 +1,7 @@
 import { SerializationKeyError } from '../errors';
 import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
 import { hasLoneSurrogate } from './lock-key';
+import { distinctKeys } from './key-set';
 import type { ParsedSerializationKey } from './serialization-key';
 
 /**
@@ -58,4 +59,32 @@ export function readPath(root: unknown, segments: readonly string[]): unknown {
     current = (current as Record<string, unknown>)[segment];
   }
   return current;
+}
+
+/**
+ * The values of a key set from what its lookups found (each a value or, for a key
+ * function, possibly an array of them): each checked (and transformed) as
+ * {@link keyValueOf} does, duplicates collapsed, 1 to 16 distinct ones. Synchronous
+ * unless a `transform` is async.
+ */
+export function keySetValuesOf(
+  key: { readonly text: string },
+  found: readonly { readonly key: ParsedSerializationKey; readonly value: unknown; readonly lookedIn: readonly string[] }[],
+  handler: string,
+): readonly string[] | Promise<readonly string[]> {
+  const values: (string | Promise<string>)[] = [];
+  let async = false;
+  for (const each of found) {
+    const many = Array.isArray(each.value) ? (each.value as readonly unknown[]) : [each.value];
+    // An empty array from a key function: the set names no key.
+    if (many.length === 0) throw new SerializationKeyError(each.key.text, 'missing', each.lookedIn, handler);
+    for (const one of many) {
+      const value = keyValueOf(each.key, one, each.lookedIn, handler);
+      if (typeof value !== 'string') async = true;
+      values.push(value);
+    }
+  }
+  const lookedIn = found.flatMap((each) => each.lookedIn);
+  if (!async) return distinctKeys(values as string[], key.text, lookedIn, handler);
+  return Promise.all(values).then((resolved) => distinctKeys(resolved, key.text, lookedIn, handler));
 }

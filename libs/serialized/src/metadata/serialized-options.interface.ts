@@ -1,6 +1,6 @@
 import type { HandOffMode } from '../acquire-options.interface';
 import type { SerializedMode } from '../lock.service';
-import type { ParsedSerializationKey, SerializationKey, SerializationKeyTransform } from '../key/serialization-key';
+import type { ParsedSerializedKey, SerializedKey, SerializationKeyTransform } from '../key/serialization-key';
 
 /**
  * Options of `@Serialized(key, options)`; unset fields fall back to the module's options.
@@ -47,8 +47,8 @@ export interface SerializedOptions {
 
 /** What `@Serialized` stores under `serialized:options`. */
 export interface SerializedMetadata {
-  readonly key: SerializationKey;
-  readonly parsedKey: ParsedSerializationKey;
+  readonly key: SerializedKey;
+  readonly parsedKey: ParsedSerializedKey;
   readonly options: Readonly<SerializedOptions>;
   /** Scope when `options.scope` is unset: `<Class>.<method>` (or `<Class>` on a class). */
   readonly defaultScope: string;

@@ -42,6 +42,11 @@ export interface TransactionRunOptions {
   readonly handler?: string;
 }
 
+// A key set in a joined transaction: ROLLBACK TO releases the advisory locks taken after the savepoint.
+const SET_SAVEPOINT = 'SAVEPOINT nestjs_serialized_set';
+const ROLLBACK_TO_SAVEPOINT = 'ROLLBACK TO SAVEPOINT nestjs_serialized_set';
+const RELEASE_SAVEPOINT = 'RELEASE SAVEPOINT nestjs_serialized_set';
+
 /** Where a call stands, for telling the section's own errors from the lock's. */
 const enum Phase {
   Locking,
@@ -96,23 +101,33 @@ export class TransactionLocks {
    * of a transaction it began, or when the section returns inside a joined one.
    * The section's own errors reach the caller unchanged, after the rollback.
    */
-  async run<T>(key: string, options: TransactionRunOptions, section: (lock: Lock) => Promise<T> | T): Promise<T> {
+  run<T>(key: string, options: TransactionRunOptions, section: (lock: Lock) => Promise<T> | T): Promise<T> {
+    return this.runSet([key], options, (locks) => section(locks[0]));
+  }
+
+  /**
+   * {@link run} for a key set: `keys` distinct and in canonical order (see
+   * `key/key-set.ts`). Each key's local line is joined in that order, then one
+   * transaction takes the server locks in that order, each statement bounded by
+   * what is left of the one `waitTimeoutMs`. All or nothing: a failure before the
+   * section ran lets go of every key taken so far before it reaches the caller —
+   * the local lines at once, the server locks by the ROLLBACK of the transaction
+   * begun here, or in a joined transaction by `ROLLBACK TO SAVEPOINT` (which
+   * releases transaction-level advisory locks taken after the savepoint).
+   */
+  async runSet<T>(keys: readonly string[], options: TransactionRunOptions, section: (locks: readonly Lock[]) => Promise<T> | T): Promise<T> {
     const handler = options.handler ?? 'LockService#run';
     const host = this.host(options.transaction, `transaction mode (${handler})`);
     const startedAt = performance.now();
     const waitTimeoutMs = options.waitTimeoutMs ?? this.settings.waitTimeoutMs;
+    const key = keys[0];
     await this.sequenceOf(host, key);
-    const local =
-      options.mode === 'reject'
-        ? await this.local.tryAcquire(key, { maxPending: options.maxPending })
-        : await this.local.acquire(key, { waitTimeoutMs, maxPending: options.maxPending, signal: options.signal });
-    if (!local) throw new LockBusyError(key, 'held');
+    const locals = await this.queueHere(keys, options, waitTimeoutMs, startedAt);
     try {
-      const remainingMs = waitTimeoutMs - (performance.now() - startedAt);
-      if (host.isTransactionActive()) return await this.inTransaction(host, key, options, waitTimeoutMs, remainingMs, true, section, { phase: Phase.Locking });
+      if (host.isTransactionActive()) return await this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, true, section, { phase: Phase.Locking });
       const state = { phase: Phase.Locking, sectionError: undefined as unknown };
       try {
-        return await host.withTransaction(() => this.inTransaction(host, key, options, waitTimeoutMs, remainingMs, false, section, state));
+        return await host.withTransaction(() => this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, false, section, state));
       } catch (error) {
         if (state.phase === Phase.Section) throw state.sectionError ?? error;
         if (state.phase === Phase.Returned) throw new LockBackendError(`COMMIT failed: ${describe(error)}`, { key, cause: error });
@@ -120,9 +135,33 @@ export class TransactionLocks {
         throw this.lockError(key, error, waitTimeoutMs, 'could not begin a transaction');
       }
     } finally {
-      this.granted.delete(key);
+      for (const held of keys) this.granted.delete(held);
       // After COMMIT/ROLLBACK: the next caller of this process sees what this one committed.
-      void local.release();
+      for (const local of locals) void local.release();
+    }
+  }
+
+  /**
+   * This process's place in the local line of every key of `keys`, taken in that
+   * order within the one budget; on a failure, those taken are let go first.
+   */
+  private async queueHere(keys: readonly string[], options: TransactionRunOptions, waitTimeoutMs: number, startedAt: number): Promise<InMemoryLock[]> {
+    const locals: InMemoryLock[] = [];
+    try {
+      for (const key of keys) {
+        const left = keys.length === 1 ? waitTimeoutMs : Math.max(0, Math.floor(waitTimeoutMs - (performance.now() - startedAt)));
+        const local =
+          options.mode === 'reject'
+            ? await this.local.tryAcquire(key, { maxPending: options.maxPending })
+            : await this.local.acquire(key, { waitTimeoutMs: left, maxPending: options.maxPending, signal: options.signal });
+        if (!local) throw new LockBusyError(key, 'held');
+        locals.push(local);
+      }
+      return locals;
+    } catch (error) {
+      await Promise.all(locals.map((local) => local.release()));
+      if (error instanceof LockTimeoutError && error.waitTimeoutMs !== waitTimeoutMs) throw new LockTimeoutError(error.key ?? keys[0], waitTimeoutMs, undefined, { reason: 'key-held' });
+      throw error;
     }
   }
 
@@ -160,12 +199,12 @@ export class TransactionLocks {
 
   private async inTransaction<T>(
     host: TransactionHostLike,
-    key: string,
+    keys: readonly string[],
     options: TransactionRunOptions,
     waitTimeoutMs: number,
-    remainingMs: number,
+    startedAt: number,
     joined: boolean,
-    section: (lock: Lock) => Promise<T> | T,
+    section: (locks: readonly Lock[]) => Promise<T> | T,
     state: { phase: Phase; sectionError?: unknown },
   ): Promise<T> {
     const tx = host.tx;
@@ -179,23 +218,23 @@ export class TransactionLocks {
     // Watched from the lock statement on: a connection that dies keeps the listener, so the
     // late 'error' event of a checked-out pg client (nobody else listens) cannot crash the app.
     const connection = connectionOf(tx);
-    let lock: TransactionLock | undefined;
+    const locks: TransactionLock[] = [];
     let dead = false;
     const lost = (error?: unknown) => {
       dead = true;
-      lock?.markLost("the transaction's connection ended", error);
+      for (const lock of locks) lock.markLost("the transaction's connection ended", error);
     };
     connection?.on('end', lost);
     connection?.on('error', lost);
     try {
-      lock = await this.lock(query, tx, key, options, waitTimeoutMs, remainingMs, joined).catch((error: unknown) => {
+      await this.lockAll(query, tx, keys, options, waitTimeoutMs, startedAt, joined, locks).catch((error: unknown) => {
         if (sqlStateOf(error) === undefined) dead = true;
         throw error;
       });
-      if (dead) lock.markLost("the transaction's connection ended");
-      this.granted.set(key, lock);
+      if (dead) for (const lock of locks) lock.markLost("the transaction's connection ended");
+      for (const lock of locks) this.granted.set(lock.key, lock);
       state.phase = Phase.Section;
-      const result = await section(lock);
+      const result = await section(locks);
       state.phase = Phase.Returned;
       return result;
     } catch (error) {
@@ -210,7 +249,47 @@ export class TransactionLocks {
     }
   }
 
-  /** The lock statement(s) in `tx`: the lock, granted, with its token; or the error the caller gets. */
+  /**
+   * The isolation check (or setting), then the lock statement of each key in `tx`,
+   * in order, each bounded by what is left of `waitTimeoutMs`; `locks` receives
+   * them as granted. Several keys in a joined transaction are taken after a
+   * savepoint, rolled back to on a failure so that no key stays held.
+   */
+  private async lockAll(
+    query: TransactionQuery,
+    tx: unknown,
+    keys: readonly string[],
+    options: TransactionRunOptions,
+    waitTimeoutMs: number,
+    startedAt: number,
+    joined: boolean,
+    locks: TransactionLock[],
+  ): Promise<void> {
+    const key = keys[0];
+    try {
+      if (joined) {
+        const [row] = await query(tx, this.statements.isolation, []);
+        const isolation = String(row?.isolation ?? 'read committed');
+        if (isolation !== 'read committed') throw new TransactionIsolationError(key, isolation, options.handler);
+      } else {
+        await query(tx, this.statements.readCommitted, []);
+      }
+    } catch (error) {
+      throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
+    }
+    const savepoint = joined && keys.length > 1;
+    if (savepoint) await query(tx, SET_SAVEPOINT, []).catch((error: unknown) => Promise.reject(this.lockError(key, error, waitTimeoutMs, 'the savepoint failed')));
+    try {
+      for (const each of keys) locks.push(await this.lock(query, tx, each, options, waitTimeoutMs, waitTimeoutMs - (performance.now() - startedAt), joined));
+    } catch (error) {
+      if (savepoint) await query(tx, ROLLBACK_TO_SAVEPOINT, []).catch(() => undefined);
+      locks.length = 0;
+      throw error;
+    }
+    if (savepoint) await query(tx, RELEASE_SAVEPOINT, []).catch((error: unknown) => Promise.reject(this.lockError(key, error, waitTimeoutMs, 'the savepoint failed')));
+  }
+
+  /** The lock statement of `key` in `tx`: the lock, granted, with its token; or the error the caller gets. */
   private async lock(
     query: TransactionQuery,
     tx: unknown,
@@ -223,13 +302,6 @@ export class TransactionLocks {
     const advisoryKey = advisoryLockKey(this.settings.keyPrefix, key);
     let rows: readonly Record<string, unknown>[];
     try {
-      if (joined) {
-        const [row] = await query(tx, this.statements.isolation, []);
-        const isolation = String(row?.isolation ?? 'read committed');
-        if (isolation !== 'read committed') throw new TransactionIsolationError(key, isolation, options.handler);
-      } else {
-        await query(tx, this.statements.readCommitted, []);
-      }
       rows = options.mode === 'reject' ? await query(tx, this.statements.tryLock, [advisoryKey]) : await query(tx, this.statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
     } catch (error) {
       throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
@@ -293,15 +365,32 @@ export function runInTransaction<T>(
   options: Omit<TransactionRunOptions, 'transaction'> & { transaction?: TransactionOption },
   section: (lock: Lock) => Promise<T> | T,
   failed: (error: unknown) => never,
+): Promise<T>;
+/** {@link runInTransaction} for a key set: `keys` distinct, in canonical order. */
+export function runInTransaction<T>(
+  transactions: TransactionLocks | undefined,
+  keys: readonly string[],
+  options: Omit<TransactionRunOptions, 'transaction'> & { transaction?: TransactionOption },
+  section: (locks: readonly Lock[]) => Promise<T> | T,
+  failed: (error: unknown) => never,
+): Promise<T>;
+export function runInTransaction<T>(
+  transactions: TransactionLocks | undefined,
+  key: string | readonly string[],
+  options: Omit<TransactionRunOptions, 'transaction'> & { transaction?: TransactionOption },
+  section: ((lock: Lock) => Promise<T> | T) | ((locks: readonly Lock[]) => Promise<T> | T),
+  failed: (error: unknown) => never,
 ): Promise<T> {
   const where = options.handler ?? 'LockService#run';
   const problem = transactionOptionProblem(options.transaction);
   if (problem) return Promise.reject(new TypeError(`${problem} (in ${where})`));
   if (!transactions) return Promise.reject(new Error(`transaction mode (${where}) needs the LockService of SerializedModule.forRoot()`));
   let began = false;
-  const enter = (lock: Lock) => {
+  // The section receives what the call takes: a lock, or the locks of a set.
+  const enter = (taken: Lock | readonly Lock[]) => {
     began = true;
-    return section(lock);
+    return (section as (taken: Lock | readonly Lock[]) => Promise<T> | T)(taken);
   };
-  return transactions.run(key, options as TransactionRunOptions, enter).catch((error: unknown) => (began ? Promise.reject(error) : failed(error)));
+  const ran = typeof key === 'string' ? transactions.run(key, options as TransactionRunOptions, enter) : transactions.runSet(key, options as TransactionRunOptions, enter);
+  return ran.catch((error: unknown) => (began ? Promise.reject(error) : failed(error)));
 }
