@@ -2,10 +2,10 @@ import type { HandOffMode } from '../acquire-options.interface';
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from '../serialized-options.interface';
 import { SerializedConfigError } from './serialized-config.error';
 import { readSerializedEnvironment } from './serialized-environment';
+import { OptionRowsValidator } from './option-rows.validator';
+import { replicaWaitProblem } from './provider-options.validator';
 import {
   acceptsOf,
-  acceptsValue,
-  optionProblem,
   SERIALIZED_OPTION_SPECS,
   SERIALIZED_OPTIONS_SCHEMA as S,
   type SerializedOptionName,
@@ -21,6 +21,11 @@ function valueAt(options: object, path: string): unknown {
   return value;
 }
 
+/** The module options, one rule per row of the options table that has an option path. */
+const MODULE_OPTIONS = new OptionRowsValidator<string>(
+  SERIALIZED_OPTION_SPECS.flatMap(([, spec]) => (spec.option === undefined ? [] : [[spec.option, spec] as const])),
+);
+
 /**
  * Options given in code win; what they leave out comes from the environment, then
  * from the defaults. Every problem, in the options and in the environment, is
@@ -34,12 +39,12 @@ export function resolveSerializedOptions(
 ): ResolvedSerializedOptions {
   const { values: fromEnv, problems } = readSerializedEnvironment(env);
   const invalidEnv = new Set(problems.map((p) => p.slice(0, p.indexOf('='))));
+  const given = Object.fromEntries(MODULE_OPTIONS.names().map((path) => [path, valueAt(options, path)]));
+  problems.push(...MODULE_OPTIONS.problems(given, (path) => `options.${path}`));
   const v = {} as Record<SerializedOptionName, unknown>;
   for (const [name, spec] of SERIALIZED_OPTION_SPECS) {
-    const given = spec.option === undefined ? undefined : valueAt(options, spec.option);
-    if (given !== undefined) {
-      if (!acceptsValue(spec, given)) problems.push(optionProblem(`options.${spec.option}`, given, acceptsOf(spec)));
-      v[name] = given;
+    if (spec.option !== undefined && given[spec.option] !== undefined) {
+      v[name] = given[spec.option];
     } else {
       v[name] = (spec.env === undefined ? undefined : fromEnv[spec.env as keyof typeof fromEnv]) ?? ('default' in spec ? spec.default : undefined);
     }
@@ -54,6 +59,10 @@ export function resolveSerializedOptions(
   needs('redisUrl', 'redisClient', 'redis.url or redis.client');
   needs('databaseUrl', 'pgPool', 'postgres.connectionString or postgres.pool');
   needs('mysqlUrl', 'mysqlPool', 'mysql.url or mysql.pool');
+  if (!provider && driver === 'redis') {
+    const replicaWait = replicaWaitProblem(v.redisReplicaAcks, v.redisReplicaTimeoutMs, v.connectTimeoutMs, 'redis.replicas.timeoutMs');
+    if (replicaWait) problems.push(replicaWait);
+  }
 
   // REDIS_URL / DATABASE_URL may serve other parts of the app in other shapes;
   // they only count as invalid when this module would use them.
