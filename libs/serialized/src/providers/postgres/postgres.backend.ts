@@ -49,7 +49,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   private readonly audit: SessionAudit;
   private readonly owner = { releaseLock: (lock: PostgresLock) => this.lines().released(lock), checkLock: checkSession };
 
-  /** @throws Error when `handoff` or `maxLocalHandOffs` is invalid */
+  /** `options` were validated by the provider's constructor. */
   constructor(
     private readonly sessions: LockSessions,
     private readonly keyPrefix: string,
@@ -61,9 +61,6 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
     private readonly log: { warn(message: string): void; error(message: string): void },
   ) {
     this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
-    const max = options.maxLocalHandOffs ?? SERIALIZED_DEFAULTS.pgMaxLocalHandOffs;
-    if (this.mode !== 'cohort' && this.mode !== 'strict') throw new Error(`handoff ${JSON.stringify(this.mode)} is invalid: expected 'strict' or 'cohort'`);
-    if (!Number.isSafeInteger(max) || max < 0) throw new Error(`maxLocalHandOffs ${JSON.stringify(max)} is invalid: expected an integer ≥ 0`);
     this.audit = new SessionAudit(sessions.pool, (connection) => this.ownedOn(connection), log.error);
     this.monitor = new SessionLivenessMonitor(() => sessions.pool.shareable(), () => lines().heldCount > 0, (connection) => this.audit.session(connection), pingEveryMs);
   }
