@@ -4,7 +4,7 @@
  */
 import { Queue, Job, UnrecoverableError, DelayedError } from 'bullmq';
 import { SerializedJobs } from 'nestjs-serialized';
-import { isBullmqJob } from 'nestjs-serialized/bullmq/bullmq-job.guard';
+import { isBullmqJob } from 'nestjs-serialized/bullmq/bullmq-job.shape';
 import { willRunAgain } from 'nestjs-serialized/bullmq/job-retry.policy';
 import { serializedJobsOptionsOf } from 'nestjs-serialized/bullmq/serialized-jobs.decorator';
 import { TEST_REDIS_URL } from '../support/services';

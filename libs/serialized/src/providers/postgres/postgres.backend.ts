@@ -6,7 +6,7 @@ import type { LockLines } from '../../local/lock-lines';
 import type { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
-import { checkSession, KEPT, unlockSession } from './held-session';
+import { checkSession, KEPT, unlockSession } from './session-unlock';
 import { LockAttempt, type AttemptOwner } from './lock.attempt';
 import type { LockConnection, UnownedLock } from './lock-connection';
 import type { LockSessions } from './lock-sessions';
