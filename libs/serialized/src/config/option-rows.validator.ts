@@ -16,12 +16,7 @@ function rulesOf(spec: OptionSpec, scope: OptionScope): PropertyDecorator[] {
     case 'integer': {
       if (scope === 'call' && spec.perCall) {
         const infinity = spec.perCall.infinity === true;
-        return [
-          ValidateIf((_, value) => !(infinity && value === Infinity)),
-          IsInt(),
-          Min(spec.perCall.min),
-          Max(Number.MAX_SAFE_INTEGER),
-        ];
+        return [ValidateIf((_, value) => !(infinity && value === Infinity)), IsInt(), Min(spec.perCall.min), Max(Number.MAX_SAFE_INTEGER)];
       }
       return [IsInt(), Min(spec.min), Max(spec.max)];
     }

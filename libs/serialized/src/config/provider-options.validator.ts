@@ -54,7 +54,8 @@ export function fromValidatedModuleOptions<T extends object>(options: T): T {
 
 function valueAt(options: object, path: string): unknown {
   let value: unknown = options;
-  for (const part of path.split('.')) value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
+  for (const part of path.split('.'))
+    value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
   return value;
 }
 
@@ -80,11 +81,28 @@ export function validateProviderOptions(provider: ProviderName, options: object)
   });
   if (provider === 'RedisLockProvider') {
     const replicas = (options as { replicas?: unknown }).replicas;
-    if (replicas !== undefined && (replicas === null || typeof replicas !== 'object' || valueAt(replicas, 'acks') === undefined || valueAt(replicas, 'timeoutMs') === undefined)) {
-      problems.push(optionProblem('option replicas', replicas, `{ acks, timeoutMs } (module option redis.replicas, ${S.redisReplicaAcks.env} / ${S.redisReplicaTimeoutMs.env})`));
+    if (
+      replicas !== undefined &&
+      (replicas === null ||
+        typeof replicas !== 'object' ||
+        valueAt(replicas, 'acks') === undefined ||
+        valueAt(replicas, 'timeoutMs') === undefined)
+    ) {
+      problems.push(
+        optionProblem(
+          'option replicas',
+          replicas,
+          `{ acks, timeoutMs } (module option redis.replicas, ${S.redisReplicaAcks.env} / ${S.redisReplicaTimeoutMs.env})`,
+        ),
+      );
     }
     const connectTimeoutMs = values.connectTimeoutMs ?? S.connectTimeoutMs.default;
-    const replicaWait = replicaWaitProblem(values['replicas.acks'], values['replicas.timeoutMs'], connectTimeoutMs, 'option replicas.timeoutMs');
+    const replicaWait = replicaWaitProblem(
+      values['replicas.acks'],
+      values['replicas.timeoutMs'],
+      connectTimeoutMs,
+      'option replicas.timeoutMs',
+    );
     if (replicaWait) problems.push(replicaWait);
   }
   throwIfProblems(problems, provider);

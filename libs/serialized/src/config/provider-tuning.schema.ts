@@ -40,7 +40,8 @@ export const PROVIDER_TUNING_OPTIONS = {
     drivers: ['redis'],
     values: HAND_OFF_MODES,
     default: D.redisHandoff,
-    meaning: "local hand-off: 'strict' keeps global arrival order; 'cohort' serves this process's own waiters first, up to maxLocalHandOffs in a row: docs/semantics.md",
+    meaning:
+      "local hand-off: 'strict' keeps global arrival order; 'cohort' serves this process's own waiters first, up to maxLocalHandOffs in a row: docs/semantics.md",
   },
   redisMaxLocalHandOffs: {
     type: 'integer',
@@ -62,7 +63,8 @@ export const PROVIDER_TUNING_OPTIONS = {
     default: D.redisReplicaAcks,
     min: 0,
     max: 16,
-    meaning: 'replicas that must have a grant or renewal (Redis `WAIT`) before it counts, so a fail-over never grants a key or a fencing token twice; 0: none (docs/providers/redis.md, *Fail-over*)',
+    meaning:
+      'replicas that must have a grant or renewal (Redis `WAIT`) before it counts, so a fail-over never grants a key or a fencing token twice; 0: none (docs/providers/redis.md, *Fail-over*)',
   },
   redisReplicaTimeoutMs: {
     type: 'integer',
@@ -135,7 +137,8 @@ export const PROVIDER_TUNING_OPTIONS = {
     drivers: ['postgres'],
     values: HAND_OFF_MODES,
     default: D.pgHandoff,
-    meaning: "local hand-off: 'strict' passes a held key to this process's next caller only while no other process waits in the server; 'cohort' serves this process's own callers first, up to maxLocalHandOffs in a row: docs/providers/postgres.md",
+    meaning:
+      "local hand-off: 'strict' passes a held key to this process's next caller only while no other process waits in the server; 'cohort' serves this process's own callers first, up to maxLocalHandOffs in a row: docs/providers/postgres.md",
   },
   pgMaxLocalHandOffs: {
     type: 'integer',

@@ -20,7 +20,10 @@ type EnvSpec = OptionSpec & { readonly env: SerializedEnvName };
 const SPECS: readonly EnvSpec[] = SERIALIZED_OPTION_SPECS.map(([, spec]) => spec).filter((spec): spec is EnvSpec => spec.env !== undefined);
 
 /** What each variable accepts, as the start-up error says it (from the options table). */
-export const SERIALIZED_ENV_ACCEPTS = Object.fromEntries(SPECS.map((spec) => [spec.env, acceptsOf(spec)])) as Record<SerializedEnvName, string>;
+export const SERIALIZED_ENV_ACCEPTS = Object.fromEntries(SPECS.map((spec) => [spec.env, acceptsOf(spec)])) as Record<
+  SerializedEnvName,
+  string
+>;
 
 /**
  * The environment variables the module reads, validated with class-validator.
@@ -52,7 +55,9 @@ export function readSerializedEnvironment(env: NodeJS.ProcessEnv): {
     if (raw !== undefined && raw !== '') values[spec.env] = parse(spec, raw);
   }
   // Shown as written (`"1e3"`, `"30s"`), whatever it was parsed into.
-  const problems = ENVIRONMENT.invalid(values).map((name) => redactUrls(optionProblem(name, String(values[name as SerializedEnvName]), ENVIRONMENT.accepts(name as SerializedEnvName))));
+  const problems = ENVIRONMENT.invalid(values).map((name) =>
+    redactUrls(optionProblem(name, String(values[name as SerializedEnvName]), ENVIRONMENT.accepts(name as SerializedEnvName))),
+  );
   return { values, problems };
 }
 

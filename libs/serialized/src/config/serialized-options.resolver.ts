@@ -4,12 +4,7 @@ import { SerializedConfigError } from './serialized-config.error';
 import { readSerializedEnvironment } from './serialized-environment';
 import { OptionRowsValidator } from './option-rows.validator';
 import { replicaWaitProblem } from './provider-options.validator';
-import {
-  acceptsOf,
-  SERIALIZED_OPTION_SPECS,
-  SERIALIZED_OPTIONS_SCHEMA as S,
-  type SerializedOptionName,
-} from './serialized-options.schema';
+import { acceptsOf, SERIALIZED_OPTION_SPECS, SERIALIZED_OPTIONS_SCHEMA as S, type SerializedOptionName } from './serialized-options.schema';
 
 /** The rows naming where a network driver's backend is: its URL, or an instance the app passes. */
 type BackendUrl = 'redisUrl' | 'databaseUrl' | 'mysqlUrl';
@@ -17,7 +12,8 @@ type BackendInstance = 'redisClient' | 'pgPool' | 'mysqlPool';
 
 function valueAt(options: object, path: string): unknown {
   let value: unknown = options;
-  for (const part of path.split('.')) value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
+  for (const part of path.split('.'))
+    value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
   return value;
 }
 
@@ -46,7 +42,8 @@ export function resolveSerializedOptions(
     if (spec.option !== undefined && given[spec.option] !== undefined) {
       v[name] = given[spec.option];
     } else {
-      v[name] = (spec.env === undefined ? undefined : fromEnv[spec.env as keyof typeof fromEnv]) ?? ('default' in spec ? spec.default : undefined);
+      v[name] =
+        (spec.env === undefined ? undefined : fromEnv[spec.env as keyof typeof fromEnv]) ?? ('default' in spec ? spec.default : undefined);
     }
   }
   const driver = v.driver as ResolvedSerializedOptions['driver'];
@@ -76,10 +73,12 @@ export function resolveSerializedOptions(
   );
   if (relevant.length) throw new SerializedConfigError(relevant);
   const redisUrl = uses('redisUrl', 'redisClient') || options.redis?.url !== undefined ? (v.redisUrl as string | undefined) : undefined;
-  const databaseUrl = uses('databaseUrl', 'pgPool') || options.postgres?.connectionString !== undefined ? (v.databaseUrl as string | undefined) : undefined;
+  const databaseUrl =
+    uses('databaseUrl', 'pgPool') || options.postgres?.connectionString !== undefined ? (v.databaseUrl as string | undefined) : undefined;
   const mysqlUrl = uses('mysqlUrl', 'mysqlPool') || options.mysql?.url !== undefined ? (v.mysqlUrl as string | undefined) : undefined;
   const n = (name: SerializedOptionName) => v[name] as number;
-  const errorMapping = v.errorMapping === undefined || v.errorMapping === true ? {} : (v.errorMapping as ResolvedSerializedOptions['errorMapping']);
+  const errorMapping =
+    v.errorMapping === undefined || v.errorMapping === true ? {} : (v.errorMapping as ResolvedSerializedOptions['errorMapping']);
   return {
     driver,
     provider,
@@ -94,8 +93,12 @@ export function resolveSerializedOptions(
     metrics: v.metrics as 'auto' | 'on' | 'off',
     tracing: v.tracing as 'auto' | 'on' | 'off',
     redis: {
-      url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight'),
-      handoff: v.redisHandoff as HandOffMode, maxLocalHandOffs: n('redisMaxLocalHandOffs'),
+      url: redisUrl,
+      client: options.redis?.client,
+      heartbeatMs: n('redisHeartbeatMs'),
+      maxInFlight: n('redisMaxInFlight'),
+      handoff: v.redisHandoff as HandOffMode,
+      maxLocalHandOffs: n('redisMaxLocalHandOffs'),
       replicas: n('redisReplicaAcks') > 0 ? { acks: n('redisReplicaAcks'), timeoutMs: n('redisReplicaTimeoutMs') } : undefined,
     },
     postgres: {

@@ -70,4 +70,3 @@ const IDEMPOTENT_OPTIONS = new OptionRowsValidator<keyof IdempotentOptions>([
 export function assertIdempotentOptions(options: IdempotentOptions): void {
   throwIfProblems(IDEMPOTENT_OPTIONS.problems(options as Record<keyof IdempotentOptions, unknown>), '@Idempotent');
 }
-
