@@ -8,7 +8,7 @@ import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
 import { checkSession, KEPT, unlockSession } from './session-unlock';
 import { LockAttempt, type AttemptOwner } from './lock.attempt';
-import type { LockConnection, UnownedLock } from './lock-connection';
+import type { LockSession, UnownedLock } from './lock-session';
 import type { LockSessions } from './lock-sessions';
 import { PostgresLock, type Cohort } from './postgres-lock';
 import { SessionAudit } from './session-audit';
@@ -18,7 +18,7 @@ import { SessionLivenessMonitor } from './session-liveness.monitor';
 export interface HandedLock {
   readonly key: string;
   readonly lockKey: string;
-  readonly connection: LockConnection;
+  readonly connection: LockSession;
   /** The token the next holder takes: reserved from the session's block when the holder let go. */
   readonly token: bigint;
   readonly cohort: Cohort;
@@ -120,7 +120,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   /** AttemptOwner: the server granted the key. */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandOffMode): PostgresLock {
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, handoff?: HandOffMode): PostgresLock {
     // A session whose sequence reserves no block (increment 1) cannot hand off.
     const cohort = connection.tokens.block >= 2 ? { mode: handoff ?? this.mode } : undefined;
     return this.holderOf(key, fencingToken, lockKey, connection, cohort);
@@ -158,7 +158,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
     await this.sessions.pool.close();
   }
 
-  private holderOf(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort: Cohort | undefined): PostgresLock {
+  private holderOf(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, cohort: Cohort | undefined): PostgresLock {
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this.owner, cohort);
     // A session that ended on the way tells the lock at once (its holders were told when it went).
     connection.hold(lock);
@@ -192,7 +192,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   /** Asked when an audit statement is sent: the lock keys of `connection` someone here stands behind. */
-  private ownedOn(connection: LockConnection): Set<string> {
+  private ownedOn(connection: LockSession): Set<string> {
     const owned = connection.heldLockKeys();
     // An attempt owns its key on any session: it may be between statements or winding down.
     for (const attempt of this.attempts.values()) owned.add(attempt.lockKey);
