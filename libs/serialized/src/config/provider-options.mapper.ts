@@ -8,6 +8,11 @@ export function commonProviderOptions(options: ResolvedSerializedOptions): Requi
   return { keyPrefix, leaseMs, waitTimeoutMs, maxPending, maxPendingTotal, connectTimeoutMs, shutdownGraceMs };
 }
 
+/** `new InMemoryLockProvider(…)`'s options from the module's: the common ones. */
+export function memoryProviderOptions(options: ResolvedSerializedOptions) {
+  return fromValidatedModuleOptions(commonProviderOptions(options));
+}
+
 /**
  * `new RedisLockProvider(…)`'s flat options from the module's (`redis.heartbeatMs` → `heartbeatMs`).
  * These and the two below are marked as validated: the module checked them once, the provider does not again.

@@ -16,11 +16,13 @@ const SECTION: Record<ProviderName, string | undefined> = {
 
 /** The module options every provider takes under the same name (`LockProviderCommonOptions`). */
 const COMMON = [S.keyPrefix, S.leaseMs, S.waitTimeoutMs, S.maxPending, S.maxPendingTotal, S.connectTimeoutMs, S.shutdownGraceMs];
+/** The in-memory provider has no key prefix and no connection (`InMemoryLockProviderOptions`). */
+const IN_MEMORY = COMMON.filter((spec) => spec !== S.keyPrefix && spec !== S.connectTimeoutMs);
 
 /** A provider's rows: the common ones, its section's (`redis.heartbeatMs` → `heartbeatMs`) and its constructor-only ones. */
 function rowsOf(provider: ProviderName): (readonly [string, OptionSpec])[] {
   const section = SECTION[provider];
-  const rows: (readonly [string, OptionSpec])[] = COMMON.map((spec) => [spec.option, spec] as const);
+  const rows: (readonly [string, OptionSpec])[] = (section === undefined ? IN_MEMORY : COMMON).map((spec) => [spec.option, spec] as const);
   if (section === undefined) return rows;
   for (const [, spec] of SERIALIZED_OPTION_SPECS) {
     if (spec.option?.startsWith(`${section}.`)) rows.push([spec.option.slice(section.length + 1), spec]);
