@@ -97,7 +97,7 @@ copyLuaFiles(LIB_SOURCES, path.join(OUT, path.relative(ROOT, LIB_SOURCES)));
 process.stderr.write(`compiled to dist/bench in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 const redis = startPrivateRedis();
 const benchArgs = args.filter((a) => a !== '--shared-redis');
-let status = 1;
+let status;
 try {
   status = run(['-r', path.join(OUT, 'bench', 'paths.js'), path.join(OUT, 'bench', 'run.js'), ...benchArgs], redis ? { BENCH_REDIS_URL: redis.url, BENCH_PRIVATE_REDIS: '1' } : {}, NODE);
 } finally {

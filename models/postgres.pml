@@ -26,7 +26,7 @@
  *     interrupt pending after the grant, and the session keeps the lock);
  *   - a reply on a session the process knows has ended grants nothing: the caller asks
  *     again on another session (the dead-connection check); a holder registered on a
- *     session known to have ended is told at once (LockConnection.hold);
+ *     session known to have ended is told at once (LockSession.hold);
  *   - release: a local hand-off to the next caller of its process with the block's next
  *     token (cohort: at most MLH in a row while a caller of another process waits in
  *     the server; strict: only when nobody waits there, asked by the unlock statement
@@ -67,7 +67,7 @@
  *                         untold (the reply check in tryLock/lockWait, and hold())
  *   BROKEN_GIVE_BACK      a timed-out wait that was granted is not given back (lockWait)
  *   BROKEN_LAST_VALUE     a block's token is used without the last-value check (the try statement)
- *   BROKEN_LEARN_TELLS    a session's end does not tell the holders on it (LockConnection.kill)
+ *   BROKEN_LEARN_TELLS    a session's end does not tell the holders on it (LockSession.kill)
  *   BROKEN_COHORT_BOUND   cohort mode hands off locally without the MLH bound (COHORT=1)
  *   BROKEN_STRICT_WAITED  strict mode hands off without asking whether a session waits (COHORT=0)
  *   BROKEN_ABORT_DISCARD  a wait whose caller gave up returns its session to the pool
@@ -211,7 +211,7 @@ inline checkP1() {
 inline hold(c, s, t) {
   ph[c] = HOLDING; sess[c] = s; token[c] = t;
 #ifndef BROKEN_DEAD_CHECK
-  told[c] = knownDead[s];       /* LockConnection.hold: a session known dead tells at once */
+  told[c] = knownDead[s];       /* LockSession.hold: a session known dead tells at once */
 #endif
   checkP1()
 }

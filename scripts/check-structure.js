@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 /**
- * Structure rules of the library (issue 15), checked by `npm test` before jest:
+ * Structure rules of the library, checked by `npm test` before jest:
  *
  * 1. No import cycle in libs/serialized/src. Every `import`/`export ... from`
  *    counts, type-only ones and re-exports included: a cycle of types is still a
  *    knot a newcomer has to untie in their head.
- * 2. One writer of a Redis waiter's state (issue 22): its phase, grant, fence and
+ * 2. One writer of a Redis waiter's state: its phase, grant, fence and
  *    rider membership (and the other fields in WAITER_STATE) are assigned only in
  *    WAITER_STATE_OWNER, whose methods are the transitions of models/VOCABULARY.md.
  *    An assignment `.<field> =` (or `++`, `--`, `??=` ...) anywhere else in the

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The consumer test (issue 20): the package as a user gets it, in fresh apps.
+ * The consumer test: the package as a user gets it, in fresh apps.
  *
  * 1. `npm run pack:lib` into a temporary folder: the tarball a user installs.
  * 2. Two consumer apps (scripts/consumer/consumer-project.js): `required-peers`, with

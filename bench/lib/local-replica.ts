@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Redis from 'ioredis';
 
-/** Port of the replica the benchmark starts beside the bench Redis (issue 40's `replicas: { acks: 1 }` rows). */
+/** Port of the replica the benchmark starts beside the bench Redis (the `replicas: { acks: 1 }` rows). */
 const REPLICA_PORT = Number(process.env.BENCH_REPLICA_PORT ?? 6397);
 
 /**

@@ -19,7 +19,7 @@ export const memoryScenario: Scenario = {
     log(`  [5] ${keys} keys, ${heldKeys} held at once`);
     const ids = memorySubjects.map((s) => s.id);
     const workers: WorkerProcess[] = [];
-    let controlHeld = 0;
+    let controlHeld: number;
     try {
       for (let r = 0; r < rounds; r++) workers.push(WorkerProcess.start(`memory worker ${r + 1}`, 'bench/workers/memory.worker.ts', { execArgv: ['--expose-gc'] }));
       const controls: number[] = [];

@@ -42,6 +42,8 @@ export const mysqlFloor: SubjectSpec = {
         await fn();
       } finally {
         const [rows] = await connection.query({ sql: 'SELECT RELEASE_LOCK(?)', rowsAsArray: true }, [name]);
+        // A floor whose unlock failed must fail the run, whatever fn threw.
+        // eslint-disable-next-line no-unsafe-finally -- deliberate: the unlock's failure is the finding
         if ((rows as unknown[][])[0]?.[0] !== 1) throw new Error('floor: RELEASE_LOCK did not return 1');
       }
     };

@@ -91,6 +91,8 @@ export const postgresFloor: SubjectSpec = {
         await fn();
       } finally {
         const { rows } = await client.query({ name: 'nsbench_unlock', text: 'SELECT pg_advisory_unlock($1::bigint) AS ok', values: [id] });
+        // A floor whose unlock failed must fail the run, whatever fn threw.
+        // eslint-disable-next-line no-unsafe-finally -- deliberate: the unlock's failure is the finding
         if (rows[0]?.ok !== true) throw new Error('floor: pg_advisory_unlock returned false');
       }
     };

@@ -46,7 +46,7 @@ export const oursRedisCohort: SubjectSpec = {
 };
 
 /**
- * This library with replica acknowledgements (issue 40): every grant and renewal
+ * This library with replica acknowledgements (`replicas: { acks: 1 }`): every grant and renewal
  * waits for `WAIT 1` on a local replica of the bench Redis (started for it). Scenarios
  * 1 and 3 only, reported under ids of their own (`<scenario>.redis.replicas.*`): the
  * cost of the acknowledgement, as a ratio to the rows of `ours`.

@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const files = process.argv.slice(2);
   if (files.length === 0) throw new Error('run-suites: name the spec files to run');
   await globalSetup();
-  let status = 1;
+  let status: number;
   try {
     const result = spawnSync(
       process.execPath,

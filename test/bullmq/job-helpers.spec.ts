@@ -3,8 +3,8 @@
  * how the decorator tells a BullMQ job from any other first argument.
  */
 import { Queue, Job, UnrecoverableError, DelayedError } from 'bullmq';
-import { SerializedJobs } from 'nestjs-serialized';
-import { isBullmqJob } from 'nestjs-serialized/bullmq/bullmq-job.guard';
+import { SerializedConfigError, SerializedJobs } from 'nestjs-serialized';
+import { isBullmqJob } from 'nestjs-serialized/bullmq/bullmq-job.shape';
 import { willRunAgain } from 'nestjs-serialized/bullmq/job-retry.policy';
 import { serializedJobsOptionsOf } from 'nestjs-serialized/bullmq/serialized-jobs.decorator';
 import { TEST_REDIS_URL } from '../support/services';
@@ -25,8 +25,9 @@ describe('@SerializedJobs', () => {
   });
 
   it('rejects invalid values at decoration time, listing every problem', () => {
+    expect(() => SerializedJobs({ recheckMs: 0, lockRetryMs: 1.5 })).toThrow(SerializedConfigError);
     expect(() => SerializedJobs({ recheckMs: 0, lockRetryMs: 1.5 })).toThrow(
-      '@SerializedJobs: recheckMs must be an integer between 10 and 86400000 (ms), got 0; lockRetryMs must be an integer between 10 and 86400000 (ms), got 1.5',
+      /@SerializedJobs: recheckMs=0 is invalid: accepts an integer number of milliseconds from 10 to 86400000 \(default 10000\)\n.*@SerializedJobs: lockRetryMs=1\.5 is invalid: accepts an integer number of milliseconds from 10 to 86400000 \(default 1000\)/,
     );
   });
 });

@@ -630,7 +630,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         try {
           result = call();
         } catch (error) {
-          throw new Error(`${what}: threw synchronously (${(error as Error).message}); it must reject`);
+          throw new Error(`${what}: threw synchronously (${(error as Error).message}); it must reject`, { cause: error });
         }
         const error = await result.then(
           (lock) => new Error(`${what}: resolved with ${String(lock)}`),

@@ -14,7 +14,6 @@ import {
   SkipSerialized,
   type Lock,
 } from 'nestjs-serialized';
-import { TEST_REDIS_URL } from '../support/services';
 import { deferred, uniqueId, waitFor } from '../support/timing';
 
 /** Service code that reads the lock of the section it is called from. */
@@ -101,7 +100,7 @@ describe.each([
   ['fastify', true, 'memory'],
   ['express', true, 'redis'],
   ['fastify', false, 'redis'],
-] as [Adapter, boolean, 'memory' | 'redis'][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s, %s)', (adapter, global, driver) => {
+] as [Adapter, boolean, 'memory' | 'redis'][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s, %s)', (adapter, global, _driver) => {
   let app: INestApplication;
   let url: string;
   let acquisitions: jest.SpyInstance[];

@@ -1,5 +1,5 @@
 /**
- * The package as a user gets it (issue 20): scripts/consumer-test.js packs the
+ * The package as a user gets it: scripts/consumer-test.js packs the
  * library, installs the tarball into fresh apps — one with only the required peers,
  * one with every optional peer — and type-checks them against the packed .d.ts with
  * `strict` and `skipLibCheck: false` in `commonjs` and `nodenext`, with every

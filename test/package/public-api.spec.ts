@@ -1,7 +1,7 @@
 import * as api from 'nestjs-serialized';
 import * as testing from 'nestjs-serialized/testing';
 
-/** The package's public surface (issue 12 item 6): small, and no plumbing. */
+/** The package's public surface: small, and no plumbing. */
 describe('public API', () => {
   const runtime = Object.keys(api);
 

@@ -5,7 +5,7 @@ import { PgInspector, uniquePrefix } from './support/pg-inspect';
 import { ProviderSet } from './support/provider-set';
 
 /**
- * A full lock-connection pool is not a busy key (issue 11 item 2). Distinct keys
+ * A full lock-session pool is not a busy key. Distinct keys
  * held briefly must not queue for a whole connection each, and when a caller does
  * run out of budget waiting for a connection, the error says so rather than
  * blaming a key nobody holds.

@@ -6,7 +6,7 @@ import { advisoryHolders, databaseTarget, ProviderSet } from './support/provider
 import { TcpProxy } from './support/tcp-proxy';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
 /**
- * A slow path is not a lost session (DESIGN, semantics 12). Instance A's lock
+ * A slow path is not a lost session (docs/semantics.md). Instance A's lock
  * sessions go through a TCP proxy the test slows down; instance B connects
  * directly and keeps trying the key. PostgreSQL keeps A's session, and its
  * lock, however slow the path: A must not end the session itself.
@@ -167,7 +167,7 @@ const WORKER = 'test/postgres/workers/lock-commands.worker.ts';
 
 /**
  * Issue 10, item 2, across real processes: a slow path is not a lost session
- * (DESIGN, semantics 12). Process A holds a key; its lock sessions go through a TCP
+ * (docs/semantics.md). Process A holds a key; its lock sessions go through a TCP
  * proxy in this test, which delays every byte 1.5 s and then 3 s each way. Process B
  * connects straight to PostgreSQL and keeps asking for the key. PostgreSQL keeps A's
  * session, and its lock, however slow the path, so A must not end it itself: B never

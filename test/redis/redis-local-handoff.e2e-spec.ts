@@ -3,9 +3,7 @@ import { type Lock, LockLostError, LockTimeoutError, RedisLockProvider } from 'n
 import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
-import { ThrowawayRedis } from './support/throwaway-redis';
 import { TcpProxy } from '../postgres/support/tcp-proxy';
-import { commandsRun } from './support/commands-run';
 import { listening } from './support/listening';
 import { ThreeLockWorkers } from './support/three-lock-workers';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';

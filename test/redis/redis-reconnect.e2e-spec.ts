@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { LockLostError, RedisLockProvider, type Lock } from 'nestjs-serialized';
-import { uniqueId, waitFor } from '../support/timing';
+import { waitFor } from '../support/timing';
 import { ThrowawayRedis } from './support/throwaway-redis';
 
 /**

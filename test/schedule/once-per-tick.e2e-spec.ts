@@ -124,6 +124,6 @@ describe('@OncePerTick in one process (memory driver)', () => {
         job(): void {}
       }
       return Bad;
-    }).toThrow('@OncePerTick on Bad#job: maxClockSkewMs must be an integer from 0 to 3600000');
+    }).toThrow('@OncePerTick on Bad#job: maxClockSkewMs=-1 is invalid: accepts an integer number of milliseconds from 0 to 3600000');
   });
 });

@@ -50,7 +50,6 @@ Logger.overrideLogger = (logger: LoggerService | Level[] | boolean) =>
 override(buffered);
 
 declare global {
-  // eslint-disable-next-line no-var
   var __nestLogs: { flush(title: string): void; clear(): void } | undefined;
 }
 

@@ -8,7 +8,7 @@ const HOST = '127.0.0.1';
 
 /**
  * A throwaway two-shard Redis Cluster in which only the first shard has a replica
- * (issue 40: replica acknowledgements apply per shard, `WAIT` on the master that holds
+ * (replica acknowledgements apply per shard, `WAIT` on the master that holds
  * the key). Shard A: `basePort` (slots 0-8191) with its replica `basePort + 2`; shard
  * B: `basePort + 1` (slots 8192-16383), no replica. Started by the suite that needs
  * it, from configs in a temp dir, and stopped after; the shared three-master cluster

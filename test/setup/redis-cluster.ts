@@ -114,7 +114,7 @@ async function cli(port: number, ...args: string[]): Promise<string> {
 }
 
 function otherLiveUsers(): string[] {
-  let entries: string[] = [];
+  let entries: string[];
   try {
     entries = fs.readdirSync(USERS);
   } catch {

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 
 /**
  * A throwaway Redis master with replicas and three Sentinels (`redis-server
- * --sentinel`), for the suites that exercise fail-over (issue 40). Each suite starts
+ * --sentinel`), for the suites that exercise fail-over (docs/providers/redis.md, *Fail-over*). Each suite starts
  * its own group on ports of its own (a fail-over changes who is master, so groups are
  * never shared), from configs generated in a temp dir, and stops it in `afterAll`.
  * Like the Cluster of the global set-up (test/setup/redis-cluster.ts) it needs

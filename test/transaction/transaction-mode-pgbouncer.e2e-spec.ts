@@ -6,8 +6,8 @@ import { PgBouncer } from './support/pgbouncer';
 import type { AdapterName } from './support/transaction-app';
 
 /**
- * Transaction mode through a real PgBouncer in `pool_mode = transaction` (issue 24
- * item 4), where session advisory locks cannot work: two app processes, each with
+ * Transaction mode through a real PgBouncer in `pool_mode = transaction`,
+ * where session advisory locks cannot work: two app processes, each with
  * its own pool, every statement through the pooler.
  */
 describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through PgBouncer (pool_mode = transaction), %s, two processes', (adapter) => {

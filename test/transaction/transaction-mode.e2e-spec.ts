@@ -9,7 +9,7 @@ import { PgInspector, uniquePrefix } from '../postgres/support/pg-inspect';
 import { createTransactionApp, runOf, type AdapterName } from './support/transaction-app';
 
 /**
- * Transaction mode (issue 24) against real PostgreSQL, through each of two
+ * Transaction mode (docs/transactions.md) against real PostgreSQL, through each of two
  * adapters of @nestjs-cls/transactional: the lock is taken inside the app's
  * transaction, and COMMIT is its release.
  */

@@ -1,3 +1,4 @@
+import { memoryProviderOptions } from './config/provider-options.mapper';
 import { unowned } from './internal/unowned-provider';
 import type { LockProvider } from './lock.provider';
 import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
@@ -13,7 +14,7 @@ export function createLockProvider(options: ResolvedSerializedOptions): LockProv
   if (options.provider) return unowned(options.provider);
   switch (options.driver) {
     case 'memory':
-      return new InMemoryLockProvider(options);
+      return new InMemoryLockProvider(memoryProviderOptions(options));
     case 'redis': {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { RedisLockProvider } = require('./providers/redis/redis-lock.provider') as typeof import('./providers/redis/redis-lock.provider');

@@ -1,4 +1,4 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { SERIALIZED_JOBS_OPTIONS_METADATA } from './bullmq/serialized-jobs.decorator';
 import { canLoad, missingPeerProblem } from './config/optional-peer';
@@ -23,9 +23,9 @@ export class OptionalPeersCheck implements OnModuleInit {
 
   onModuleInit(): void {
     const problems: string[] = [];
-    const classes = new Set<Function>();
+    const classes = new Set<Type>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
-      if (typeof wrapper.metatype === 'function' && wrapper.metatype.prototype) classes.add(wrapper.metatype);
+      if (typeof wrapper.metatype === 'function' && wrapper.metatype.prototype) classes.add(wrapper.metatype as Type);
     }
     for (const type of classes) {
       if (isSerializedProcessor(type) && !canLoad('bullmq')) {
@@ -39,20 +39,20 @@ export class OptionalPeersCheck implements OnModuleInit {
   }
 }
 
-function isSerializedProcessor(type: Function): boolean {
+function isSerializedProcessor(type: Type): boolean {
   const processor = Reflect.hasMetadata(BULLMQ_PROCESSOR_METADATA, type) || Reflect.hasMetadata(SERIALIZED_JOBS_OPTIONS_METADATA, type);
   return processor && (Reflect.hasMetadata(SERIALIZED_OPTIONS_METADATA, type) || methodsOf(type).some((m) => Reflect.hasMetadata(SERIALIZED_OPTIONS_METADATA, m)));
 }
 
 /** Whether `type`'s constructor or properties ask Nest for `dependency`. */
-function injects(type: Function, dependency: Function): boolean {
+function injects(type: Type, dependency: Type): boolean {
   const params = (Reflect.getMetadata('design:paramtypes', type) as unknown[] | undefined) ?? [];
   const explicit = ((Reflect.getMetadata('self:paramtypes', type) as { param: unknown }[] | undefined) ?? []).map((p) => p.param);
   const properties = ((Reflect.getMetadata('self:properties_metadata', type) as { type: unknown }[] | undefined) ?? []).map((p) => p.type);
   return [...params, ...explicit, ...properties].includes(dependency);
 }
 
-function methodsOf(type: Function): object[] {
+function methodsOf(type: Type): object[] {
   const methods: object[] = [];
   for (let proto = type.prototype as object | null; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
     for (const name of Object.getOwnPropertyNames(proto)) {

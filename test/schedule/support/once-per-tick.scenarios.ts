@@ -1,5 +1,5 @@
 /**
- * The multi-process scenarios of `@OncePerTick` (issue 38), run against a real
+ * The multi-process scenarios of `@OncePerTick` (docs/scheduling.md), run against a real
  * backend by one suite per driver: three OS processes, each an instance of the same
  * app (test/schedule/workers/tick-app.worker.ts) with @nestjs/schedule jobs.
  */

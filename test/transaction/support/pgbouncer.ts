@@ -2,6 +2,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { connect } from 'node:net';
 import { freeLocalPort } from '../../support/local-server';
 import { waitFor } from '../../support/timing';
 
@@ -110,7 +111,7 @@ export class PgBouncer {
 
   private listening(): Promise<boolean> {
     return new Promise((resolve) => {
-      const socket = require('node:net').connect(this.port, '127.0.0.1');
+      const socket = connect(this.port, '127.0.0.1');
       socket.once('connect', () => {
         socket.destroy();
         resolve(true);

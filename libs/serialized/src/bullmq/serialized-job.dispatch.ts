@@ -1,6 +1,6 @@
 import type { SerializedJobCall } from './serialized-job.runner';
 
-export { isBullmqJob } from './bullmq-job.guard';
+export { isBullmqJob } from './bullmq-job.shape';
 export type { SerializedJobCall } from './serialized-job.runner';
 
 /**

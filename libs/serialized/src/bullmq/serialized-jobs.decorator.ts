@@ -1,3 +1,5 @@
+import { OptionRowsValidator, throwIfProblems } from '../config/option-rows.validator';
+import type { OptionSpec } from '../config/option-spec';
 import type { SerializedJobsOptions, ResolvedSerializedJobsOptions } from './serialized-jobs-options.interface';
 import { SERIALIZED_JOBS_DEFAULTS } from './serialized-jobs-options.interface';
 
@@ -37,13 +39,22 @@ function stripUndefined(options: SerializedJobsOptions | undefined): SerializedJ
   return Object.fromEntries(Object.entries(options ?? {}).filter(([, value]) => value !== undefined));
 }
 
+const HOUR_MS = 3600_000;
+const period = (defaultMs: number, meaning: string): OptionSpec => ({
+  type: 'integer',
+  unit: 'ms',
+  default: defaultMs,
+  min: 10,
+  max: 24 * HOUR_MS,
+  meaning,
+});
+
+/** `@SerializedJobs`' options, in the options schema's terms, checked by its validator. */
+const SERIALIZED_JOBS_OPTIONS = new OptionRowsValidator<keyof SerializedJobsOptions>([
+  ['recheckMs', period(SERIALIZED_JOBS_DEFAULTS.recheckMs, "how often a parked job's place is checked")],
+  ['lockRetryMs', period(SERIALIZED_JOBS_DEFAULTS.lockRetryMs, 'how soon a job whose key was busy is tried again')],
+]);
+
 function validate(options: SerializedJobsOptions): void {
-  const problems: string[] = [];
-  for (const name of ['recheckMs', 'lockRetryMs'] as const) {
-    const value = options[name];
-    if (value !== undefined && (!Number.isInteger(value) || value < 10 || value > 24 * 3600_000)) {
-      problems.push(`${name} must be an integer between 10 and 86400000 (ms), got ${JSON.stringify(value)}`);
-    }
-  }
-  if (problems.length) throw new TypeError(`@SerializedJobs: ${problems.join('; ')}`);
+  throwIfProblems(SERIALIZED_JOBS_OPTIONS.problems(options), '@SerializedJobs');
 }

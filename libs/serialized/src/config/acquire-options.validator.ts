@@ -39,12 +39,15 @@ export function callOptionProblems(options: CallOptions): string[] {
   const problems: string[] = [];
   for (const name of PER_CALL) {
     const value = options[name];
-    if (value !== undefined && !acceptsInteger(S[name], value, 'call')) problems.push(optionProblem(name, value, acceptsOf(S[name], 'call')));
+    if (value !== undefined && !acceptsInteger(S[name], value, 'call'))
+      problems.push(optionProblem(name, value, acceptsOf(S[name], 'call')));
   }
   if (options.mode !== undefined && !MODES.includes(options.mode)) problems.push(optionProblem('mode', options.mode, "'wait' or 'reject'"));
   if (options.signal !== undefined && !isAbortSignal(options.signal)) problems.push(`signal is invalid: accepts an AbortSignal`);
-  if (options.reentrant !== undefined && typeof options.reentrant !== 'boolean') problems.push(optionProblem('reentrant', options.reentrant, 'true or false'));
-  if (options.handoff !== undefined && !HANDOFFS.includes(options.handoff)) problems.push(optionProblem('handoff', options.handoff, "'strict' or 'cohort'"));
+  if (options.reentrant !== undefined && typeof options.reentrant !== 'boolean')
+    problems.push(optionProblem('reentrant', options.reentrant, 'true or false'));
+  if (options.handoff !== undefined && !HANDOFFS.includes(options.handoff))
+    problems.push(optionProblem('handoff', options.handoff, "'strict' or 'cohort'"));
   return problems;
 }
 
@@ -59,7 +62,8 @@ export function callOptionProblems(options: CallOptions): string[] {
  */
 export function validateAcquireOptions(options: CallOptions | undefined, where: string): Error | undefined {
   if (options === undefined) return undefined;
-  if (options === null || typeof options !== 'object') return new TypeError(`options=${showValue(options)} is invalid: accepts an object (in ${where})`);
+  if (options === null || typeof options !== 'object')
+    return new TypeError(`options=${showValue(options)} is invalid: accepts an object (in ${where})`);
   const { waitTimeoutMs, leaseMs, maxPending, mode, signal, reentrant, handoff } = options;
   // The common case (every request of a decorated handler) allocates nothing.
   if (
@@ -76,7 +80,9 @@ export function validateAcquireOptions(options: CallOptions | undefined, where: 
   const problems = callOptionProblems(options);
   const message = `${problems.join('; ')} (in ${where})`;
   // A number out of what is accepted is a RangeError; anything else (text for a number, an unknown mode) a TypeError.
-  const outOfRange = problems.every((problem) => PER_CALL.some((name) => problem.startsWith(`${name}=`) && typeof options[name] === 'number'));
+  const outOfRange = problems.every((problem) =>
+    PER_CALL.some((name) => problem.startsWith(`${name}=`) && typeof options[name] === 'number'),
+  );
   return outOfRange ? new RangeError(message) : new TypeError(message);
 }
 

@@ -100,29 +100,19 @@ export function acceptsOf(spec: OptionSpec, scope: OptionScope = 'module'): stri
   }
 }
 
-/** Whether `value` is acceptable for the integer option `spec` given in `scope`. */
+/**
+ * Whether `value` is acceptable for the integer option `spec` given in `scope`:
+ * the allocation-free check `LockService.run` and the providers' `acquire` make on
+ * every call (config/acquire-options.validator.ts). Configuration (module options,
+ * variables, constructors, decorators) is checked by option-rows.validator.ts,
+ * from the same row.
+ */
 export function acceptsInteger(spec: IntegerOptionSpec, value: unknown, scope: OptionScope): boolean {
   if (typeof value !== 'number') return false;
   if (scope === 'call' && spec.perCall) {
     return (Number.isSafeInteger(value) && value >= spec.perCall.min) || (spec.perCall.infinity === true && value === Infinity);
   }
   return Number.isInteger(value) && value >= spec.min && value <= spec.max;
-}
-
-/** Whether `value`, given in code to the module, is acceptable for `spec`. */
-export function acceptsValue(spec: OptionSpec, value: unknown): boolean {
-  switch (spec.type) {
-    case 'integer':
-      return acceptsInteger(spec, value, 'module');
-    case 'choice':
-      return spec.values.includes(value as string);
-    case 'boolean':
-      return typeof value === 'boolean';
-    case 'text':
-      return typeof value === 'string' && spec.pattern.test(value);
-    case 'code':
-      return spec.check(value);
-  }
 }
 
 /** A value as a problem line shows it: numbers as written (`NaN`, `1.5`), anything else as JSON. */

@@ -40,7 +40,8 @@ export const PROVIDER_TUNING_OPTIONS = {
     drivers: ['redis'],
     values: HAND_OFF_MODES,
     default: D.redisHandoff,
-    meaning: "local hand-off: 'strict' keeps global arrival order; 'cohort' serves this process's own waiters first, up to maxLocalHandOffs in a row: docs/semantics.md",
+    meaning:
+      "local hand-off: 'strict' keeps global arrival order; 'cohort' serves this process's own waiters first, up to maxLocalHandOffs in a row: docs/semantics.md",
   },
   redisMaxLocalHandOffs: {
     type: 'integer',
@@ -62,7 +63,8 @@ export const PROVIDER_TUNING_OPTIONS = {
     default: D.redisReplicaAcks,
     min: 0,
     max: 16,
-    meaning: 'replicas that must have a grant or renewal (Redis `WAIT`) before it counts, so a fail-over never grants a key or a fencing token twice; 0: none (docs/providers/redis.md, *Fail-over*)',
+    meaning:
+      'replicas that must have a grant or renewal (Redis `WAIT`) before it counts, so a fail-over never grants a key or a fencing token twice; 0: none (docs/providers/redis.md, *Fail-over*)',
   },
   redisReplicaTimeoutMs: {
     type: 'integer',
@@ -135,7 +137,8 @@ export const PROVIDER_TUNING_OPTIONS = {
     drivers: ['postgres'],
     values: HAND_OFF_MODES,
     default: D.pgHandoff,
-    meaning: "local hand-off: 'strict' passes a held key to this process's next caller only while no other process waits in the server; 'cohort' serves this process's own callers first, up to maxLocalHandOffs in a row: docs/providers/postgres.md",
+    meaning:
+      "local hand-off: 'strict' passes a held key to this process's next caller only while no other process waits in the server; 'cohort' serves this process's own callers first, up to maxLocalHandOffs in a row: docs/providers/postgres.md",
   },
   pgMaxLocalHandOffs: {
     type: 'integer',
@@ -157,3 +160,74 @@ export const PROVIDER_TUNING_OPTIONS = {
     meaning: "create the fencing sequence and @Idempotent's table when missing (false: docs/providers/postgres.md has the SQL)",
   },
 } as const satisfies Record<string, OptionSpec>;
+
+const TABLE_PART = '[A-Za-z_][A-Za-z0-9_$]{0,63}';
+
+/** A row of a provider's constructor that the module does not offer (no module option, no variable). */
+type ConstructorOptionSpec = OptionSpec & {
+  readonly provider: 'PostgresLockProvider' | 'MysqlLockProvider';
+  /** Its name in the constructor's options. */
+  readonly name: string;
+};
+
+/**
+ * Constructor options with no module option or variable: validated by the same
+ * rules as the table's rows (config/provider-options.validator.ts), not in the
+ * README's table.
+ */
+export const PROVIDER_CONSTRUCTOR_OPTIONS = {
+  pgIdempotencyTable: {
+    provider: 'PostgresLockProvider',
+    name: 'idempotencyTable',
+    type: 'text',
+    pattern: new RegExp(`^${SQL_NAME}(\\.${SQL_NAME})?$`),
+    format: 'name or schema.name, of letters, digits, _ and $ (default nestjs_serialized_idempotency)',
+    meaning: "table of @Idempotent's records",
+  },
+  mysqlLockPoolSize: {
+    provider: 'MysqlLockProvider',
+    name: 'lockPoolSize',
+    type: 'integer',
+    unit: 'count',
+    default: D.mysqlLockPoolSize,
+    min: 1,
+    max: 1000,
+    meaning: "connections of the library's own MySQL lock pool",
+  },
+  mysqlSessionTimeoutMs: {
+    provider: 'MysqlLockProvider',
+    name: 'sessionTimeoutMs',
+    type: 'integer',
+    unit: 'ms',
+    default: D.mysqlSessionTimeoutMs,
+    min: 100,
+    max: HOUR_MS,
+    meaning: 'a lock session silent this long (our own stalls not counted) counts as lost',
+  },
+  mysqlIdleTimeoutMs: {
+    provider: 'MysqlLockProvider',
+    name: 'idleTimeoutMs',
+    type: 'integer',
+    unit: 'ms',
+    default: D.mysqlIdleTimeoutMs,
+    min: 0,
+    max: HOUR_MS,
+    meaning: 'idle lock connections are closed after this long',
+  },
+  mysqlFencingTable: {
+    provider: 'MysqlLockProvider',
+    name: 'fencingTable',
+    type: 'text',
+    pattern: new RegExp(`^${TABLE_PART}(\\.${TABLE_PART})?$`),
+    format: 'name or database.name, of letters, digits, _ and $',
+    default: D.mysqlFencingTable,
+    meaning: 'table of the fencing counter',
+  },
+  mysqlCreateSchema: {
+    provider: 'MysqlLockProvider',
+    name: 'createSchema',
+    type: 'boolean',
+    default: true,
+    meaning: 'create the fencing table when missing',
+  },
+} as const satisfies Record<string, ConstructorOptionSpec>;

@@ -1,5 +1,5 @@
-import { IsBoolean, IsIn, IsInt, IsOptional, Matches, Max, Min, validateSync } from 'class-validator';
 import { redactUrls } from '../internal/redact';
+import { OptionRowsValidator, throwIfProblems } from './option-rows.validator';
 import {
   acceptsOf,
   optionProblem,
@@ -18,41 +18,19 @@ export const POSTGRES_URL_PATTERN = S.databaseUrl.pattern;
 
 type EnvSpec = OptionSpec & { readonly env: SerializedEnvName };
 const SPECS: readonly EnvSpec[] = SERIALIZED_OPTION_SPECS.map(([, spec]) => spec).filter((spec): spec is EnvSpec => spec.env !== undefined);
-const BY_ENV = new Map<string, EnvSpec>(SPECS.map((spec) => [spec.env, spec]));
 
 /** What each variable accepts, as the start-up error says it (from the options table). */
-export const SERIALIZED_ENV_ACCEPTS = Object.fromEntries(SPECS.map((spec) => [spec.env, acceptsOf(spec)])) as Record<SerializedEnvName, string>;
+export const SERIALIZED_ENV_ACCEPTS = Object.fromEntries(SPECS.map((spec) => [spec.env, acceptsOf(spec)])) as Record<
+  SerializedEnvName,
+  string
+>;
 
 /**
  * The environment variables the module reads, validated with class-validator.
  * Its rules are not written out here: each row of the options table with a
- * variable gets its decorators below, so a new row is validated with no edit here.
+ * variable is a rule of this validator, so a new row is validated with no edit here.
  */
-export class SerializedEnvironment {
-  [name: string]: unknown;
-}
-
-for (const spec of SPECS) {
-  const decorate = (...decorators: PropertyDecorator[]) => {
-    for (const decorator of [IsOptional(), ...decorators]) decorator(SerializedEnvironment.prototype, spec.env);
-  };
-  switch (spec.type) {
-    case 'integer':
-      decorate(IsInt(), Min(spec.min), Max(spec.max));
-      break;
-    case 'choice':
-      decorate(IsIn([...spec.values]));
-      break;
-    case 'boolean':
-      decorate(IsIn([true, false]));
-      break;
-    case 'text':
-      decorate(Matches(spec.pattern));
-      break;
-    case 'code':
-      break;
-  }
-}
+const ENVIRONMENT = new OptionRowsValidator<SerializedEnvName>(SPECS.map((spec) => [spec.env, spec]));
 
 /** A variable's text as the validator sees it: digits become numbers, `true`/`false` booleans. */
 function parse(spec: EnvSpec, raw: string): unknown {
@@ -71,14 +49,27 @@ export function readSerializedEnvironment(env: NodeJS.ProcessEnv): {
   values: Partial<Record<SerializedEnvName, unknown>>;
   problems: string[];
 } {
-  const values = new SerializedEnvironment();
+  const values: Partial<Record<SerializedEnvName, unknown>> = {};
   for (const spec of SPECS) {
     const raw = env[spec.env]?.trim();
     if (raw !== undefined && raw !== '') values[spec.env] = parse(spec, raw);
   }
-  const problems = validateSync(values, { forbidUnknownValues: false }).map((error) => {
-    const spec = BY_ENV.get(error.property)!;
-    return redactUrls(optionProblem(spec.env, String(error.value), acceptsOf(spec)));
-  });
-  return { values: values as Partial<Record<SerializedEnvName, unknown>>, problems };
+  // Shown as written (`"1e3"`, `"30s"`), whatever it was parsed into.
+  const problems = ENVIRONMENT.invalid(values).map((name) =>
+    redactUrls(optionProblem(name, String(values[name as SerializedEnvName]), ENVIRONMENT.accepts(name as SerializedEnvName))),
+  );
+  return { values, problems };
+}
+
+/**
+ * One variable, read and validated as {@link readSerializedEnvironment} does
+ * (for a part of the library that reads it on its own, such as `@Idempotent`'s
+ * default `ttlMs`). `undefined` when it is unset or empty.
+ *
+ * @throws SerializedConfigError naming the variable, its value and what it accepts
+ */
+export function readSerializedVariable(env: NodeJS.ProcessEnv, name: SerializedEnvName): unknown {
+  const { values, problems } = readSerializedEnvironment({ [name]: env[name] });
+  throwIfProblems(problems);
+  return values[name];
 }

@@ -16,7 +16,12 @@ describe('resolveSerializedOptions', () => {
 
   it('reads the environment, and options in code win over it', () => {
     const env = { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'redis://h:1', SERIALIZED_LEASE_MS: '5000', SERIALIZED_KEY_PREFIX: 'app' };
-    expect(resolveSerializedOptions({}, env)).toMatchObject({ driver: 'redis', redis: { url: 'redis://h:1' }, leaseMs: 5000, keyPrefix: 'app' });
+    expect(resolveSerializedOptions({}, env)).toMatchObject({
+      driver: 'redis',
+      redis: { url: 'redis://h:1' },
+      leaseMs: 5000,
+      keyPrefix: 'app',
+    });
     expect(resolveSerializedOptions({ driver: 'memory', leaseMs: 1000 }, env)).toMatchObject({ driver: 'memory', leaseMs: 1000 });
   });
 
@@ -24,8 +29,12 @@ describe('resolveSerializedOptions', () => {
     const redis = { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'redis://h:1' };
     expect(resolveSerializedOptions({}, redis).redis.handoff).toBe('strict');
     expect(resolveSerializedOptions({}, { ...redis, SERIALIZED_REDIS_HANDOFF: 'cohort' }).redis.handoff).toBe('cohort');
-    expect(resolveSerializedOptions({ redis: { handoff: 'strict' } }, { ...redis, SERIALIZED_REDIS_HANDOFF: 'cohort' }).redis.handoff).toBe('strict');
-    expect(() => resolveSerializedOptions({}, { ...redis, SERIALIZED_REDIS_HANDOFF: 'fifo' })).toThrow(/SERIALIZED_REDIS_HANDOFF="fifo" is invalid: accepts one of strict, cohort \(default strict\)/);
+    expect(resolveSerializedOptions({ redis: { handoff: 'strict' } }, { ...redis, SERIALIZED_REDIS_HANDOFF: 'cohort' }).redis.handoff).toBe(
+      'strict',
+    );
+    expect(() => resolveSerializedOptions({}, { ...redis, SERIALIZED_REDIS_HANDOFF: 'fifo' })).toThrow(
+      /SERIALIZED_REDIS_HANDOFF="fifo" is invalid: accepts one of strict, cohort \(default strict\)/,
+    );
     expect(() => resolveSerializedOptions({ redis: { handoff: 'fair' as 'strict' } }, redis)).toThrow(/redis\.handoff/);
   });
 
@@ -57,7 +66,9 @@ describe('resolveSerializedOptions', () => {
     expect(resolveSerializedOptions({ errorMapping: false }, {}).errorMapping).toBe(false);
     expect(resolveSerializedOptions({ errorMapping: { body } }, {}).errorMapping).toEqual({ body });
     for (const wrong of ['off', null, { body: 'x' }]) {
-      expect(() => resolveSerializedOptions({ errorMapping: wrong as never }, {})).toThrow(/options\.errorMapping=.* is invalid: accepts true \(default\), false, or \{ body/);
+      expect(() => resolveSerializedOptions({ errorMapping: wrong as never }, {})).toThrow(
+        /options\.errorMapping=.* is invalid: accepts true \(default\), false, or \{ body/,
+      );
     }
   });
 
@@ -67,7 +78,9 @@ describe('resolveSerializedOptions', () => {
     expect(resolveSerializedOptions({ mysql: { url: 'mysql://h/x' } }, env).mysql.url).toBe('mysql://h/x');
     const pool = { getConnection: () => undefined, query: () => undefined };
     expect(resolveSerializedOptions({ driver: 'mysql', mysql: { pool } }, {}).mysql).toEqual({ url: undefined, pool });
-    expect(() => resolveSerializedOptions({ driver: 'mysql' }, {})).toThrow('MYSQL_URL is required with the mysql driver (or pass mysql.url or mysql.pool)');
+    expect(() => resolveSerializedOptions({ driver: 'mysql' }, {})).toThrow(
+      'MYSQL_URL is required with the mysql driver (or pass mysql.url or mysql.pool)',
+    );
     expect(() => resolveSerializedOptions({ driver: 'mysql', mysql: { pool: {} as never } }, {})).toThrow('options.mysql.pool');
     // Another driver leaves MYSQL_URL alone, whatever shape it has.
     expect(() => resolveSerializedOptions({}, { MYSQL_URL: 'jdbc:mysql://x' })).not.toThrow();
@@ -75,7 +88,9 @@ describe('resolveSerializedOptions', () => {
 
   it('ignores REDIS_URL and DATABASE_URL when this module does not use them', () => {
     expect(() => resolveSerializedOptions({}, { REDIS_URL: 'not a url', DATABASE_URL: 'mysql://x' })).not.toThrow();
-    expect(() => resolveSerializedOptions({}, { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'not a url' })).toThrow('REDIS_URL="not a url" is invalid');
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_DRIVER: 'redis', REDIS_URL: 'not a url' })).toThrow(
+      'REDIS_URL="not a url" is invalid',
+    );
   });
 
   it('reaches provider tuning through redis: { … } and postgres: { … }, or their variables', () => {
@@ -87,7 +102,10 @@ describe('resolveSerializedOptions', () => {
       SERIALIZED_MAX_PENDING_TOTAL: '500',
     };
     const resolved = resolveSerializedOptions(
-      { redis: { maxInFlight: 64 }, postgres: { lockPoolSize: 3, idleTimeoutMs: 0, applicationName: 'orders', fencingSequence: 'locks.fence', maxLocalHandOffs: 0 } },
+      {
+        redis: { maxInFlight: 64 },
+        postgres: { lockPoolSize: 3, idleTimeoutMs: 0, applicationName: 'orders', fencingSequence: 'locks.fence', maxLocalHandOffs: 0 },
+      },
       env,
     );
     expect(resolved.maxPendingTotal).toBe(500);
@@ -105,19 +123,36 @@ describe('resolveSerializedOptions', () => {
     expect(resolveSerializedOptions({}, {})).toMatchObject({
       maxPendingTotal: 100_000,
       redis: { heartbeatMs: 5000, maxInFlight: 1000 },
-      postgres: { sessionTimeoutMs: 10_000, idleTimeoutMs: 10_000, fencingSequence: 'nestjs_serialized_fencing_token', createSchema: true, handoff: 'strict', maxLocalHandOffs: 32 },
+      postgres: {
+        sessionTimeoutMs: 10_000,
+        idleTimeoutMs: 10_000,
+        fencingSequence: 'nestjs_serialized_fencing_token',
+        createSchema: true,
+        handoff: 'strict',
+        maxLocalHandOffs: 32,
+      },
     });
   });
 
   it('reaches redis.replicas from code or from SERIALIZED_REDIS_REPLICA_ACKS / _TIMEOUT_MS (default none), naming a bad value and what it accepts', () => {
     expect(resolveSerializedOptions({}, {}).redis.replicas).toBeUndefined();
     expect(resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: '1' }).redis.replicas).toEqual({ acks: 1, timeoutMs: 500 });
-    expect(resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: '2', SERIALIZED_REDIS_REPLICA_TIMEOUT_MS: '250' }).redis.replicas).toEqual({ acks: 2, timeoutMs: 250 });
-    expect(resolveSerializedOptions({ redis: { replicas: { acks: 1, timeoutMs: 100 } } }, { SERIALIZED_REDIS_REPLICA_ACKS: '3' }).redis.replicas).toEqual({ acks: 1, timeoutMs: 100 });
+    expect(
+      resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: '2', SERIALIZED_REDIS_REPLICA_TIMEOUT_MS: '250' }).redis.replicas,
+    ).toEqual({ acks: 2, timeoutMs: 250 });
+    expect(
+      resolveSerializedOptions({ redis: { replicas: { acks: 1, timeoutMs: 100 } } }, { SERIALIZED_REDIS_REPLICA_ACKS: '3' }).redis.replicas,
+    ).toEqual({ acks: 1, timeoutMs: 100 });
     expect(resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: '0' }).redis.replicas).toBeUndefined();
-    expect(() => resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: 'all' })).toThrow(/SERIALIZED_REDIS_REPLICA_ACKS="all" is invalid: accepts an integer from 0 to 16 \(default 0\)/);
-    expect(() => resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_TIMEOUT_MS: '0' })).toThrow(/SERIALIZED_REDIS_REPLICA_TIMEOUT_MS="0" is invalid: accepts an integer number of milliseconds from 1 to 60000 \(default 500\)/);
-    expect(() => resolveSerializedOptions({ redis: { replicas: { acks: -1, timeoutMs: 100 } } }, {})).toThrow(/options\.redis\.replicas\.acks=-1 is invalid/);
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_ACKS: 'all' })).toThrow(
+      /SERIALIZED_REDIS_REPLICA_ACKS="all" is invalid: accepts an integer from 0 to 16 \(default 0\)/,
+    );
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_REDIS_REPLICA_TIMEOUT_MS: '0' })).toThrow(
+      /SERIALIZED_REDIS_REPLICA_TIMEOUT_MS="0" is invalid: accepts an integer number of milliseconds from 1 to 60000 \(default 500\)/,
+    );
+    expect(() => resolveSerializedOptions({ redis: { replicas: { acks: -1, timeoutMs: 100 } } }, {})).toThrow(
+      /options\.redis\.replicas\.acks=-1 is invalid/,
+    );
   });
 
   it('refuses bad tuning in code and in the environment, all in one error', () => {
@@ -149,7 +184,9 @@ describe('resolveSerializedOptions', () => {
   it('takes a provider instance as it is: no URL needed, other options ignored by it', () => {
     const provider = new InMemoryLockProvider();
     expect(resolveSerializedOptions({ provider, driver: 'redis' }, {}).provider).toBe(provider);
-    expect(() => resolveSerializedOptions({ provider: {} as never }, {})).toThrow('options.provider={} is invalid: accepts a LockProvider instance');
+    expect(() => resolveSerializedOptions({ provider: {} as never }, {})).toThrow(
+      'options.provider={} is invalid: accepts a LockProvider instance',
+    );
   });
 
   describe('every variable of the options table is validated (class-validator rules applied from the table)', () => {
@@ -162,8 +199,9 @@ describe('resolveSerializedOptions', () => {
       if (spec.env === 'DATABASE_URL') env.SERIALIZED_DRIVER = 'postgres';
       if (spec.env === 'MYSQL_URL') env.SERIALIZED_DRIVER = 'mysql';
       // (What a URL accepts is cut at its example's user name: redaction never lets a credential through.)
-      expect(() => resolveSerializedOptions({}, env)).toThrow(`${spec.env}=${JSON.stringify(bad[spec.type])} is invalid: accepts ${acceptsOf(spec).split(/postgres@|root@/)[0]}`);
+      expect(() => resolveSerializedOptions({}, env)).toThrow(
+        `${spec.env}=${JSON.stringify(bad[spec.type])} is invalid: accepts ${acceptsOf(spec).split(/postgres@|root@/)[0]}`,
+      );
     });
   });
 });
-

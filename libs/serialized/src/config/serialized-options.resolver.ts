@@ -2,14 +2,9 @@ import type { HandOffMode } from '../acquire-options.interface';
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from '../serialized-options.interface';
 import { SerializedConfigError } from './serialized-config.error';
 import { readSerializedEnvironment } from './serialized-environment';
-import {
-  acceptsOf,
-  acceptsValue,
-  optionProblem,
-  SERIALIZED_OPTION_SPECS,
-  SERIALIZED_OPTIONS_SCHEMA as S,
-  type SerializedOptionName,
-} from './serialized-options.schema';
+import { OptionRowsValidator } from './option-rows.validator';
+import { replicaWaitProblem } from './provider-options.validator';
+import { acceptsOf, SERIALIZED_OPTION_SPECS, SERIALIZED_OPTIONS_SCHEMA as S, type SerializedOptionName } from './serialized-options.schema';
 
 /** The rows naming where a network driver's backend is: its URL, or an instance the app passes. */
 type BackendUrl = 'redisUrl' | 'databaseUrl' | 'mysqlUrl';
@@ -17,9 +12,15 @@ type BackendInstance = 'redisClient' | 'pgPool' | 'mysqlPool';
 
 function valueAt(options: object, path: string): unknown {
   let value: unknown = options;
-  for (const part of path.split('.')) value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
+  for (const part of path.split('.'))
+    value = value === null || typeof value !== 'object' ? undefined : (value as Record<string, unknown>)[part];
   return value;
 }
+
+/** The module options, one rule per row of the options table that has an option path. */
+const MODULE_OPTIONS = new OptionRowsValidator<string>(
+  SERIALIZED_OPTION_SPECS.flatMap(([, spec]) => (spec.option === undefined ? [] : [[spec.option, spec] as const])),
+);
 
 /**
  * Options given in code win; what they leave out comes from the environment, then
@@ -34,14 +35,15 @@ export function resolveSerializedOptions(
 ): ResolvedSerializedOptions {
   const { values: fromEnv, problems } = readSerializedEnvironment(env);
   const invalidEnv = new Set(problems.map((p) => p.slice(0, p.indexOf('='))));
+  const given = Object.fromEntries(MODULE_OPTIONS.names().map((path) => [path, valueAt(options, path)]));
+  problems.push(...MODULE_OPTIONS.problems(given, (path) => `options.${path}`));
   const v = {} as Record<SerializedOptionName, unknown>;
   for (const [name, spec] of SERIALIZED_OPTION_SPECS) {
-    const given = spec.option === undefined ? undefined : valueAt(options, spec.option);
-    if (given !== undefined) {
-      if (!acceptsValue(spec, given)) problems.push(optionProblem(`options.${spec.option}`, given, acceptsOf(spec)));
-      v[name] = given;
+    if (spec.option !== undefined && given[spec.option] !== undefined) {
+      v[name] = given[spec.option];
     } else {
-      v[name] = (spec.env === undefined ? undefined : fromEnv[spec.env as keyof typeof fromEnv]) ?? ('default' in spec ? spec.default : undefined);
+      v[name] =
+        (spec.env === undefined ? undefined : fromEnv[spec.env as keyof typeof fromEnv]) ?? ('default' in spec ? spec.default : undefined);
     }
   }
   const driver = v.driver as ResolvedSerializedOptions['driver'];
@@ -54,6 +56,10 @@ export function resolveSerializedOptions(
   needs('redisUrl', 'redisClient', 'redis.url or redis.client');
   needs('databaseUrl', 'pgPool', 'postgres.connectionString or postgres.pool');
   needs('mysqlUrl', 'mysqlPool', 'mysql.url or mysql.pool');
+  if (!provider && driver === 'redis') {
+    const replicaWait = replicaWaitProblem(v.redisReplicaAcks, v.redisReplicaTimeoutMs, v.connectTimeoutMs, 'redis.replicas.timeoutMs');
+    if (replicaWait) problems.push(replicaWait);
+  }
 
   // REDIS_URL / DATABASE_URL may serve other parts of the app in other shapes;
   // they only count as invalid when this module would use them.
@@ -67,10 +73,12 @@ export function resolveSerializedOptions(
   );
   if (relevant.length) throw new SerializedConfigError(relevant);
   const redisUrl = uses('redisUrl', 'redisClient') || options.redis?.url !== undefined ? (v.redisUrl as string | undefined) : undefined;
-  const databaseUrl = uses('databaseUrl', 'pgPool') || options.postgres?.connectionString !== undefined ? (v.databaseUrl as string | undefined) : undefined;
+  const databaseUrl =
+    uses('databaseUrl', 'pgPool') || options.postgres?.connectionString !== undefined ? (v.databaseUrl as string | undefined) : undefined;
   const mysqlUrl = uses('mysqlUrl', 'mysqlPool') || options.mysql?.url !== undefined ? (v.mysqlUrl as string | undefined) : undefined;
   const n = (name: SerializedOptionName) => v[name] as number;
-  const errorMapping = v.errorMapping === undefined || v.errorMapping === true ? {} : (v.errorMapping as ResolvedSerializedOptions['errorMapping']);
+  const errorMapping =
+    v.errorMapping === undefined || v.errorMapping === true ? {} : (v.errorMapping as ResolvedSerializedOptions['errorMapping']);
   return {
     driver,
     provider,
@@ -85,8 +93,12 @@ export function resolveSerializedOptions(
     metrics: v.metrics as 'auto' | 'on' | 'off',
     tracing: v.tracing as 'auto' | 'on' | 'off',
     redis: {
-      url: redisUrl, client: options.redis?.client, heartbeatMs: n('redisHeartbeatMs'), maxInFlight: n('redisMaxInFlight'),
-      handoff: v.redisHandoff as HandOffMode, maxLocalHandOffs: n('redisMaxLocalHandOffs'),
+      url: redisUrl,
+      client: options.redis?.client,
+      heartbeatMs: n('redisHeartbeatMs'),
+      maxInFlight: n('redisMaxInFlight'),
+      handoff: v.redisHandoff as HandOffMode,
+      maxLocalHandOffs: n('redisMaxLocalHandOffs'),
       replicas: n('redisReplicaAcks') > 0 ? { acks: n('redisReplicaAcks'), timeoutMs: n('redisReplicaTimeoutMs') } : undefined,
     },
     postgres: {

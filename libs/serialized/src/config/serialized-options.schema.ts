@@ -51,7 +51,7 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     drivers: ['redis'],
     format: 'an ioredis Redis or Cluster client',
     check: (value) => isObject(value) && typeof value.duplicate === 'function',
-    meaning: "a client the app already has (standalone, Sentinel or Cluster); the library never closes it",
+    meaning: 'a client the app already has (standalone, Sentinel or Cluster); the library never closes it',
   },
   databaseUrl: {
     type: 'text',
@@ -177,7 +177,8 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     env: 'SERIALIZED_METRICS',
     values: ['auto', 'on', 'off'],
     default: D.metrics,
-    meaning: "OpenTelemetry metrics: 'auto' when @opentelemetry/api is installed; 'on' stops start-up without it; 'off' records none: docs/observability.md",
+    meaning:
+      "OpenTelemetry metrics: 'auto' when @opentelemetry/api is installed; 'on' stops start-up without it; 'off' records none: docs/observability.md",
   },
   tracing: {
     type: 'choice',
@@ -196,7 +197,8 @@ export const SERIALIZED_OPTIONS_SCHEMA = {
     format: 'true (default), false, or { body?: (error, status, defaultBody) => body }',
     defaultText: 'true',
     check: (value) => typeof value === 'boolean' || (isObject(value) && ['undefined', 'function'].includes(typeof value.body)),
-    meaning: 'how lock errors escaping a handler are answered (400 / 429 / 503 on every transport); false leaves them to your filters: docs/errors.md',
+    meaning:
+      'how lock errors escaping a handler are answered (400 / 429 / 503 on every transport); false leaves them to your filters: docs/errors.md',
   },
   transactionQuery: {
     type: 'code',
@@ -227,4 +229,6 @@ export type SerializedEnvName = EnvOf<(typeof SERIALIZED_OPTIONS_SCHEMA)[Seriali
 export type PerCallOptionName = 'leaseMs' | 'waitTimeoutMs' | 'maxPending';
 
 /** The rows of the table, in order. */
-export const SERIALIZED_OPTION_SPECS: readonly (readonly [SerializedOptionName, OptionSpec])[] = Object.entries(SERIALIZED_OPTIONS_SCHEMA) as never;
+export const SERIALIZED_OPTION_SPECS: readonly (readonly [SerializedOptionName, OptionSpec])[] = Object.entries(
+  SERIALIZED_OPTIONS_SCHEMA,
+) as never;

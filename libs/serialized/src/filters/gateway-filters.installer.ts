@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { EXCEPTION_FILTERS_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService } from '@nestjs/core';
 import { SERIALIZED_OPTIONS } from '../serialized.constants';
@@ -21,12 +21,12 @@ const GATEWAY_METADATA = 'websockets:is_gateway';
  */
 @Injectable()
 export class GatewayFiltersInstaller implements OnApplicationShutdown {
-  private readonly gateways: Function[] = [];
+  private readonly gateways: Type[] = [];
 
   constructor(discovery: DiscoveryService, @Inject(SERIALIZED_OPTIONS) options: ResolvedSerializedOptions, private readonly filter: SerializedExceptionFilter) {
     if (options.errorMapping === false) return;
     for (const wrapper of discovery.getProviders()) {
-      const gateway = wrapper.metatype as Function | null | undefined;
+      const gateway = wrapper.metatype as Type | null | undefined;
       if (typeof gateway !== 'function' || !Reflect.getMetadata(GATEWAY_METADATA, gateway) || this.gateways.includes(gateway)) continue;
       const filters: unknown[] = Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, gateway) ?? [];
       if (filters.some((f) => f instanceof SerializedExceptionFilter)) continue;

@@ -1,4 +1,3 @@
-import { SERIALIZED_OPTIONS_SCHEMA } from '../config/serialized-options.schema';
 import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
 
 /** Every default of `@Idempotent`, in one place (README, docs/idempotency.md and .env.example quote these). */
@@ -25,8 +24,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   pgQueryTimeoutMs: 10_000,
 } as const;
 
-/** Bounds the options of `@Idempotent` and `SERIALIZED_IDEMPOTENCY_TTL_MS` are checked against. */
+/** Bounds of `@Idempotent`'s `maxResponseBytes` (`ttlMs` is the options table's `idempotencyTtlMs` row). */
 export const IDEMPOTENCY_LIMITS = {
-  ttlMs: { min: SERIALIZED_OPTIONS_SCHEMA.idempotencyTtlMs.min, max: SERIALIZED_OPTIONS_SCHEMA.idempotencyTtlMs.max },
   maxResponseBytes: { min: 0, max: 64 * 1_048_576 },
 } as const;

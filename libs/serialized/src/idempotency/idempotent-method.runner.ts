@@ -1,4 +1,4 @@
-import { isBullmqJob } from '../bullmq/bullmq-job.guard';
+import { isBullmqJob } from '../bullmq/bullmq-job.shape';
 import { readIdempotentCall } from './idempotency-key.reader';
 import type { IdempotencyService } from './idempotency.service';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';

@@ -1,3 +1,4 @@
+import { SerializedConfigError } from '../config/serialized-config.error';
 import { LockService } from '../lock.service';
 import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
 import { IdempotencyMismatchError } from './errors';
@@ -46,10 +47,14 @@ describe('@Idempotent on a method that is not a route handler', () => {
 
   it('keeps its metadata on the method and refuses bad options when applied', () => {
     expect(Reflect.getMetadata(IDEMPOTENT_METADATA, Payments.prototype.charge)).toMatchObject({ route: 'Payments.charge', handler: 'Payments#charge' });
-    expect(() => Idempotent({ mode: 'later' as never })).toThrow("mode must be 'wait' or 'reject'");
-    expect(() => Idempotent({ ttlMs: 5 })).toThrow('ttlMs must be an integer from 100');
-    expect(() => Idempotent({ headers: ['bad header'] })).toThrow('headers must be an array of header names');
-    expect(() => Idempotent({ key: 'a..b' })).toThrow('key must be a non-empty string');
-    expect(() => Idempotent({ fingerprint: 'x' as never })).toThrow('fingerprint must be a function or false');
+    expect(() => Idempotent({ mode: 'later' as never })).toThrow(SerializedConfigError);
+    expect(() => Idempotent({ mode: 'later' as never })).toThrow('@Idempotent: mode="later" is invalid: accepts one of wait, reject');
+    expect(() => Idempotent({ ttlMs: 5 })).toThrow('@Idempotent: ttlMs=5 is invalid: accepts an integer number of milliseconds from 100 to');
+    expect(() => Idempotent({ headers: ['bad header'] })).toThrow('headers=["bad header"] is invalid: accepts an array of header names');
+    expect(() => Idempotent({ key: 'a..b' })).toThrow('key="a..b" is invalid: accepts a name or a dotted path');
+    expect(() => Idempotent({ fingerprint: 'x' as never })).toThrow('fingerprint="x" is invalid: accepts a function returning the request fingerprint, or false');
+    expect(() => Idempotent({ waitTimeoutMs: -1, required: 'yes' as never })).toThrow(
+      /waitTimeoutMs=-1 is invalid: accepts an integer number of milliseconds >= 0\n.*required="yes" is invalid: accepts true or false/,
+    );
   });
 });

@@ -1,14 +1,13 @@
 import { UseInterceptors } from '@nestjs/common';
-import { parseSerializationKey, type SerializationKey } from '../key/serialization-key';
+import { parseSerializationKey } from '../key/serialization-key';
 import { injectPropertyOnce } from '../metadata/property-injection';
 import { IDEMPOTENCY_SERVICE, IDEMPOTENT_METADATA } from './idempotency.constants';
-import { IDEMPOTENCY_DEFAULTS, IDEMPOTENCY_LIMITS } from './idempotency.defaults';
+import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyService } from './idempotency.service';
 import { runIdempotentMethod } from './idempotent-method.runner';
 import type { IdempotentMetadata, IdempotentOptions } from './idempotent-options.interface';
-
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+import { assertIdempotentOptions } from './idempotent-options.validator';
 
 /**
  * Duplicates get the first request's response (the IETF `Idempotency-Key` header).
@@ -32,7 +31,7 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * the stored "response" is the return value. See docs/idempotency.md.
  */
 export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
-  validateOptions(options);
+  assertIdempotentOptions(options);
   return ((target: object, propertyKey?: string | symbol, descriptor?: PropertyDescriptor) => {
     if (!descriptor || propertyKey === undefined || typeof descriptor.value !== 'function') {
       throw new TypeError('@Idempotent applies to a method (a route handler, an RPC handler or a method such as a BullMQ process(job))');
@@ -71,39 +70,4 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
     UseInterceptors(IdempotencyInterceptor)(target, propertyKey, descriptor);
     return descriptor;
   }) as MethodDecorator;
-}
-
-function validateOptions(options: IdempotentOptions): void {
-  const problems: string[] = [];
-  const { mode, waitTimeoutMs, ttlMs, maxResponseBytes, required, storeServerErrors, fingerprint, headers } = options;
-  if (mode !== undefined && mode !== 'wait' && mode !== 'reject') problems.push(`mode must be 'wait' or 'reject', got ${JSON.stringify(mode)}`);
-  if (waitTimeoutMs !== undefined && (!Number.isInteger(waitTimeoutMs) || waitTimeoutMs < 0)) {
-    problems.push(`waitTimeoutMs must be an integer >= 0, got ${JSON.stringify(waitTimeoutMs)}`);
-  }
-  for (const [name, value] of [['ttlMs', ttlMs], ['maxResponseBytes', maxResponseBytes]] as const) {
-    const { min, max } = IDEMPOTENCY_LIMITS[name];
-    if (value !== undefined && (!Number.isInteger(value) || value < min || value > max)) {
-      problems.push(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
-    }
-  }
-  for (const [name, value] of [['required', required], ['storeServerErrors', storeServerErrors]] as const) {
-    if (value !== undefined && typeof value !== 'boolean') problems.push(`${name} must be a boolean, got ${JSON.stringify(value)}`);
-  }
-  if (fingerprint !== undefined && fingerprint !== false && typeof fingerprint !== 'function') {
-    problems.push('fingerprint must be a function or false');
-  }
-  if (headers !== undefined && (!Array.isArray(headers) || !headers.every((h) => typeof h === 'string' && HEADER_NAME.test(h)))) {
-    problems.push(`headers must be an array of header names, got ${JSON.stringify(headers)}`);
-  }
-  for (const [name, value] of [['key', options.key], ['scope', options.scope]] as const) {
-    if (value !== undefined && !isKeyForm(value)) {
-      problems.push(`${name} must be a non-empty string (a name or a dotted path) or a function, got ${JSON.stringify(value)}`);
-    }
-  }
-  if (problems.length) throw new TypeError(`@Idempotent: ${problems.join('; ')}`);
-}
-
-function isKeyForm(value: SerializationKey): boolean {
-  if (typeof value === 'function') return true;
-  return typeof value === 'string' && value.trim() !== '' && !value.split('.').some((segment) => segment === '');
 }

@@ -14,7 +14,7 @@ const IDLE_STOP_MS = 2000;
  * (a long synchronous burst, a GC pause, a starved CPU). Bounds that judge
  * *another* party's silence (no reply from Redis for N ms) count in it, so that
  * time this process itself was not running is never taken for backend silence
- * (issue 11). Bounds on the caller's own budget (`waitTimeoutMs`) and leases,
+ * (docs/semantics.md). Bounds on the caller's own budget (`waitTimeoutMs`) and leases,
  * which run on the server's clock, stay on `performance.now()`.
  *
  * While in use a cheap unref'd ticker (in the clock's own async scope) measures

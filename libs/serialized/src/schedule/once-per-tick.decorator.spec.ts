@@ -1,5 +1,6 @@
 import { Reflector } from '@nestjs/core';
 import { Cron, Interval, Timeout } from '@nestjs/schedule';
+import { SerializedConfigError } from '../config/serialized-config.error';
 import { SerializedMetadataAccessor } from '../metadata/serialized-metadata.accessor';
 import { OncePerTick } from './once-per-tick.decorator';
 
@@ -49,8 +50,9 @@ describe('@OncePerTick', () => {
       }
       return Bad;
     };
-    expect(decorate({ leaseMs: 10 })).toThrow('@OncePerTick on Bad#job: leaseMs must be an integer from 100 to 86400000');
-    expect(decorate({ name: ' ' })).toThrow('@OncePerTick on Bad#job: name must be a non-blank string of at most 200 characters');
+    expect(decorate({ leaseMs: 10 })).toThrow(SerializedConfigError);
+    expect(decorate({ leaseMs: 10 })).toThrow('@OncePerTick on Bad#job: leaseMs=10 is invalid: accepts an integer number of milliseconds from 100 to 86400000');
+    expect(decorate({ name: ' ' })).toThrow('@OncePerTick on Bad#job: name=" " is invalid: accepts a string of 1 to 200 characters, not only white space');
     expect(decorate({ every: 1 })).toThrow('@OncePerTick on Bad#job: unknown option every (accepted: name, maxClockSkewMs, leaseMs)');
   });
 

@@ -4,9 +4,6 @@ export const ONCE_PER_TICK_DEFAULTS = Object.freeze({
   maxClockSkewMs: 1000,
   /** Upper bound of `maxClockSkewMs`: an hour (a clock further off is broken, not skewed). */
   maxClockSkewLimitMs: 3_600_000,
-  /** Bounds of `leaseMs` (the module's `leaseMs` is the default). */
-  minLeaseMs: 100,
-  maxLeaseMs: 86_400_000,
   /** Longest `name`. */
   maxNameLength: 200,
   /**

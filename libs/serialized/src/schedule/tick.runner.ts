@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { canLoad, missingPeerProblem } from '../config/optional-peer';
 import { SerializedConfigError } from '../config/serialized-config.error';
@@ -179,7 +179,7 @@ export class TickRunner implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const seen = new Set<object>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance = wrapper.instance as object | undefined;
-      const prototype = instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : (wrapper.metatype as Function | undefined)?.prototype;
+      const prototype = instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : (wrapper.metatype as Type | undefined)?.prototype;
       if (!prototype || seen.has(prototype)) continue;
       seen.add(prototype);
       const names = new Set<string>();

@@ -1,3 +1,4 @@
+import { validateProviderOptions } from '../../config/provider-options.validator';
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { MemoryIdempotencyStore } from '../../idempotency/stores/memory-idempotency.store';
@@ -42,6 +43,7 @@ export class InMemoryLockProvider
 
   constructor(options: InMemoryLockProviderOptions = {}) {
     super('InMemoryLockProvider');
+    validateProviderOptions('InMemoryLockProvider', options);
     const backend = new InMemoryBackend({ released: (lock) => this.lines.released(lock) }, new Logger(SERIALIZED_LOGGER_CONTEXT), 'InMemoryLockProvider');
     this.lines = new LockLines<InMemoryLock>(backend, options);
   }

@@ -28,6 +28,7 @@ describe('loadMysqlDriver', () => {
       });
       try {
         // The entry point re-exports this module: importing it must work without mysql2.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded inside jest.isolateModules, after the mock
         const { MysqlLockProvider } = require('./mysql-lock.provider') as typeof import('./mysql-lock.provider');
         expect(() => new MysqlLockProvider({})).toThrow(MESSAGE);
       } finally {

@@ -39,31 +39,23 @@ export interface MysqlSessionTimings {
   readonly serverIdleSeconds: number;
 }
 
-const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_$]{0,63}(\.[A-Za-z_][A-Za-z0-9_$]{0,63})?$/;
-
-/** @throws Error when an option is out of range */
+/** From options the constructor validated (config/provider-options.validator.ts). */
 export function mysqlTimings(options: Pick<MysqlLockProviderOptions, 'leaseMs' | 'sessionTimeoutMs'>): MysqlSessionTimings {
   const leaseMs = options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs;
   const sessionTimeoutMs = options.sessionTimeoutMs ?? SERIALIZED_DEFAULTS.mysqlSessionTimeoutMs;
-  if (!Number.isSafeInteger(sessionTimeoutMs) || sessionTimeoutMs < 100) {
-    throw new Error(`MysqlLockProvider: sessionTimeoutMs must be an integer number of milliseconds of at least 100, got ${String(sessionTimeoutMs)}`);
-  }
   const pingEveryMs = Math.max(50, Math.min(1000, Math.floor(leaseMs / 3)));
   // Pinged every pingEveryMs while locks are held; the server's bound leaves room for a few missed pings.
   return { pingEveryMs, sessionTimeoutMs, serverIdleSeconds: Math.max(5, Math.ceil(leaseMs / 1000)) };
 }
 
-/** @throws Error when `lockPoolSize` is not a positive integer */
+/** The lock pool's size, from options the constructor validated. */
 export function mysqlPoolSizeOf(options: Pick<MysqlLockProviderOptions, 'lockPoolSize'>): number {
-  const size = options.lockPoolSize ?? SERIALIZED_DEFAULTS.mysqlLockPoolSize;
-  if (!Number.isInteger(size) || size < 1) throw new Error(`lockPoolSize must be a positive integer, got ${JSON.stringify(size)}`);
-  return size;
+  return options.lockPoolSize ?? SERIALIZED_DEFAULTS.mysqlLockPoolSize;
 }
 
-/** @throws Error when `fencingTable` is not a plain (database.)table name */
+/** The fencing table's name (validated by the constructor), quoted for SQL text. */
 export function fencingTableOf(options: Pick<MysqlLockProviderOptions, 'fencingTable'>): string {
   const table = options.fencingTable ?? SERIALIZED_DEFAULTS.mysqlFencingTable;
-  if (!TABLE_NAME.test(table)) throw new Error(`fencingTable ${JSON.stringify(table)} is invalid: expected name or database.name, of letters, digits, _ and $`);
   return table.split('.').map((part) => `\`${part}\``).join('.');
 }
 

@@ -3,7 +3,7 @@ import type { LockBackendError } from '../../errors';
 import { LockTimeoutError } from '../../errors';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { CallerMode } from '../../local/line-caller';
-import type { ConnectionRequest, PendingConnection } from '../postgres/lock-connection.pool';
+import type { SessionRequest, PendingSession } from '../postgres/lock-session.pool';
 import type { MysqlLock } from './mysql-lock';
 import type { LockAnswer, MysqlSession } from './mysql-session';
 import type { MysqlSessions } from './mysql-sessions';
@@ -45,7 +45,7 @@ const MAX_WAIT_SECONDS = 2 ** 31 - 1;
  * that way, or that was granted in the same instant, ends its session, which frees
  * whatever it took: no session is ever left blocked or holding a lock nobody owns.
  */
-export class MysqlLockAttempt implements ConnectionRequest {
+export class MysqlLockAttempt implements SessionRequest {
   readonly maxPending: number;
   /** The key proved held by another session: this caller waits in the server. */
   private blocked = false;
@@ -55,7 +55,7 @@ export class MysqlLockAttempt implements ConnectionRequest {
   private abortedWith: { reason: unknown } | undefined;
   /** The budget ran out while the server wait ran (its kill is on its way). */
   private expired = false;
-  private pending: PendingConnection<MysqlSession> | undefined;
+  private pending: PendingSession<MysqlSession> | undefined;
   /** The session of the blocking wait in flight, if one runs. */
   private waiting: MysqlSession | undefined;
   private deadline: Deadline | undefined;
@@ -97,23 +97,23 @@ export class MysqlLockAttempt implements ConnectionRequest {
     return this.whenDone.promise;
   }
 
-  /** ConnectionRequest: how long it may queue for a session (what is left of the budget). */
+  /** SessionRequest: how long it may queue for a session (what is left of the budget). */
   get timeoutMs(): number {
     return Math.max(0, this.remainingMs());
   }
 
-  /** ConnectionRequest: a try shares a session; a blocking wait needs one of its own. */
+  /** SessionRequest: a try shares a session; a blocking wait needs one of its own. */
   get shared(): boolean {
     return !this.blocked;
   }
 
-  /** ConnectionRequest: the budget ran out in the pool's queue. */
+  /** SessionRequest: the budget ran out in the pool's queue. */
   timeoutError(): LockTimeoutError {
     const message = `no lock connection free within ${this.request.waitTimeoutMs} ms (pool size ${this.sessions.pool.size})`;
     return new LockTimeoutError(this.key, this.request.waitTimeoutMs, undefined, { reason: 'no-connection', message });
   }
 
-  /** ConnectionRequest: MySQL could not be reached for a session. */
+  /** SessionRequest: MySQL could not be reached for a session. */
   backendError(cause: unknown): LockBackendError {
     return this.sessions.backendError(this.key, cause);
   }

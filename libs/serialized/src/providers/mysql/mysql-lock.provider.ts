@@ -1,3 +1,4 @@
+import { validateProviderOptions } from '../../config/provider-options.validator';
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import { MysqlLockInspector } from './mysql-lock.inspector';
@@ -58,6 +59,7 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
   /** @throws Error when `mysql2` is not installed, or an option is invalid */
   constructor(options: MysqlLockProviderOptions = {}) {
     super('MysqlLockProvider');
+    validateProviderOptions('MysqlLockProvider', options);
     this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
     const timings = mysqlTimings(options);
     this.sessions = new MysqlSessions(options, timings, this.deadlines);

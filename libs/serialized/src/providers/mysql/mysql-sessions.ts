@@ -2,7 +2,7 @@ import { LockBackendError } from '../../errors';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { redactUrls } from '../../internal/redact';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
-import { LockConnectionPool } from '../postgres/lock-connection.pool';
+import { LockSessionPool } from '../postgres/lock-session.pool';
 import { QueryWatchdog } from '../postgres/query.watchdog';
 import { loadMysqlDriver } from './mysql-driver.loader';
 import { counterStatements } from './mysql-lock.sql';
@@ -18,7 +18,7 @@ import { killQuery } from './query.killer';
  * every statement, and how a wait is killed. Knows nothing of keys or holders.
  */
 export class MysqlSessions {
-  readonly pool: LockConnectionPool<MysqlSession>;
+  readonly pool: LockSessionPool<MysqlSession>;
   readonly settings: MysqlSessionSettings;
   readonly connectTimeoutMs: number;
   private readonly watchdog = new QueryWatchdog(250);
@@ -40,7 +40,7 @@ export class MysqlSessions {
       counter: counterStatements(table),
       createSchema: options.createSchema ?? true,
     };
-    this.pool = new LockConnectionPool<MysqlSession>(
+    this.pool = new LockSessionPool<MysqlSession>(
       {
         size: mysqlPoolSizeOf(options),
         open: () => openMysqlSession(this.settings, this.watchdog, (session) => this.prepare(session)),

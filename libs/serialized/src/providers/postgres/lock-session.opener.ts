@@ -1,5 +1,5 @@
 import type { ClientConfig } from 'pg';
-import { LockConnection } from './lock-connection';
+import { LockSession } from './lock-session';
 import { SEQUENCE_INCREMENT, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
 import { destroySocket } from './pg-client.internals';
 import type { PgModule } from './pg-driver.loader';
@@ -42,7 +42,7 @@ export async function openLockSession(
   settings: LockSessionSettings,
   watchdog: QueryWatchdog,
   refuse: (error: SessionChangedError) => void,
-): Promise<LockConnection> {
+): Promise<LockSession> {
   let opened;
   try {
     opened = await connectLockSession(settings, watchdog);
@@ -72,7 +72,7 @@ export async function openLockSession(
   return connection;
 }
 
-async function createSequence(connection: LockConnection, sequence: string): Promise<void> {
+async function createSequence(connection: LockSession, sequence: string): Promise<void> {
   try {
     await connection.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence} INCREMENT BY ${TOKEN_BLOCK}`, rowMode: 'array' });
   } catch (error) {
@@ -89,7 +89,7 @@ async function createSequence(connection: LockConnection, sequence: string): Pro
 
 /** The outcome of opening a session. */
 export interface OpenedSession {
-  readonly connection: LockConnection;
+  readonly connection: LockSession;
   /** The fencing sequence's increment (0: the sequence is missing). */
   readonly sequenceIncrement: number;
 }
@@ -107,7 +107,7 @@ export async function connectLockSession(settings: LockSessionSettings, watchdog
     connectionTimeoutMillis: settings.connectTimeoutMs * 10,
     keepAlive: true,
   });
-  let connection: LockConnection | undefined;
+  let connection: LockSession | undefined;
   // A client without an error listener crashes the process on a dropped socket.
   client.on('error', (error: Error) => connection?.kill(error));
   client.on('end', () => connection?.kill(new Error('the connection to PostgreSQL ended')));
@@ -140,7 +140,7 @@ export async function connectLockSession(settings: LockSessionSettings, watchdog
     const firstPid = Number(setup.rows[0][0]);
     const laterPid = Number(check.rows[0][0]);
     if (firstPid !== laterPid) throw new SessionChangedError(firstPid, laterPid);
-    connection = new LockConnection(client, firstPid, watchdog, settings.sessionTimeoutMs);
+    connection = new LockSession(client, firstPid, watchdog, settings.sessionTimeoutMs);
     return { connection, sequenceIncrement: check.rows[0][1] === true ? Number(check.rows[0][2] ?? 1) : 0 };
   } catch (error) {
     destroySocket(client);

@@ -3,7 +3,7 @@ import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { redactUrls } from '../../internal/redact';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { lockClientConfig } from './lock-client.config';
-import { LockConnectionPool } from './lock-connection.pool';
+import { LockSessionPool } from './lock-session.pool';
 import { openLockSession, type LockSessionSettings } from './lock-session.opener';
 import { loadPgDriver } from './pg-driver.loader';
 import { lockStatements, type LockStatements } from './postgres-lock.statements';
@@ -18,7 +18,7 @@ import type { SessionChangedError } from './session-changed.error';
  * which every acquisition is refused. Knows nothing of keys, waiters or holders.
  */
 export class LockSessions {
-  readonly pool: LockConnectionPool;
+  readonly pool: LockSessionPool;
   readonly statements: LockStatements;
   /** The lock sessions' `application_name`. */
   readonly applicationName: string;
@@ -52,7 +52,7 @@ export class LockSessions {
       sequence: this.statements.sequence,
       createSchema: options.createSchema ?? true,
     };
-    this.pool = new LockConnectionPool(
+    this.pool = new LockSessionPool(
       {
         size: lockPoolSizeOf(options),
         open: () => openLockSession(this.settings, this.watchdog, (error) => this.refuse(error)),

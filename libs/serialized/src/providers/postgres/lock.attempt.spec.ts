@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockTimeoutError } from '../../errors';
 import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type AttemptOwner, type AttemptSessions } from './lock.attempt';
-import type { LockConnection } from './lock-connection';
-import type { LockConnectionPool } from './lock-connection.pool';
+import type { LockSession } from './lock-session';
+import type { LockSessionPool } from './lock-session.pool';
 import type { PostgresLock } from './postgres-lock';
 import { lockStatements } from './postgres-lock.statements';
 import { SessionTokens } from './session-tokens';
@@ -43,13 +43,13 @@ function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeo
       // A try shares a session; a blocking wait gets one of its own.
       take: (request: { shared: boolean }) => {
         connection.exclusive = !request.shared;
-        return { promise: Promise.resolve(connection as unknown as LockConnection), cancel: () => undefined };
+        return { promise: Promise.resolve(connection as unknown as LockSession), cancel: () => undefined };
       },
       share: (c: ScriptedConnection) => void (c.exclusive = false),
       size: 10,
       release: (c: unknown) => void released.push(c),
       discard: (c: ScriptedConnection, reason: Error) => c.kill(reason),
-    } as unknown as LockConnectionPool,
+    } as unknown as LockSessionPool,
     statements: lockStatements('nsz_spec_seq'),
     connectTimeoutMs: 1000,
     backendError: (key, cause) => new LockBackendError(`backend: ${(cause as Error).message}`, { key, cause }),

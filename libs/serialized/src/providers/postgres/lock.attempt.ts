@@ -2,8 +2,8 @@ import type { HandOffMode } from '../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
 import type { LockBackendError } from '../../errors';
 import { LockTimeoutError } from '../../errors';
-import { LockConnection } from './lock-connection';
-import type { ConnectionRequest, PendingConnection } from './lock-connection.pool';
+import { LockSession } from './lock-session';
+import type { SessionRequest, PendingSession } from './lock-session.pool';
 import type { PostgresLock } from './postgres-lock';
 import { SessionChangedError } from './session-changed.error';
 import type { LockSessions } from './lock-sessions';
@@ -14,7 +14,7 @@ export type AttemptSessions = Pick<LockSessions, 'pool' | 'statements' | 'connec
 /** Who an attempt reports to (`ProcessLocks`, the owner of the key's state in this process). */
 export interface AttemptOwner {
   /** The server granted the key: the caller becomes its holder. */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandOffMode): PostgresLock;
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, handoff?: HandOffMode): PostgresLock;
   /** The attempt is over; `held` tells whether it ended holding the key. */
   attemptDone(attempt: LockAttempt, held: boolean): void;
   /**
@@ -58,7 +58,7 @@ export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
  * once and cancels the server wait with a CancelRequest; the session is then
  * ended, so a lock granted in the same instant is freed rather than kept.
  */
-export class LockAttempt implements ConnectionRequest {
+export class LockAttempt implements SessionRequest {
   /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
   readonly maxPending: number;
   /** The key proved held by another session: this caller waits in the server (a waiter, not the holder-to-be). */
@@ -66,8 +66,8 @@ export class LockAttempt implements ConnectionRequest {
   private settled = false;
   private finished = false;
   private abortedWith: { reason: unknown } | undefined;
-  private pending: PendingConnection | undefined;
-  private connection: LockConnection | undefined;
+  private pending: PendingSession | undefined;
+  private connection: LockSession | undefined;
   private retried = false;
   // The current connection is this attempt's alone (a blocking wait), not shared.
   private ownSession = false;
@@ -127,18 +127,18 @@ export class LockAttempt implements ConnectionRequest {
     return Math.max(0, this.remainingMs());
   }
 
-  /** ConnectionRequest: a try shares a session; a blocking wait needs one of its own. */
+  /** SessionRequest: a try shares a session; a blocking wait needs one of its own. */
   get shared(): boolean {
     return !this.blocked;
   }
 
-  /** ConnectionRequest: the budget ran out in the pool's queue, not on the key. */
+  /** SessionRequest: the budget ran out in the pool's queue, not on the key. */
   timeoutError(): LockTimeoutError {
     const message = `no lock connection free within ${this.waitTimeoutMs} ms (pool size ${this.sessions.pool.size})`;
     return new LockTimeoutError(this.key, this.waitTimeoutMs, undefined, { reason: 'no-connection', message });
   }
 
-  /** ConnectionRequest: PostgreSQL could not be reached for a session. */
+  /** SessionRequest: PostgreSQL could not be reached for a session. */
   backendError(cause: unknown): LockBackendError {
     return this.sessions.backendError(this.key, cause);
   }
@@ -170,7 +170,7 @@ export class LockAttempt implements ConnectionRequest {
 
   private takeConnection(): void {
     const taken = this.sessions.pool.take(this);
-    if (taken instanceof LockConnection) return this.lock(taken);
+    if (taken instanceof LockSession) return this.lock(taken);
     this.pending = taken;
     taken.promise.then(
       (connection) => {
@@ -184,7 +184,7 @@ export class LockAttempt implements ConnectionRequest {
     );
   }
 
-  private lock(connection: LockConnection): void {
+  private lock(connection: LockSession): void {
     // A blocked caller asked the pool for a session of its own (see `shared`).
     this.ownSession = !this.shared;
     if (this.abortedWith) {
@@ -212,7 +212,7 @@ export class LockAttempt implements ConnectionRequest {
     );
   }
 
-  private answered(connection: LockConnection, row: unknown[]): void {
+  private answered(connection: LockSession, row: unknown[]): void {
     const [token, pid] = row;
     const granted = token !== null && token !== undefined;
     if (Number(pid) !== connection.pid) {
@@ -240,7 +240,7 @@ export class LockAttempt implements ConnectionRequest {
     this.finish(undefined, this.owner.grant(this.key, fencingToken, this.lockKey, connection, this.handoff));
   }
 
-  private failed(connection: LockConnection, error: unknown): void {
+  private failed(connection: LockSession, error: unknown): void {
     const code = (error as { code?: string })?.code;
     if (this.abortedWith) return this.windDown(connection, true, this.abortedWith.reason);
     if (code === LOCK_NOT_AVAILABLE) {
@@ -271,7 +271,7 @@ export class LockAttempt implements ConnectionRequest {
    * unlocks first. Either way the next caller of the key in this process starts
    * only once the key is given back.
    */
-  private windDown(connection: LockConnection, mayHold: boolean, error: unknown): void {
+  private windDown(connection: LockSession, mayHold: boolean, error: unknown): void {
     if (this.ownSession || connection.dead) {
       this.sessions.pool.discard(connection, error instanceof Error ? error : new Error('the lock attempt ended'));
       return this.finish(error);

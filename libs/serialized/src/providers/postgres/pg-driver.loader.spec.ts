@@ -27,6 +27,7 @@ describe('loadPgDriver', () => {
       });
       try {
         // The entry point re-exports this module: importing it must work without pg.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded inside jest.isolateModules, after the mock
         const { PostgresLockProvider } = require('./postgres-lock.provider') as typeof import('./postgres-lock.provider');
         expect(() => new PostgresLockProvider({})).toThrow(PG_MISSING_MESSAGE);
       } finally {

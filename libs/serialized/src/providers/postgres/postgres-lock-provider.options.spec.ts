@@ -1,4 +1,6 @@
+import { SerializedConfigError } from '../../config/serialized-config.error';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
+import { PostgresLockProvider } from './postgres-lock.provider';
 import { lockApplicationName, sessionTimings } from './postgres-lock-provider.options';
 
 describe('PostgresLockProvider options', () => {
@@ -9,7 +11,17 @@ describe('PostgresLockProvider options', () => {
   });
 
   it.each([0, 99, 1500.5, NaN, -1000, Infinity, '1000'])('refuses sessionTimeoutMs %p with a message naming the option', (value) => {
-    expect(() => sessionTimings({ sessionTimeoutMs: value as number })).toThrow(/sessionTimeoutMs must be an integer number of milliseconds of at least 100/);
+    const build = () => new PostgresLockProvider({ connectionString: 'postgres://127.0.0.1/none', sessionTimeoutMs: value as number });
+    expect(build).toThrow(SerializedConfigError);
+    expect(build).toThrow(
+      /PostgresLockProvider: option sessionTimeoutMs=.* is invalid: accepts an integer number of milliseconds from 100 to 3600000 .*SERIALIZED_PG_SESSION_TIMEOUT_MS/,
+    );
+  });
+
+  it('refuses every bad option at once, handoff and maxLocalHandOffs too', () => {
+    expect(() => new PostgresLockProvider({ handoff: 'fifo' as never, maxLocalHandOffs: -1, lockPoolSize: 0, fencingSequence: 'a;b' })).toThrow(
+      /lockPoolSize=0 is invalid.*\n.*fencingSequence="a;b" is invalid.*\n.*handoff="fifo" is invalid.*\n.*maxLocalHandOffs=-1 is invalid/,
+    );
   });
 
   it('cuts application_name to 63 bytes without splitting a character', () => {

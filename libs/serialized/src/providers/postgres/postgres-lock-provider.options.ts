@@ -74,15 +74,10 @@ export interface SessionTimings {
   readonly keepaliveSeconds: number;
 }
 
-/** @throws Error when `sessionTimeoutMs` is not an integer of at least 100 ms */
+/** From options the constructor validated (config/provider-options.validator.ts). */
 export function sessionTimings(options: Pick<PostgresLockProviderOptions, 'leaseMs' | 'sessionTimeoutMs'>): SessionTimings {
   const leaseMs = options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs;
   const sessionTimeoutMs = options.sessionTimeoutMs ?? SERIALIZED_DEFAULTS.pgSessionTimeoutMs;
-  if (!Number.isSafeInteger(sessionTimeoutMs) || sessionTimeoutMs < 100) {
-    throw new Error(
-      `PostgresLockProvider: sessionTimeoutMs must be an integer number of milliseconds of at least 100, got ${typeof sessionTimeoutMs === 'string' ? JSON.stringify(sessionTimeoutMs) : String(sessionTimeoutMs)}`,
-    );
-  }
   return {
     pingEveryMs: Math.max(50, Math.min(1000, Math.floor(leaseMs / 3))),
     sessionTimeoutMs,
@@ -90,13 +85,9 @@ export function sessionTimings(options: Pick<PostgresLockProviderOptions, 'lease
   };
 }
 
-/** @throws Error when `lockPoolSize` is not a positive integer */
+/** The lock pool's size, from options the constructor validated. */
 export function lockPoolSizeOf(options: Pick<PostgresLockProviderOptions, 'lockPoolSize'>): number {
-  const lockPoolSize = options.lockPoolSize ?? SERIALIZED_DEFAULTS.pgLockPoolSize;
-  if (!Number.isInteger(lockPoolSize) || lockPoolSize < 1) {
-    throw new Error(`lockPoolSize must be a positive integer, got ${JSON.stringify(lockPoolSize)}`);
-  }
-  return lockPoolSize;
+  return options.lockPoolSize ?? SERIALIZED_DEFAULTS.pgLockPoolSize;
 }
 
 /** The default `application_name`, or the given one, cut to PostgreSQL's 63 bytes. */

@@ -6,7 +6,7 @@ import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
 import type { LockLines } from '../../local/lock-lines';
 import { advisoryLockKey } from './advisory-key.hash';
-import { LockConnection } from './lock-connection';
+import { LockSession } from './lock-session';
 import type { LockSessions } from './lock-sessions';
 import type { HandedLock } from './postgres.backend';
 import type { PostgresLock } from './postgres-lock';
@@ -70,7 +70,7 @@ export class PostgresLockInspector implements KeyInspector {
       timeoutError: () => new LockBackendError(`PostgreSQL: no lock session free within ${connectTimeoutMs} ms to inspect a key`),
       backendError: (cause) => new LockBackendError(`PostgreSQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause }),
     });
-    const connection = taken instanceof LockConnection ? taken : await taken.promise;
+    const connection = taken instanceof LockSession ? taken : await taken.promise;
     try {
       const config: QueryArrayConfig = { ...INSPECT, values: [lockKey, pool.pids()], rowMode: 'array' };
       // Bounded by the session's watchdog like every statement; never cut short here, since

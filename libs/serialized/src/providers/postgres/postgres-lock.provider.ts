@@ -1,3 +1,4 @@
+import { validateProviderOptions } from '../../config/provider-options.validator';
 import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import { postgresProviderOptions } from '../../config/provider-options.mapper';
 import { LockBackendError } from '../../errors';
@@ -63,6 +64,7 @@ export class PostgresLockProvider extends LayeredLockProvider implements BeforeA
   /** @throws Error when `pg` is not installed, or an option is invalid */
   constructor(options: PostgresLockProviderOptions = {}) {
     super('PostgresLockProvider');
+    validateProviderOptions('PostgresLockProvider', options);
     this.keyPrefix = options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix;
     const timings = sessionTimings(options);
     this.idempotencyTable = options.idempotencyTable;

@@ -1,6 +1,6 @@
 import { SessionLock, type SessionLockOwner } from '../../local/session-lock';
 import type { Lock } from '../../lock.interface';
-import type { LockConnection, SessionHolder } from './lock-connection';
+import type { LockSession, SessionHolder } from './lock-session';
 import type { HandOffMode } from '../../acquire-options.interface';
 
 /** The run of local holders one server grant started: shared by every holder of that run. */
@@ -25,7 +25,7 @@ export class PostgresLock extends SessionLock<PostgresLock> implements Lock, Ses
     /** The 64-bit advisory lock key, as a decimal string. */
     readonly lockKey: string,
     /** The session that holds the lock. */
-    readonly connection: LockConnection,
+    readonly connection: LockSession,
     owner: PostgresLockOwner,
     /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). */
     readonly cohort?: Cohort,

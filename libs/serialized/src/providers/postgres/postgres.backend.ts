@@ -6,9 +6,9 @@ import type { LockLines } from '../../local/lock-lines';
 import type { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
-import { checkSession, KEPT, unlockSession } from './held-session';
+import { checkSession, KEPT, unlockSession } from './session-unlock';
 import { LockAttempt, type AttemptOwner } from './lock.attempt';
-import type { LockConnection, UnownedLock } from './lock-connection';
+import type { LockSession, UnownedLock } from './lock-session';
 import type { LockSessions } from './lock-sessions';
 import { PostgresLock, type Cohort } from './postgres-lock';
 import { SessionAudit } from './session-audit';
@@ -18,7 +18,7 @@ import { SessionLivenessMonitor } from './session-liveness.monitor';
 export interface HandedLock {
   readonly key: string;
   readonly lockKey: string;
-  readonly connection: LockConnection;
+  readonly connection: LockSession;
   /** The token the next holder takes: reserved from the session's block when the holder let go. */
   readonly token: bigint;
   readonly cohort: Cohort;
@@ -49,7 +49,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   private readonly audit: SessionAudit;
   private readonly owner = { releaseLock: (lock: PostgresLock) => this.lines().released(lock), checkLock: checkSession };
 
-  /** @throws Error when `handoff` or `maxLocalHandOffs` is invalid */
+  /** `options` were validated by the provider's constructor. */
   constructor(
     private readonly sessions: LockSessions,
     private readonly keyPrefix: string,
@@ -61,9 +61,6 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
     private readonly log: { warn(message: string): void; error(message: string): void },
   ) {
     this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
-    const max = options.maxLocalHandOffs ?? SERIALIZED_DEFAULTS.pgMaxLocalHandOffs;
-    if (this.mode !== 'cohort' && this.mode !== 'strict') throw new Error(`handoff ${JSON.stringify(this.mode)} is invalid: expected 'strict' or 'cohort'`);
-    if (!Number.isSafeInteger(max) || max < 0) throw new Error(`maxLocalHandOffs ${JSON.stringify(max)} is invalid: expected an integer ≥ 0`);
     this.audit = new SessionAudit(sessions.pool, (connection) => this.ownedOn(connection), log.error);
     this.monitor = new SessionLivenessMonitor(() => sessions.pool.shareable(), () => lines().heldCount > 0, (connection) => this.audit.session(connection), pingEveryMs);
   }
@@ -123,7 +120,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   /** AttemptOwner: the server granted the key. */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, handoff?: HandOffMode): PostgresLock {
+  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, handoff?: HandOffMode): PostgresLock {
     // A session whose sequence reserves no block (increment 1) cannot hand off.
     const cohort = connection.tokens.block >= 2 ? { mode: handoff ?? this.mode } : undefined;
     return this.holderOf(key, fencingToken, lockKey, connection, cohort);
@@ -161,7 +158,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
     await this.sessions.pool.close();
   }
 
-  private holderOf(key: string, fencingToken: bigint, lockKey: string, connection: LockConnection, cohort: Cohort | undefined): PostgresLock {
+  private holderOf(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, cohort: Cohort | undefined): PostgresLock {
     const lock = new PostgresLock(key, fencingToken, lockKey, connection, this.owner, cohort);
     // A session that ended on the way tells the lock at once (its holders were told when it went).
     connection.hold(lock);
@@ -195,7 +192,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   /** Asked when an audit statement is sent: the lock keys of `connection` someone here stands behind. */
-  private ownedOn(connection: LockConnection): Set<string> {
+  private ownedOn(connection: LockSession): Set<string> {
     const owned = connection.heldLockKeys();
     // An attempt owns its key on any session: it may be between statements or winding down.
     for (const attempt of this.attempts.values()) owned.add(attempt.lockKey);

@@ -1,5 +1,5 @@
-import type { LockConnection, UnownedLock } from './lock-connection';
-import type { LockConnectionPool } from './lock-connection.pool';
+import type { LockSession, UnownedLock } from './lock-session';
+import type { LockSessionPool } from './lock-session.pool';
 
 /**
  * The invariant every lock session keeps, checked against the server: each
@@ -19,8 +19,8 @@ export class SessionAudit {
    * @param report logs one line per lock found without an owner
    */
   constructor(
-    private readonly pool: LockConnectionPool,
-    private readonly ownedOn: (connection: LockConnection) => ReadonlySet<string>,
+    private readonly pool: LockSessionPool,
+    private readonly ownedOn: (connection: LockSession) => ReadonlySet<string>,
     private readonly report: (message: string) => void,
   ) {}
 
@@ -31,7 +31,7 @@ export class SessionAudit {
   }
 
   /** Audits one session. */
-  async session(connection: LockConnection): Promise<UnownedLock[]> {
+  async session(connection: LockSession): Promise<UnownedLock[]> {
     const unowned = await connection.audit(() => {
       const owned = this.ownedOn(connection);
       return (lockKey) => owned.has(lockKey);

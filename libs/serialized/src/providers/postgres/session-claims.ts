@@ -11,7 +11,7 @@
  * sent describe every lock the server can show to that statement: each was granted
  * by a statement queued before it, and released ones were answered before it.
  *
- * Written only by `LockConnection` (its lock statements and its audit).
+ * Written only by `LockSession` (its lock statements and its audit).
  */
 export class SessionClaims {
   /** Lock key → how many statements may have taken it and are not yet proven not to (advisory locks stack). */

@@ -1,6 +1,6 @@
 import type { QueryArrayConfig } from 'pg';
 
-/** What a batch needs of its session (a `LockConnection`; named here so the two files do not import each other). */
+/** What a batch needs of its session (a `LockSession`; named here so the two files do not import each other). */
 export interface BatchedSession {
   readonly busy: boolean;
   query(config: QueryArrayConfig): Promise<unknown[]>;

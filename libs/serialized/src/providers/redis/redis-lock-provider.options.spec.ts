@@ -33,20 +33,24 @@ describe('RedisLockProvider options', () => {
         return (error as SerializedConfigError).message;
       }
     };
-    expect(problems({ acks: 17, timeoutMs: 100 })).toMatch(/replicas\.acks must be a whole number of replicas from 0 to 16 \(0: none\) \(module redis\.replicas, SERIALIZED_REDIS_REPLICA_ACKS .*got 17/);
-    expect(problems({ acks: 1.5, timeoutMs: 100 })).toMatch(/replicas\.acks must be .*got 1\.5/);
-    expect(problems({ acks: 1, timeoutMs: 0 })).toMatch(/replicas\.timeoutMs must be a whole number of milliseconds from 1 to 60000 .*SERIALIZED_REDIS_REPLICA_TIMEOUT_MS.*got 0/);
-    expect(problems({ acks: 1 })).toMatch(/replicas\.timeoutMs must be .*got undefined/);
-    expect(problems('1')).toMatch(/replicas must be \{ acks, timeoutMs \}/);
+    expect(problems({ acks: 17, timeoutMs: 100 })).toMatch(
+      /replicas\.acks=17 is invalid: accepts an integer from 0 to 16 \(default 0\) \(module option redis\.replicas\.acks, SERIALIZED_REDIS_REPLICA_ACKS\)/,
+    );
+    expect(problems({ acks: 1.5, timeoutMs: 100 })).toMatch(/replicas\.acks=1\.5 is invalid/);
+    expect(problems({ acks: 1, timeoutMs: 0 })).toMatch(
+      /replicas\.timeoutMs=0 is invalid: accepts an integer number of milliseconds from 1 to 60000 .*SERIALIZED_REDIS_REPLICA_TIMEOUT_MS/,
+    );
+    expect(problems({ acks: 1 })).toMatch(/replicas=\{"acks":1\} is invalid: accepts \{ acks, timeoutMs \}/);
+    expect(problems('1')).toMatch(/replicas="1" is invalid: accepts \{ acks, timeoutMs \}/);
     // WAIT holds the command connection silent: it must end before the connection's silence bound.
-    expect(problems({ acks: 1, timeoutMs: 3000 })).toMatch(/replicas\.timeoutMs \(3000\) must be below connectTimeoutMs \(3000\)/);
+    expect(problems({ acks: 1, timeoutMs: 3000 })).toMatch(/replicas\.timeoutMs=3000 is invalid: accepts a wait below connectTimeoutMs \(3000\)/);
     expect(problems({ acks: 1, timeoutMs: 3000 }, { connectTimeoutMs: 5000 })).toEqual([]);
   });
 
   it('takes handoff and maxLocalHandOffs, and stops on a bad one naming it', () => {
     expect(resolveRedisLockOptions({ handoff: 'cohort', maxLocalHandOffs: 0 })).toMatchObject({ handoff: 'cohort', maxLocalHandOffs: 0 });
-    expect(() => resolveRedisLockOptions({ handoff: 'fifo' as 'strict' })).toThrow(/handoff must be 'strict' or 'cohort', got fifo/);
-    expect(() => resolveRedisLockOptions({ maxLocalHandOffs: 1001 })).toThrow(/maxLocalHandOffs must be a whole number from 0 to 1000/);
+    expect(() => resolveRedisLockOptions({ handoff: 'fifo' as 'strict' })).toThrow(/handoff="fifo" is invalid: accepts one of strict, cohort/);
+    expect(() => resolveRedisLockOptions({ maxLocalHandOffs: 1001 })).toThrow(/maxLocalHandOffs=1001 is invalid: accepts an integer from 0 to 1000/);
   });
 
   it('accepts heartbeatMs and maxInFlight at the ends of their ranges', () => {
@@ -73,6 +77,6 @@ describe('RedisLockProvider options', () => {
     const build = () => new RedisLockProvider({ url: 'redis://127.0.0.1:6379', [name]: value } as never);
     expect(build).toThrow(SerializedConfigError);
     const { min, max } = REDIS_LOCK_LIMITS[name as keyof typeof REDIS_LOCK_LIMITS];
-    expect(build).toThrow(new RegExp(`${name} must be a whole number .*from ${min} to ${max}`));
+    expect(build).toThrow(new RegExp(`RedisLockProvider: option ${name}=.* is invalid: accepts an integer .*from ${min} to ${max}`));
   });
 });

@@ -1,5 +1,5 @@
 import type { HandOffMode } from '../../acquire-options.interface';
-import { SerializedConfigError } from '../../config/serialized-config.error';
+import { validateProviderOptions } from '../../config/provider-options.validator';
 import { SERIALIZED_OPTIONS_SCHEMA as S } from '../../config/serialized-options.schema';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import type { RedisClientLike } from '../../peer-clients.interface';
@@ -111,66 +111,24 @@ export interface ResolvedRedisLockOptions {
 }
 
 /**
- * Fills in the defaults and checks the Redis tuning knobs: a bad value stops the
- * constructor with a `SerializedConfigError` naming the option and what it accepts.
+ * Fills in the defaults, after the one check of the options (config/provider-options.validator.ts):
+ * a bad value stops the constructor with a `SerializedConfigError` naming the option and what it accepts.
  */
 export function resolveRedisLockOptions(options: RedisLockProviderOptions): ResolvedRedisLockOptions {
-  const problems: string[] = [];
-  const heartbeatMs = tuning(options, 'heartbeatMs', problems);
-  const maxInFlight = tuning(options, 'maxInFlight', problems);
-  const maxLocalHandOffs = tuning(options, 'maxLocalHandOffs', problems);
-  const handoff = options.handoff ?? REDIS_LOCK_DEFAULTS.handoff;
-  if (handoff !== 'strict' && handoff !== 'cohort') problems.push(`RedisLockProvider option handoff must be 'strict' or 'cohort', got ${String(handoff)}`);
-  const connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
-  const replicas = replicaAcks(options.replicas, connectTimeoutMs, problems);
-  if (problems.length) throw new SerializedConfigError(problems);
+  validateProviderOptions('RedisLockProvider', options);
+  const replicas = options.replicas;
   return {
     keyPrefix: options.keyPrefix ?? SERIALIZED_DEFAULTS.keyPrefix,
     leaseMs: options.leaseMs ?? SERIALIZED_DEFAULTS.leaseMs,
     waitTimeoutMs: options.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs,
     maxPending: options.maxPending ?? SERIALIZED_DEFAULTS.maxPending,
     maxPendingTotal: options.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal,
-    connectTimeoutMs,
+    connectTimeoutMs: options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs,
     shutdownGraceMs: options.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs,
-    heartbeatMs,
-    maxInFlight,
-    handoff,
-    maxLocalHandOffs,
-    replicas,
+    heartbeatMs: options.heartbeatMs ?? REDIS_LOCK_DEFAULTS.heartbeatMs,
+    maxInFlight: options.maxInFlight ?? REDIS_LOCK_DEFAULTS.maxInFlight,
+    handoff: options.handoff ?? REDIS_LOCK_DEFAULTS.handoff,
+    maxLocalHandOffs: options.maxLocalHandOffs ?? REDIS_LOCK_DEFAULTS.maxLocalHandOffs,
+    replicas: replicas && replicas.acks > 0 ? { acks: replicas.acks, timeoutMs: replicas.timeoutMs } : undefined,
   };
-}
-
-/**
- * `replicas`: both numbers whole and in range, and the wait below `connectTimeoutMs`
- * (a `WAIT` holds the command connection silent while it waits: longer, and the
- * connection's silence bound would fail every command behind it). `acks: 0`: off.
- */
-function replicaAcks(value: RedisReplicaAcks | undefined, connectTimeoutMs: number, problems: string[]): RedisReplicaAcks | undefined {
-  if (value === undefined) return undefined;
-  const env = `(module redis.replicas, ${S.redisReplicaAcks.env} / ${S.redisReplicaTimeoutMs.env})`;
-  if (value === null || typeof value !== 'object') {
-    problems.push(`RedisLockProvider option replicas must be { acks, timeoutMs } ${env}, got ${String(value)}`);
-    return undefined;
-  }
-  const { acks, timeoutMs } = value;
-  const { replicaAcks: a, replicaTimeoutMs: t } = REDIS_LOCK_LIMITS;
-  const whole = (n: unknown, min: number, max: number) => typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max;
-  if (!whole(acks, a.min, a.max)) problems.push(`RedisLockProvider option replicas.acks must be a whole number of replicas from ${a.min} to ${a.max} (0: none) ${env}, got ${String(acks)}`);
-  if (!whole(timeoutMs, t.min, t.max)) {
-    problems.push(`RedisLockProvider option replicas.timeoutMs must be a whole number of milliseconds from ${t.min} to ${t.max} ${env}, got ${String(timeoutMs)}`);
-  } else if (timeoutMs >= connectTimeoutMs) {
-    problems.push(`RedisLockProvider option replicas.timeoutMs (${timeoutMs}) must be below connectTimeoutMs (${connectTimeoutMs}) ${env}: the WAIT holds the command connection silent while it waits`);
-  }
-  return acks > 0 ? { acks, timeoutMs } : undefined;
-}
-
-function tuning(options: RedisLockProviderOptions, name: 'heartbeatMs' | 'maxInFlight' | 'maxLocalHandOffs', problems: string[]): number {
-  const value = options[name];
-  if (value === undefined) return REDIS_LOCK_DEFAULTS[name];
-  const { min, max } = REDIS_LOCK_LIMITS[name];
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    problems.push(`RedisLockProvider option ${name} must be a whole number ${name.endsWith('Ms') ? 'of milliseconds ' : ''}from ${min} to ${max}, got ${String(value)}`);
-    return REDIS_LOCK_DEFAULTS[name];
-  }
-  return value;
 }

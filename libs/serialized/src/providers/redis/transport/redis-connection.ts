@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { SERIALIZED_DEFAULTS } from '../../../serialized.defaults';
-import type { Cluster, Redis } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import type { DeadlineQueue } from '../../../internal/deadline-queue';
 import { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
 import type { RedisCallOptions } from './redis-call';

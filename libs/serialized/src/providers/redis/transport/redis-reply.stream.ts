@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import type { Call, RedisCallOptions } from './redis-call';
-import type { RedisCallErrors } from './redis-call-errors';
 import { CallQueue } from './redis-call-queue';
 import type { RedisClient } from './redis-client';
 import type { RedisWire } from './redis-wire';

@@ -1,7 +1,7 @@
-import type { LockConnection } from './lock-connection';
+import type { LockSession } from './lock-session';
 
 /**
- * What the pool needs of a session: the PostgreSQL driver's `LockConnection`, and
+ * What the pool needs of a session: the PostgreSQL driver's `LockSession`, and
  * any other driver's session that keeps the same life cycle (the MySQL driver's).
  */
 export interface PooledSession {
@@ -18,7 +18,7 @@ export interface PooledSession {
 }
 
 /** One caller's request for a lock connection. */
-export interface ConnectionRequest {
+export interface SessionRequest {
   /** How long it may queue while every connection is busy. */
   readonly timeoutMs: number;
   /** The error when that time runs out. */
@@ -34,14 +34,14 @@ export interface ConnectionRequest {
 }
 
 /** A request that could not be served at once. */
-export interface PendingConnection<C extends PooledSession = LockConnection> {
+export interface PendingSession<C extends PooledSession = LockSession> {
   readonly promise: Promise<C>;
   /** Withdraws the request; its promise rejects with `reason`. */
   cancel(reason: unknown): void;
 }
 
-/** Options of `LockConnectionPool`. */
-export interface LockConnectionPoolOptions<C extends PooledSession = LockConnection> {
+/** Options of `LockSessionPool`. */
+export interface LockSessionPoolOptions<C extends PooledSession = LockSession> {
   /** Most connections at once (open, opening, held or idle). */
   readonly size: number;
   /** Opens one session; rejects within the connect timeout. */

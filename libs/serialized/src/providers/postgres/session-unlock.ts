@@ -1,5 +1,5 @@
 import { LockLostError } from '../../errors';
-import type { LockConnectionPool } from './lock-connection.pool';
+import type { LockSessionPool } from './lock-session.pool';
 import type { PostgresLock } from './postgres-lock';
 import type { LockStatements } from './postgres-lock.statements';
 
@@ -18,7 +18,7 @@ export const KEPT = Symbol('kept');
  */
 export async function unlockSession(
   lock: Pick<PostgresLock, 'key' | 'lockKey' | 'connection'>,
-  pool: LockConnectionPool,
+  pool: LockSessionPool,
   statements: LockStatements,
   /** Only if another session waits for the key in the server; otherwise keep it (`KEPT`). */
   onlyIfWaited = false,

@@ -36,7 +36,7 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * a statement that gets no answer in time) and tells the pool and every lock it
  * holds, once.
  */
-export class LockConnection implements Watched {
+export class LockSession implements Watched {
   /** The locks this session holds; each is told when the session ends. */
   private readonly holders = new Set<SessionHolder>();
   /** Why the session is gone; `undefined` while it is usable. */
@@ -50,7 +50,7 @@ export class LockConnection implements Watched {
   private readonly deadlines: number[] = [];
   private tail: Promise<void> = Promise.resolve();
   private batches: { tries: StatementBatch; unlocks: StatementBatch } | undefined;
-  private deathListener: ((connection: LockConnection) => void) | undefined;
+  private deathListener: ((connection: LockSession) => void) | undefined;
 
   constructor(
     private readonly client: Client,
@@ -191,7 +191,7 @@ export class LockConnection implements Watched {
   }
 
   /** Tells `listener` (the pool) once when the session ends. */
-  onDeath(listener: (connection: LockConnection) => void): void {
+  onDeath(listener: (connection: LockSession) => void): void {
     this.deathListener = listener;
   }
 
@@ -318,7 +318,7 @@ export class LockConnection implements Watched {
 
 function noop(): void {}
 
-function batchesOf(connection: LockConnection, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
+function batchesOf(connection: LockSession, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
   return {
     tries: new StatementBatch(connection, (key) => statements.tryLock(key, connection.tokens.offer()), statements.tryLockMany),
     unlocks: new StatementBatch(connection, statements.unlock, statements.unlockMany),

@@ -1,6 +1,6 @@
 import { DeadlineQueue } from '../../internal/deadline-queue';
-import type { LockConnection } from './lock-connection';
-import { LockConnectionPool, type ConnectionRequest, type PendingConnection } from './lock-connection.pool';
+import type { LockSession } from './lock-session';
+import { LockSessionPool, type SessionRequest, type PendingSession } from './lock-session.pool';
 
 /** Just enough of a connection for the pool's bookkeeping. */
 class FakeConnection {
@@ -9,15 +9,15 @@ class FakeConnection {
   ended = false;
   uses = 0;
   exclusive = false;
-  private listener: ((c: LockConnection) => void) | undefined;
+  private listener: ((c: LockSession) => void) | undefined;
   constructor(readonly id: number) {}
-  onDeath(listener: (c: LockConnection) => void): void {
+  onDeath(listener: (c: LockSession) => void): void {
     this.listener = listener;
   }
   kill(reason: Error): void {
     if (this.dead) return;
     this.dead = reason;
-    this.listener?.(this as unknown as LockConnection);
+    this.listener?.(this as unknown as LockSession);
   }
   async end(): Promise<void> {
     this.ended = true;
@@ -27,24 +27,24 @@ class FakeConnection {
   unref(): void {}
 }
 
-const request = (timeoutMs = 10_000, shared = false): ConnectionRequest => ({
+const request = (timeoutMs = 10_000, shared = false): SessionRequest => ({
   shared,
   timeoutMs,
   timeoutError: () => new Error('timeout'),
   backendError: (cause) => new Error(`backend: ${(cause as Error).message}`),
 });
 
-const pending = (taken: LockConnection | PendingConnection): PendingConnection => {
+const pending = (taken: LockSession | PendingSession): PendingSession => {
   if (!('promise' in taken)) throw new Error('expected to wait');
   return taken;
 };
 
-describe('LockConnectionPool', () => {
+describe('LockSessionPool', () => {
   let deadlines: DeadlineQueue;
   let opened: FakeConnection[];
   let failNext: Error | undefined;
   const make = (size: number, usesPerSession?: number) =>
-    new LockConnectionPool(
+    new LockSessionPool(
       {
         size,
         usesPerSession,
@@ -52,7 +52,7 @@ describe('LockConnectionPool', () => {
           if (failNext) throw failNext;
           const connection = new FakeConnection(opened.length);
           opened.push(connection);
-          return connection as unknown as LockConnection;
+          return connection as unknown as LockSession;
         },
         idleTimeoutMs: 60_000,
         retryAfterFailureMs: 200,
@@ -142,10 +142,10 @@ describe('LockConnectionPool', () => {
     const queued = pending(pool.take(request()));
     await pool.close();
     await expect(queued.promise).rejects.toThrow(/closed/);
-    pool.release(b as unknown as LockConnection);
+    pool.release(b as unknown as LockSession);
     expect(b.ended).toBe(true);
     expect(a.ended).toBe(false); // still out: a lock held past the grace period keeps its session
-    pool.release(a as unknown as LockConnection);
+    pool.release(a as unknown as LockSession);
     expect(a.ended).toBe(true);
     await expect(pending(pool.take(request())).promise).rejects.toThrow(/closed/);
   });

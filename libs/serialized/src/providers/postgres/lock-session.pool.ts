@@ -1,9 +1,9 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
-import type { LockConnection } from './lock-connection';
-import type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection, PooledSession } from './lock-connection.request';
+import type { LockSession } from './lock-session';
+import type { SessionRequest, LockSessionPoolOptions, PendingSession, PooledSession } from './lock-session.request';
 
-export type { ConnectionRequest, LockConnectionPoolOptions, PendingConnection, PooledSession } from './lock-connection.request';
+export type { SessionRequest, LockSessionPoolOptions, PendingSession, PooledSession } from './lock-session.request';
 
 /** The pool's bookkeeping of one connection (written only by the pool). */
 interface Use {
@@ -16,7 +16,7 @@ interface Use {
 }
 
 interface Waiter<C> {
-  readonly request: ConnectionRequest;
+  readonly request: SessionRequest;
   resolve: (connection: C) => void;
   reject: (error: unknown) => void;
   deadline: Deadline | undefined;
@@ -37,7 +37,7 @@ interface Waiter<C> {
  * becomes shareable again. So the pool size bounds connections, not the number of
  * distinct keys held at once.
  */
-export class LockConnectionPool<C extends PooledSession = LockConnection> {
+export class LockSessionPool<C extends PooledSession = LockSession> {
   private readonly idle: C[] = [];
   // Connections in use (shared or exclusive), each counting its uses.
   private readonly busy = new Set<C>();
@@ -55,7 +55,7 @@ export class LockConnectionPool<C extends PooledSession = LockConnection> {
   private readonly scope = new AsyncResource('nestjs-serialized.pg-pool');
 
   constructor(
-    private readonly options: LockConnectionPoolOptions<C>,
+    private readonly options: LockSessionPoolOptions<C>,
     private readonly deadlines: DeadlineQueue,
   ) {
     this.usesPerSession = options.usesPerSession ?? 64;
@@ -87,7 +87,7 @@ export class LockConnectionPool<C extends PooledSession = LockConnection> {
   }
 
   /** Backend pids of every open session of the pool (shared, exclusive or idle). */
-  pids(this: LockConnectionPool<LockConnection>): number[] {
+  pids(this: LockSessionPool<LockSession>): number[] {
     const pids: number[] = [];
     for (const connection of this.idle) pids.push(connection.pid);
     for (const connection of this.busy) pids.push(connection.pid);
@@ -106,7 +106,7 @@ export class LockConnectionPool<C extends PooledSession = LockConnection> {
    * rather than its wait budget: an unreachable server must surface as the
    * backend error, not as a timeout. Every use is given back with `release`.
    */
-  take(request: ConnectionRequest): C | PendingConnection<C> {
+  take(request: SessionRequest): C | PendingSession<C> {
     const ready = this.closed ? undefined : this.ready(request);
     if (ready) return ready;
     let waiter!: Waiter<C>;
@@ -154,7 +154,7 @@ export class LockConnectionPool<C extends PooledSession = LockConnection> {
   }
 
   /** Rejects every queued request (shutdown). */
-  rejectWaiters(error: (request: ConnectionRequest) => Error): void {
+  rejectWaiters(error: (request: SessionRequest) => Error): void {
     for (const waiter of [...this.waiters]) this.settle(waiter, error(waiter.request));
   }
 
@@ -185,7 +185,7 @@ export class LockConnectionPool<C extends PooledSession = LockConnection> {
    * for a session of its own waits, shared uses pack onto the busiest sessions
    * with room, so that one falls idle for it.
    */
-  private ready(request: ConnectionRequest): C | undefined {
+  private ready(request: SessionRequest): C | undefined {
     const packing = this.exclusiveWaiting > 0;
     if (!request.shared || !packing) {
       const idle = this.idle.pop();
@@ -202,7 +202,7 @@ export class LockConnectionPool<C extends PooledSession = LockConnection> {
     return chosen && this.use(chosen, request);
   }
 
-  private use(connection: C, request: ConnectionRequest): C {
+  private use(connection: C, request: SessionRequest): C {
     const use = this.useOf(connection);
     if (use.count === 0) connection.ref();
     use.count++;
