@@ -14,6 +14,7 @@ import {
   SkipSerialized,
   type Lock,
 } from 'nestjs-serialized';
+import { TEST_REDIS_URL } from '../support/services';
 import { deferred, uniqueId, waitFor } from '../support/timing';
 
 /** Service code that reads the lock of the section it is called from. */
@@ -100,7 +101,7 @@ describe.each([
   ['fastify', true, 'memory'],
   ['express', true, 'redis'],
   ['fastify', false, 'redis'],
-] as [Adapter, boolean, 'memory' | 'redis'][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s, %s)', (adapter, global, _driver) => {
+] as [Adapter, boolean, 'memory' | 'redis'][])('@SerializedLock, LockService.current and @SkipSerialized (%s, SerializedInterceptor as APP_INTERCEPTOR: %s, %s)', (adapter, global, driver) => {
   let app: INestApplication;
   let url: string;
   let acquisitions: jest.SpyInstance[];
@@ -111,7 +112,10 @@ describe.each([
 
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [SerializedModule.forRoot({ driver: 'memory' })],
+      // The redis rows run on the real server, under a prefix of their own.
+      imports: [
+        SerializedModule.forRoot(driver === 'redis' ? { driver, redis: { url: TEST_REDIS_URL }, keyPrefix: `lock-e2e-${uniqueId()}` } : { driver }),
+      ],
       controllers: [MethodLevelController, ClassLevelController, NonReentrantController],
       providers: [FenceReader, ...(global ? [{ provide: APP_INTERCEPTOR, useClass: SerializedInterceptor }] : [])],
     }).compile();
@@ -120,6 +124,8 @@ describe.each([
         ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false })
         : moduleRef.createNestApplication({ logger: false });
     await app.init();
+    // The row runs on the driver it names (a row that silently ran on another could not fail for it).
+    expect(app.get(LockProvider).constructor.name).toBe(driver === 'redis' ? 'RedisLockProvider' : 'InMemoryLockProvider');
     if (adapter === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
     await app.listen(0, '127.0.0.1');
     url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
