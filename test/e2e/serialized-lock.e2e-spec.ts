@@ -114,7 +114,7 @@ describe.each([
     const moduleRef = await Test.createTestingModule({
       // The redis rows run on the real server, under a prefix of their own.
       imports: [
-        SerializedModule.forRoot(driver === 'redis' ? { driver, redis: { url: TEST_REDIS_URL }, keyPrefix: `lock-e2e-${uniqueId()}` } : { driver }),
+        SerializedModule.forRoot(driver === 'redis' ? { driver, redis: { url: TEST_REDIS_URL }, keyPrefix: uniqueId("lock-e2e") } : { driver }),
       ],
       controllers: [MethodLevelController, ClassLevelController, NonReentrantController],
       providers: [FenceReader, ...(global ? [{ provide: APP_INTERCEPTOR, useClass: SerializedInterceptor }] : [])],
