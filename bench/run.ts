@@ -40,7 +40,14 @@ import { SUBJECTS } from './subjects';
 import { stopLocalReplica } from './lib/local-replica';
 
 const ROOT = REPO_ROOT;
-const SCENARIOS: Scenario[] = [uncontendedScenario, hotKeyScenario, hotKeyProcessesScenario, manyKeysScenario, memoryScenario, httpOverheadScenario];
+const SCENARIOS: Scenario[] = [
+  uncontendedScenario,
+  hotKeyScenario,
+  hotKeyProcessesScenario,
+  manyKeysScenario,
+  memoryScenario,
+  httpOverheadScenario,
+];
 
 /** The Node.js major of the reference run (bench/results/latest.json). */
 const REFERENCE_NODE = 24;
@@ -63,7 +70,10 @@ function parseArgs(argv: string[]): { quick: boolean; docs: boolean; hog: boolea
   let only: number[] | undefined;
   if (i >= 0) {
     const value = argv[i].includes('=') ? argv[i].split('=')[1] : argv[i + 1];
-    only = (value ?? '').split(',').map(Number).filter((n) => n >= 1 && n <= SCENARIOS.length);
+    only = (value ?? '')
+      .split(',')
+      .map(Number)
+      .filter((n) => n >= 1 && n <= SCENARIOS.length);
     if (!only.length) throw new Error(`--only takes scenario numbers 1–${SCENARIOS.length}, e.g. --only 2,3`);
   }
   return { quick, docs, hog, only };
@@ -97,11 +107,14 @@ async function runAll(): Promise<void> {
   const log: Log = (line) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
   const services = await probeServices();
   const machine = machineInfo(services);
-  if (process.env.BENCH_PRIVATE_REDIS) machine.redis += ' — a private redis-server the benchmark started for this run (nobody else\'s commands in the counts)';
+  if (process.env.BENCH_PRIVATE_REDIS)
+    machine.redis += " — a private redis-server the benchmark started for this run (nobody else's commands in the counts)";
   // A busy host on demand: a child spinning one core for the whole run.
   const hog = args.hog ? spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }) : undefined;
   if (hog) machine.load += '; with a CPU hog (--hog: a child process spinning one core) for the whole run';
-  log(`${config.mode} run on ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, Redis ${machine.redis}, PostgreSQL ${machine.postgres}`);
+  log(
+    `${config.mode} run on ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, Redis ${machine.redis}, PostgreSQL ${machine.postgres}`,
+  );
   const prefix = runPrefix();
   const context = { config, services, subjects: { redisUrl: REDIS_URL, databaseUrl: DATABASE_URL, mysqlUrl: MYSQL_URL, prefix }, log };
 
@@ -154,12 +167,21 @@ async function runAll(): Promise<void> {
   writeFileSync(path.join(ROOT, 'bench', 'results', file), `${JSON.stringify(results, null, 2)}\n`);
   log(`wrote bench/results/${file}`);
   if (!args.only && ((!args.quick && reference) || args.docs)) {
-    writeDocs(results, ROOT, otherRuntimes().filter((r) => r.machine.node !== results.machine.node));
+    writeDocs(
+      results,
+      ROOT,
+      otherRuntimes().filter((r) => r.machine.node !== results.machine.node),
+    );
     log('regenerated docs/BENCHMARKS.md and docs/bench/*.svg');
   } else if (!args.only && !args.quick) {
-    log(`Node ${major} is not the reference runtime (${REFERENCE_NODE}): docs/BENCHMARKS.md shows this run as an extra column once re-rendered (npm run bench -- --render bench/results/latest.json)`);
+    log(
+      `Node ${major} is not the reference runtime (${REFERENCE_NODE}): docs/BENCHMARKS.md shows this run as an extra column once re-rendered (npm run bench -- --render bench/results/latest.json)`,
+    );
   }
-  for (const target of results.targets) log(`target ${target.status.toUpperCase().padEnd(12)} ${target.description}: ${target.measured}${target.gap ? ` (${target.gap})` : ''}`);
+  for (const target of results.targets)
+    log(
+      `target ${target.status.toUpperCase().padEnd(12)} ${target.description}: ${target.measured}${target.gap ? ` (${target.gap})` : ''}`,
+    );
   log(`done in ${results.durationSec} s`);
   // Everything is closed; if some library still holds a handle, say so rather than hang silently.
   setTimeout(() => {

@@ -4,8 +4,7 @@ import { connectRedis } from './subjects/redis.subjects';
 
 /** Where the benchmarks find Redis and PostgreSQL (the same variables as the app and the tests). */
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-export const DATABASE_URL =
-  process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export const MYSQL_URL = process.env.BENCH_MYSQL_URL ?? process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 

@@ -38,7 +38,9 @@ function pickNode(argv) {
   try {
     return path.join(nodeRuntime(wanted), 'node');
   } catch (error) {
-    process.stderr.write(`Could not install Node.js ${wanted} from the npm registry's "node" package (${error.message}).\nRun with --node current to use ${process.version}.\n`);
+    process.stderr.write(
+      `Could not install Node.js ${wanted} from the npm registry's "node" package (${error.message}).\nRun with --node current to use ${process.version}.\n`,
+    );
     process.exit(1);
   }
 }
@@ -72,10 +74,16 @@ function startPrivateRedis() {
   const port = 16379 + (process.pid % 1000);
   const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
   if (probe.status !== 0) {
-    process.stderr.write('redis-server not found: the benchmark uses REDIS_URL, shared with whatever else uses it (Redis command counts include their commands). Install redis-server (Debian: apt-get install redis-server) for a private one.\n');
+    process.stderr.write(
+      'redis-server not found: the benchmark uses REDIS_URL, shared with whatever else uses it (Redis command counts include their commands). Install redis-server (Debian: apt-get install redis-server) for a private one.\n',
+    );
     return undefined;
   }
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    { stdio: 'ignore' },
+  );
   const deadline = Date.now() + 10_000;
   for (;;) {
     const ping = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' });
@@ -99,7 +107,11 @@ const redis = startPrivateRedis();
 const benchArgs = args.filter((a) => a !== '--shared-redis');
 let status;
 try {
-  status = run(['-r', path.join(OUT, 'bench', 'paths.js'), path.join(OUT, 'bench', 'run.js'), ...benchArgs], redis ? { BENCH_REDIS_URL: redis.url, BENCH_PRIVATE_REDIS: '1' } : {}, NODE);
+  status = run(
+    ['-r', path.join(OUT, 'bench', 'paths.js'), path.join(OUT, 'bench', 'run.js'), ...benchArgs],
+    redis ? { BENCH_REDIS_URL: redis.url, BENCH_PRIVATE_REDIS: '1' } : {},
+    NODE,
+  );
 } finally {
   redis?.child.kill('SIGKILL');
 }

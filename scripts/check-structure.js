@@ -38,7 +38,8 @@ const WAITER_STATE = ['phase', 'fence', 'handed', 'anchor', 'following', 'follow
 const MAX_HOSTS = 2;
 const HOST_INTERFACES = {
   'providers/redis/holding/redis-lock.ts': {
-    RedisLockContext: 'a held lock tells the waiting module of its release (the local hand-off it carries out); that module creates the locks',
+    RedisLockContext:
+      'a held lock tells the waiting module of its release (the local hand-off it carries out); that module creates the locks',
   },
   'providers/redis/waiting/redis-wake-ups.ts': {
     WakeUpListener: "the subscriber's messages come when Redis sends them, not as the reply to a command: they can only be handed on",
@@ -47,7 +48,9 @@ const HOST_INTERFACES = {
 /** Interfaces with methods that call nothing back (file → interface → what it is). */
 const PORTS = {
   'providers/redis/protocol/hand-off.ts': { RunnableScript: 'what a script gateway runs (a loaded LuaScript)' },
-  'providers/redis/transport/redis-connection.ts': { RedisConnectionOptions: "the connection's options (slotOf: a pure function of the key)" },
+  'providers/redis/transport/redis-connection.ts': {
+    RedisConnectionOptions: "the connection's options (slotOf: a pure function of the key)",
+  },
   'providers/redis/transport/redis-call.ts': {
     RedisCallOptions: "a call's options (skip(): asked once, just before sending)",
     Call: 'one call on its way: its promise is settled through resolve/reject',
@@ -194,7 +197,9 @@ function main() {
   }
   const cycles = findCycles(graph);
   for (const component of cycles) {
-    problems.push(`import cycle: ${cycleIn(graph, component).join(' -> ')}${component.length > 2 ? `  (component: ${component.join(', ')})` : ''}`);
+    problems.push(
+      `import cycle: ${cycleIn(graph, component).join(' -> ')}${component.length > 2 ? `  (component: ${component.join(', ')})` : ''}`,
+    );
   }
   for (const [edge, owner] of Object.entries(CYCLE_EDGE_EXCEPTIONS)) {
     if (!edges.has(edge)) continue;
@@ -218,7 +223,7 @@ function main() {
     const key = `${a} -> ${b}`;
     if (!folderEdges.has(key)) folderEdges.set(key, []);
     folderEdges.get(key).push(edge);
-    if (!(Object.keys(FOLDER_CYCLE_EXCEPTIONS).includes(key))) folders.get(a).add(b);
+    if (!Object.keys(FOLDER_CYCLE_EXCEPTIONS).includes(key)) folders.get(a).add(b);
   }
   for (const component of findCycles(folders)) {
     const cycle = cycleIn(folders, component);
@@ -250,7 +255,8 @@ function main() {
     if (name === WAITER_STATE_OWNER) continue;
     for (const [line, at] of writes) problems.push(`waiter state assigned outside ${WAITER_STATE_OWNER}: ${name}:${at}: ${line.trim()}`);
   }
-  if (!fs.existsSync(path.join(LIB, WAITER_STATE_OWNER))) problems.push(`the owner of waiter state is gone: ${WAITER_STATE_OWNER} (update WAITER_STATE_OWNER)`);
+  if (!fs.existsSync(path.join(LIB, WAITER_STATE_OWNER)))
+    problems.push(`the owner of waiter state is gone: ${WAITER_STATE_OWNER} (update WAITER_STATE_OWNER)`);
 
   // 3. Host interfaces of the Redis provider.
   const listed = (lists, file, name) => lists.some((list) => list[file] && name in list[file]);
@@ -266,20 +272,26 @@ function main() {
       if (!/^\s*(?:readonly\s+)?\w+\??\s*(?:<[^>]*>)?\(/m.test(body) && !/:\s*\([^)]*\)\s*=>/.test(body)) continue;
       found.add(`${name} ${match[1]}`);
       if (!listed([HOST_INTERFACES, PORTS, HOST_EXCEPTIONS], name, match[1])) {
-        problems.push(`new host interface ${match[1]} in ${name}: list it in HOST_INTERFACES (at most ${MAX_HOSTS}, with why) or PORTS (if it calls nothing back)`);
+        problems.push(
+          `new host interface ${match[1]} in ${name}: list it in HOST_INTERFACES (at most ${MAX_HOSTS}, with why) or PORTS (if it calls nothing back)`,
+        );
       }
     }
   }
   for (const list of [HOST_INTERFACES, PORTS, HOST_EXCEPTIONS]) {
     for (const [file, names] of Object.entries(list)) {
-      for (const name of Object.keys(names)) if (!found.has(`${file} ${name}`)) problems.push(`stale entry (no such interface with methods any more; remove it): ${file} ${name}`);
+      for (const name of Object.keys(names))
+        if (!found.has(`${file} ${name}`))
+          problems.push(`stale entry (no such interface with methods any more; remove it): ${file} ${name}`);
     }
   }
   const hosts = Object.values(HOST_INTERFACES).reduce((n, names) => n + Object.keys(names).length, 0);
   if (hosts > MAX_HOSTS) problems.push(`${hosts} host interfaces in the Redis provider, at most ${MAX_HOSTS}`);
 
   if (process.argv.includes('--report')) {
-    console.log(`Redis provider: ${hosts} host interfaces (+${Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0)} listed exceptions), ${waiterStateWriters} file(s) writing waiter state`);
+    console.log(
+      `Redis provider: ${hosts} host interfaces (+${Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0)} listed exceptions), ${waiterStateWriters} file(s) writing waiter state`,
+    );
     const allFolders = new Map([...folders].map(([node, targets]) => [node, new Set(targets)]));
     for (const key of Object.keys(FOLDER_CYCLE_EXCEPTIONS)) {
       const [a, b] = key.split(' -> ');
@@ -287,7 +299,9 @@ function main() {
     }
     const fileCycles = findCycles(withAll(graph, edges));
     const folderCycles = findCycles(allFolders);
-    console.log(`file import cycles (exceptions included): ${fileCycles.length}${fileCycles.map((c) => `\n  ${c.join(' <-> ')}`).join('')}`);
+    console.log(
+      `file import cycles (exceptions included): ${fileCycles.length}${fileCycles.map((c) => `\n  ${c.join(' <-> ')}`).join('')}`,
+    );
     console.log(`folder cycles (exceptions included): ${folderCycles.length}${folderCycles.map((c) => `\n  ${c.join(' <-> ')}`).join('')}`);
   }
   if (problems.length) {
@@ -295,9 +309,12 @@ function main() {
     for (const problem of problems) console.error(`  - ${problem}`);
     process.exit(1);
   }
-  const exceptions = [CYCLE_EDGE_EXCEPTIONS, FOLDER_CYCLE_EXCEPTIONS].reduce((n, list) => n + Object.keys(list).length, 0)
-    + Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0);
-  console.log(`check-structure: ${files.length} files, no import cycles, waiter state written only in ${WAITER_STATE_OWNER}, ${hosts} Redis host interfaces (${exceptions} listed exceptions)`);
+  const exceptions =
+    [CYCLE_EDGE_EXCEPTIONS, FOLDER_CYCLE_EXCEPTIONS].reduce((n, list) => n + Object.keys(list).length, 0) +
+    Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0);
+  console.log(
+    `check-structure: ${files.length} files, no import cycles, waiter state written only in ${WAITER_STATE_OWNER}, ${hosts} Redis host interfaces (${exceptions} listed exceptions)`,
+  );
 }
 
 function withAll(graph, edges) {

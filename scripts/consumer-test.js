@@ -64,7 +64,14 @@ const CONFIGURATIONS = {
   // NestJS 10's default: CommonJS, `node10` resolution (no `exports` map).
   commonjs: { module: 'commonjs', target: 'ES2021' },
   // NestJS 11's default.
-  nodenext: { module: 'nodenext', moduleResolution: 'nodenext', resolvePackageJsonExports: true, esModuleInterop: true, isolatedModules: true, target: 'ES2023' },
+  nodenext: {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    resolvePackageJsonExports: true,
+    esModuleInterop: true,
+    isolatedModules: true,
+    target: 'ES2023',
+  },
 };
 
 const peers = JSON.parse(fs.readFileSync(path.join(ROOT, 'libs', 'serialized', 'package.json'), 'utf8'));
@@ -76,9 +83,14 @@ const APP_PACKAGES = ['@nestjs/platform-express', '@types/node'];
 const DOC_PACKAGES = ['jest', '@types/jest', 'ts-jest', '@swc/jest', '@swc/core'];
 
 function pack(dir) {
-  const out = execFileSync(process.execPath, [path.join(__dirname, 'pack-lib.js'), '--quiet', '--out', dir], { cwd: ROOT, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [path.join(__dirname, 'pack-lib.js'), '--quiet', '--out', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   const tarball = out.trim().split('\n').pop();
-  const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n').filter((l) => l && !l.endsWith('/'));
+  const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l && !l.endsWith('/'));
   return { path: tarball, bytes: fs.statSync(tarball).size, files: files.length };
 }
 
@@ -105,7 +117,12 @@ function typeCheck(dir, configuration, include) {
 }
 
 function runNode(dir, script, args = [], env = {}) {
-  const run = spawnSync(process.execPath, [script, ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+  const run = spawnSync(process.execPath, [script, ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, ...env },
+  });
   return { status: run.status, output: `${run.stdout}${run.stderr}`.trim() };
 }
 
@@ -115,7 +132,10 @@ function runRecipes(dir) {
   fs.mkdirSync(path.join(dir, 'recipes'));
   for (const recipe of recipes) fs.writeFileSync(path.join(dir, 'recipes', recipe.name), recipe.code);
   // ts-jest compiles with the app's tsconfig.json: NestJS 11's, as the type check above.
-  fs.writeFileSync(path.join(dir, 'tsconfig.json'), `${JSON.stringify({ compilerOptions: { ...COMMON_OPTIONS, ...CONFIGURATIONS.nodenext, rootDir: '.' } }, null, 2)}\n`);
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    `${JSON.stringify({ compilerOptions: { ...COMMON_OPTIONS, ...CONFIGURATIONS.nodenext, rootDir: '.' } }, null, 2)}\n`,
+  );
   // Not the environment of a jest that may be running this script.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('JEST_') && name !== 'NODE_OPTIONS'));
   return jestConfigs.map((config) => {
@@ -123,12 +143,26 @@ function runRecipes(dir) {
     const results = path.join(dir, `jest.${config.name}.json`);
     fs.writeFileSync(path.join(dir, file), config.code);
     const t0 = Date.now();
-    const run = spawnSync(process.execPath, [path.join(dir, 'node_modules', 'jest', 'bin', 'jest.js'), '-c', file, '--ci', '--roots', '<rootDir>/recipes', '--json', '--outputFile', results], {
-      cwd: dir,
-      encoding: 'utf8',
-      env: { ...env, CI: 'true' },
-      timeout: 180_000,
-    });
+    const run = spawnSync(
+      process.execPath,
+      [
+        path.join(dir, 'node_modules', 'jest', 'bin', 'jest.js'),
+        '-c',
+        file,
+        '--ci',
+        '--roots',
+        '<rootDir>/recipes',
+        '--json',
+        '--outputFile',
+        results,
+      ],
+      {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...env, CI: 'true' },
+        timeout: 180_000,
+      },
+    );
     const outcome = fs.existsSync(results) ? JSON.parse(fs.readFileSync(results, 'utf8')) : undefined;
     return {
       config: config.name,
@@ -137,7 +171,9 @@ function runRecipes(dir) {
       files: (outcome?.testResults ?? []).map((r) => ({
         file: path.basename(r.name),
         passed: r.assertionResults.filter((a) => a.status === 'passed').length,
-        failed: r.assertionResults.filter((a) => a.status !== 'passed').map((a) => `${a.fullName}: ${a.failureMessages.join(' ').split('\n')[0]}`),
+        failed: r.assertionResults
+          .filter((a) => a.status !== 'passed')
+          .map((a) => `${a.fullName}: ${a.failureMessages.join(' ').split('\n')[0]}`),
         error: r.status === 'failed' && r.assertionResults.length === 0 ? r.message.split('\n').slice(0, 8).join('\n') : undefined,
       })),
       output: outcome ? '' : `${run.stdout}${run.stderr}`.slice(-3000),
@@ -157,7 +193,9 @@ function main() {
     const docs = docBlocks(ROOT);
     report.docs.problems = docs.problems;
     const compiled = docs.blocks.filter((block) => !block.fragment);
-    const docImports = [...new Set(compiled.flatMap((block) => importedPackages(block.code)))].filter((name) => name !== 'nestjs-serialized');
+    const docImports = [...new Set(compiled.flatMap((block) => importedPackages(block.code)))].filter(
+      (name) => name !== 'nestjs-serialized',
+    );
 
     const consumers = {
       'required-peers': withTypings([...REQUIRED, ...APP_PACKAGES]),
@@ -168,7 +206,8 @@ function main() {
       const dir = path.join(work, name);
       createConsumer({ dir, tarball: report.tarball.path, packages, mode: MODE });
       report.consumers[name] = packages;
-      for (const source of ['public-api.ts', 'smoke.ts', 'missing-peers.ts', 'esm-import.mts']) copy(path.join(APP, source), path.join(dir, 'src', source));
+      for (const source of ['public-api.ts', 'smoke.ts', 'missing-peers.ts', 'esm-import.mts'])
+        copy(path.join(APP, source), path.join(dir, 'src', source));
     }
     const allPeers = path.join(work, 'all-peers');
     copy(path.join(APP, 'peer-clients.ts'), path.join(allPeers, 'src', 'peer-clients.ts'));
@@ -193,12 +232,14 @@ function main() {
         for (const error of errors) {
           const block = blockFiles.get(error.file);
           if (block) {
-            report.docs.blocks.find((b) => b.file === block.file && b.line === block.line).errors.push({
-              configuration,
-              at: `${block.file}:${block.line + error.line - 1}`,
-              code: error.code,
-              message: error.message,
-            });
+            report.docs.blocks
+              .find((b) => b.file === block.file && b.line === block.line)
+              .errors.push({
+                configuration,
+                at: `${block.file}:${block.line + error.line - 1}`,
+                code: error.code,
+                message: error.message,
+              });
           } else entry.errors.push(`${error.file}:${error.line}: ${error.code} ${error.message}`);
         }
         report.configurations.push(entry);
@@ -218,21 +259,29 @@ function main() {
 
 function print(report) {
   const out = [];
-  out.push(`tarball: ${path.basename(report.tarball.path)}, ${report.tarball.files} files, ${(report.tarball.bytes / 1024).toFixed(1)} kB (mode ${report.mode})`);
+  out.push(
+    `tarball: ${path.basename(report.tarball.path)}, ${report.tarball.files} files, ${(report.tarball.bytes / 1024).toFixed(1)} kB (mode ${report.mode})`,
+  );
   for (const [name, packages] of Object.entries(report.consumers)) out.push(`consumer ${name}: ${packages.join(' ')}`);
   for (const c of report.configurations) {
-    out.push(`${c.errors.length === 0 ? 'ok  ' : 'FAIL'} ${c.name}: ${c.errors.length} errors outside the doc blocks (${(c.ms / 1000).toFixed(1)} s)`);
+    out.push(
+      `${c.errors.length === 0 ? 'ok  ' : 'FAIL'} ${c.name}: ${c.errors.length} errors outside the doc blocks (${(c.ms / 1000).toFixed(1)} s)`,
+    );
     for (const e of c.errors) out.push(`       ${e}`);
   }
   const failed = report.docs.blocks.filter((b) => b.errors.length);
-  out.push(`${failed.length === 0 && report.docs.problems.length === 0 ? 'ok  ' : 'FAIL'} doc blocks: ${report.docs.blocks.length} compiled, ${report.docs.fragments.length} fragments skipped, ${failed.length} failed`);
+  out.push(
+    `${failed.length === 0 && report.docs.problems.length === 0 ? 'ok  ' : 'FAIL'} doc blocks: ${report.docs.blocks.length} compiled, ${report.docs.fragments.length} fragments skipped, ${failed.length} failed`,
+  );
   for (const p of report.docs.problems) out.push(`       ${p}`);
   for (const b of failed) for (const e of b.errors) out.push(`       ${e.at}: ${e.code} ${e.message} (${e.configuration})`);
   out.push(`${report.smoke.status === 0 ? 'ok  ' : 'FAIL'} smoke: ${report.smoke.output}`);
   out.push(`${report.missingPeers.status === 0 ? 'ok  ' : 'FAIL'} missing peers: ${report.missingPeers.output}`);
   for (const run of report.recipes) {
     const ok = run.status === 0 && run.files.length > 0 && run.files.every((f) => f.failed.length === 0 && !f.error && f.passed > 0);
-    out.push(`${ok ? 'ok  ' : 'FAIL'} docs/testing.md recipes with ${run.config}: ${run.files.map((f) => `${f.file} ${f.passed} passed`).join(', ')} (${(run.ms / 1000).toFixed(1)} s)`);
+    out.push(
+      `${ok ? 'ok  ' : 'FAIL'} docs/testing.md recipes with ${run.config}: ${run.files.map((f) => `${f.file} ${f.passed} passed`).join(', ')} (${(run.ms / 1000).toFixed(1)} s)`,
+    );
     for (const f of run.files) for (const line of [...f.failed, ...(f.error ? [f.error] : [])]) out.push(`       ${f.file}: ${line}`);
     if (run.output) out.push(run.output);
   }
@@ -248,7 +297,9 @@ function passed(report) {
     report.smoke.status === 0 &&
     report.missingPeers.status === 0 &&
     report.recipes.length >= 2 &&
-    report.recipes.every((run) => run.status === 0 && run.files.length > 0 && run.files.every((f) => f.failed.length === 0 && !f.error && f.passed > 0))
+    report.recipes.every(
+      (run) => run.status === 0 && run.files.length > 0 && run.files.every((f) => f.failed.length === 0 && !f.error && f.passed > 0),
+    )
   );
 }
 

@@ -78,33 +78,32 @@ async function startProcesses(count: number, reports: boolean, transactionalRewa
     const port = await freePort();
     // The instances run the way this script runs: compiled JavaScript (the test
     // build, `npm run build`) starts them as JavaScript, ts-node as TypeScript.
-    const child = spawn(
-      process.execPath,
-      [...process.execArgv, path.join(root, 'src', `main${path.extname(__filename)}`)],
-      {
-        cwd: root,
-        env: {
-          ...process.env,
-          PORT: String(port),
-          REPORTS_ENABLED: String(reports),
-          REPORT_DURATION_MS,
-          TX_REWARDS_ENABLED: String(transactionalRewards),
-          DIGEST_ENABLED: 'true',
-          DIGEST_CRON,
-        },
-        stdio: ['ignore', 'ignore', 'inherit'],
+    const child = spawn(process.execPath, [...process.execArgv, path.join(root, 'src', `main${path.extname(__filename)}`)], {
+      cwd: root,
+      env: {
+        ...process.env,
+        PORT: String(port),
+        REPORTS_ENABLED: String(reports),
+        REPORT_DURATION_MS,
+        TX_REWARDS_ENABLED: String(transactionalRewards),
+        DIGEST_ENABLED: 'true',
+        DIGEST_CRON,
       },
-    );
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     children.push(child);
     urls.push(`http://127.0.0.1:${port}`);
   }
   const stop = async (): Promise<void> => {
     await Promise.all(
-      children.map((child) => new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      })),
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      ),
     );
   };
   try {
@@ -242,7 +241,12 @@ async function paymentScenario(urls: string[]): Promise<Row> {
       headers: { 'content-type': 'application/json', 'idempotency-key': key },
       body: JSON.stringify({ amount: 4200, currency: 'EUR' }),
     }).then(async (response) => ({
-      shape: JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('location'), await response.text()]),
+      shape: JSON.stringify([
+        response.status,
+        response.headers.get('content-type'),
+        response.headers.get('location'),
+        await response.text(),
+      ]),
       replayed: response.headers.get('idempotent-replayed') === 'true',
     }));
   const [, responses] = await Promise.all([
@@ -263,7 +267,12 @@ async function paymentScenario(urls: string[]): Promise<Row> {
 }
 
 async function reportsScenario(urls: string[]): Promise<Row> {
-  const result = await runReportsDemo(urls[0], { userId: `demo-${randomUUID().slice(0, 8)}`, count: REPORTS, pollMs: 100, timeoutMs: 60_000 });
+  const result = await runReportsDemo(urls[0], {
+    userId: `demo-${randomUUID().slice(0, 8)}`,
+    count: REPORTS,
+    pollMs: 100,
+    timeoutMs: 60_000,
+  });
   const done = REPORTS - result.notCompleted.length;
   return {
     scenario: 'long task via BullMQ (202 + poll)',
@@ -336,13 +345,17 @@ async function main(): Promise<void> {
     );
   }
   const backend = driver === 'redis' ? ` (${process.env.REDIS_URL})` : driver === 'postgres' ? ` (${process.env.DATABASE_URL})` : '';
-  console.log(`nestjs-serialized demo — driver: ${driver}${backend}, instances: ${args.instances}, ${DUPLICATES} concurrent duplicates per endpoint\n`);
+  console.log(
+    `nestjs-serialized demo — driver: ${driver}${backend}, instances: ${args.instances}, ${DUPLICATES} concurrent duplicates per endpoint\n`,
+  );
   const redisUrl = loadAppConfig().redisUrl;
   const reports = await reachable(redisUrl);
   const databaseUrl = loadAppConfig().databaseUrl;
   const transactionalRewards = await reachable(databaseUrl, 5432);
   const deployment =
-    args.instances === 1 ? await startInProcess(reports, transactionalRewards) : await startProcesses(args.instances, reports, transactionalRewards);
+    args.instances === 1
+      ? await startInProcess(reports, transactionalRewards)
+      : await startProcesses(args.instances, reports, transactionalRewards);
   const upAt = Date.now();
   let rows: Row[];
   try {
@@ -356,7 +369,8 @@ async function main(): Promise<void> {
   }
   printTable(rows);
   if (!reports) console.log(`\n(The BullMQ reports flow was left out: it needs Redis, and none answers at ${redisUrl}.)`);
-  if (!transactionalRewards) console.log(`\n(The transaction-mode reward was left out: it needs PostgreSQL, and none answers at ${databaseUrl}.)`);
+  if (!transactionalRewards)
+    console.log(`\n(The transaction-mode reward was left out: it needs PostgreSQL, and none answers at ${databaseUrl}.)`);
   const failed = rows.filter((r) => !r.ok);
   if (failed.length) {
     console.error(`\nFAILED: the serialized outcome is wrong for: ${failed.map((r) => r.scenario).join(', ')}`);

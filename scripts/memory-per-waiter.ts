@@ -15,7 +15,15 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { InMemoryLockProvider, LockBusyError, LockService, PostgresLockProvider, RedisLockProvider, type Lock, type LockProvider } from 'nestjs-serialized';
+import {
+  InMemoryLockProvider,
+  LockBusyError,
+  LockService,
+  PostgresLockProvider,
+  RedisLockProvider,
+  type Lock,
+  type LockProvider,
+} from 'nestjs-serialized';
 
 type Provider = LockProvider & { close(): Promise<void> };
 type Driver = 'memory' | 'redis' | 'postgres';
@@ -75,7 +83,8 @@ async function bytesPerWaiter(driver: Driver, through: 'service' | 'provider'): 
   step('held');
   const before = await heap();
   const pending: Promise<unknown>[] = [];
-  const call = (key: string) => (through === 'service' ? locks.run(key, () => undefined) : provider.acquire(key).then((lock) => lock.release()));
+  const call = (key: string) =>
+    through === 'service' ? locks.run(key, () => undefined) : provider.acquire(key).then((lock) => lock.release());
   for (let i = 0; i < WAITERS; i++) pending.push(call(keys[i % WAIT_KEYS]).catch((error: unknown) => error));
   if (driver === 'redis') {
     const redis = new Redis(REDIS_URL);
@@ -117,7 +126,9 @@ async function bytesPerHeldKey(driver: Driver): Promise<number> {
 async function main(): Promise<void> {
   const control = await controlBytesPerWaiter();
   console.log(`harness control: ${control.toFixed(0)} bytes per pending call (subtracted below)`);
-  console.log(`| provider | per waiter, LockService.run / @Serialized | per waiter, provider.acquire | 100,000 waiters (the default cap) | refused past the cap | per held key |`);
+  console.log(
+    `| provider | per waiter, LockService.run / @Serialized | per waiter, provider.acquire | 100,000 waiters (the default cap) | refused past the cap | per held key |`,
+  );
   console.log('| --- | --- | --- | --- | --- | --- |');
   const mb = (bytes: number) => `${((bytes * 100_000) / 1048576).toFixed(0)} MB`;
   for (const driver of DRIVERS) {

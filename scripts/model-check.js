@@ -33,8 +33,10 @@ function parsePanOutput(output) {
   const invalidEnd = /invalid end state/.test(output) && /pan:\d+: invalid end state/.test(output);
   const assertion = /pan:\d+: (assertion violated[^\n]*)/.exec(output);
   // A search cut short (the depth bound, or the memory bound: "Search not completed" without an error) proves nothing.
-  const depthLimit = /max search depth too small/.test(output) || /reached -DMEMLIM bound/.test(output)
-    || (/Search not completed/.test(output) && !(errors && Number(errors[1]) > 0));
+  const depthLimit =
+    /max search depth too small/.test(output) ||
+    /reached -DMEMLIM bound/.test(output) ||
+    (/Search not completed/.test(output) && !(errors && Number(errors[1]) > 0));
   return {
     states: states ? Number(states[1]) : undefined,
     errors: errors ? Number(errors[1]) : undefined,
@@ -54,14 +56,19 @@ function propertyAt(modelSource, trailOutput) {
 
 /** The properties a configuration asserts: those left by the preprocessor (comments kept) with its defines. */
 function propertiesChecked(file, defines) {
-  const source = execFileSync('gcc', ['-E', '-P', '-C', '-x', 'c', ...defines.map((d) => `-D${d}`), path.join(ROOT, file)], { encoding: 'utf8' });
+  const source = execFileSync('gcc', ['-E', '-P', '-C', '-x', 'c', ...defines.map((d) => `-D${d}`), path.join(ROOT, file)], {
+    encoding: 'utf8',
+  });
   const named = [...source.matchAll(/assert\([^;]*?\)[;\s}]*\/\*\s*(P\d|INV)\b/g)].map((m) => m[1]);
   // The INV monitor asserts `false` under its guard; its comment is on the same line.
   return [...new Set(named)].sort();
 }
 
 function requireTools() {
-  for (const [tool, args, install] of [['spin', ['-V'], 'spin'], ['gcc', ['--version'], 'gcc']]) {
+  for (const [tool, args, install] of [
+    ['spin', ['-V'], 'spin'],
+    ['gcc', ['--version'], 'gcc'],
+  ]) {
     const probe = spawnSync(tool, args, { stdio: 'ignore' });
     if (probe.error || probe.status !== 0) {
       console.error(`model-check needs ${tool}, which is not installed (Debian: apt-get install -y ${install}).`);
@@ -139,7 +146,9 @@ async function main() {
         run: () => check(model.file, variant.defines, `${name}-broken-${variant.name}`, model.optimize),
         report(result) {
           if (result.errors && result.property) {
-            console.log(`broken ${name}/${variant.name}: refuted (${result.property}) — ${variant.breaks}; ${result.states?.toLocaleString('en-US')} states, ${result.seconds.toFixed(1)} s`);
+            console.log(
+              `broken ${name}/${variant.name}: refuted (${result.property}) — ${variant.breaks}; ${result.states?.toLocaleString('en-US')} states, ${result.seconds.toFixed(1)} s`,
+            );
           } else {
             console.log(`broken ${name}/${variant.name}: NOT REFUTED — ${variant.breaks}`);
             problems.push(`broken ${name}/${variant.name} not refuted`);

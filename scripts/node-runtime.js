@@ -39,7 +39,9 @@ function nodeRuntime(major) {
   });
   const version = versionOf(bin);
   if (!version?.startsWith(`v${major}.`)) {
-    throw new Error(`node-runtime: installing node@${major} into ${dir} gave no working ${path.join(bin, 'node')} (got ${version ?? 'nothing'})`);
+    throw new Error(
+      `node-runtime: installing node@${major} into ${dir} gave no working ${path.join(bin, 'node')} (got ${version ?? 'nothing'})`,
+    );
   }
   return bin;
 }

@@ -29,10 +29,23 @@ const npm = (args, options = {}) =>
 say('== building the library (npm run build:lib)');
 // The steps of `npm run build:lib`, without a nested npm.
 fs.rmSync(BUILD, { recursive: true, force: true });
-execFileSync(process.execPath, [require.resolve('typescript/bin/tsc', { paths: [ROOT] }), '-p', 'libs/serialized/tsconfig.lib.json', '--outDir', OUT], { cwd: ROOT, stdio: 'inherit' });
+execFileSync(
+  process.execPath,
+  [require.resolve('typescript/bin/tsc', { paths: [ROOT] }), '-p', 'libs/serialized/tsconfig.lib.json', '--outDir', OUT],
+  { cwd: ROOT, stdio: 'inherit' },
+);
 execFileSync(process.execPath, [path.join(__dirname, 'copy-lib-assets.js'), OUT], { cwd: ROOT, stdio: 'inherit' });
 
-const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'index.js', 'index.d.ts', 'testing/index.js', 'testing/index.d.ts'];
+const REQUIRED = [
+  'package.json',
+  'README.md',
+  'LICENSE',
+  'CHANGELOG.md',
+  'index.js',
+  'index.d.ts',
+  'testing/index.js',
+  'testing/index.d.ts',
+];
 const ALLOWED = /(\.js|\.d\.ts|\.lua|^package\.json|^README\.md|^LICENSE|^CHANGELOG\.md)$/;
 const FORBIDDEN = /(\.spec\.|\.map$|(?<!\.d)\.ts$)/;
 
@@ -54,5 +67,7 @@ if (!fs.existsSync(tarball)) {
   process.stderr.write(`pack:lib: npm pack reported ${packed.filename} but ${tarball} does not exist\n`);
   process.exit(1);
 }
-say(`== ${packed.name}@${packed.version}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(1)} kB packed, ${(packed.unpackedSize / 1024).toFixed(1)} kB unpacked`);
+say(
+  `== ${packed.name}@${packed.version}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(1)} kB packed, ${(packed.unpackedSize / 1024).toFixed(1)} kB unpacked`,
+);
 process.stdout.write(`${tarball}\n`);

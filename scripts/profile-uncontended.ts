@@ -26,7 +26,11 @@ interface Profile {
 function providerFor(driver: string): LockProvider {
   const prefix = `prof-${process.pid}`;
   if (driver === 'redis') return new RedisLockProvider({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', keyPrefix: prefix });
-  if (driver === 'postgres') return new PostgresLockProvider({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', keyPrefix: prefix });
+  if (driver === 'postgres')
+    return new PostgresLockProvider({
+      connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+      keyPrefix: prefix,
+    });
   throw new Error(`profile-uncontended: driver must be "redis" or "postgres", got ${JSON.stringify(driver)}`);
 }
 
@@ -81,7 +85,9 @@ async function main(): Promise<void> {
     functions.set(name, (functions.get(name) ?? 0) + t);
   }
   const perOp = (us: number) => `${(us / ops).toFixed(1)} µs/op`;
-  console.log(`${driver}: ${ops} ops in ${elapsed.toFixed(0)} ms = ${Math.round(ops / (elapsed / 1000))} ops/s; CPU ${perOp(cpu.user + cpu.system)} (user ${perOp(cpu.user)}, system ${perOp(cpu.system)}); idle ${((idle / total) * 100).toFixed(0)} % of the profile`);
+  console.log(
+    `${driver}: ${ops} ops in ${elapsed.toFixed(0)} ms = ${Math.round(ops / (elapsed / 1000))} ops/s; CPU ${perOp(cpu.user + cpu.system)} (user ${perOp(cpu.user)}, system ${perOp(cpu.system)}); idle ${((idle / total) * 100).toFixed(0)} % of the profile`,
+  );
   for (const [group, t] of [...groups].sort((a, b) => b[1] - a[1])) console.log(`  ${group.padEnd(8)} ${perOp(t)}`);
   console.log('  top self time:');
   for (const [name, t] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`    ${perOp(t).padStart(12)}  ${name}`);

@@ -42,7 +42,13 @@ export interface LoadResult {
  * POSTs to `path(i)` (i = 0, 1, 2, … across all connections) for `durationSec`
  * (autocannon ends runs on its 1-second tick), or for `amount` requests.
  */
-export async function load(url: string, path: (i: number) => string, connections: number, durationSec: number, amount?: number): Promise<LoadResult> {
+export async function load(
+  url: string,
+  path: (i: number) => string,
+  connections: number,
+  durationSec: number,
+  amount?: number,
+): Promise<LoadResult> {
   let i = 0;
   const result = await autocannon({
     url,

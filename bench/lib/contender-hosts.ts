@@ -79,7 +79,12 @@ export class ContenderHosts {
 /**
  * Runs `fn` with hosts for a scenario's backend, and stops them whatever happens.
  */
-export async function withContenderHosts<T>(scenario: number, backend: Backend, context: SubjectContext, fn: (hosts: ContenderHosts) => Promise<T>): Promise<T> {
+export async function withContenderHosts<T>(
+  scenario: number,
+  backend: Backend,
+  context: SubjectContext,
+  fn: (hosts: ContenderHosts) => Promise<T>,
+): Promise<T> {
   const hosts = new ContenderHosts(scenario, backend, context);
   try {
     return await fn(hosts);

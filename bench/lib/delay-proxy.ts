@@ -24,7 +24,9 @@ function binary(): string {
   try {
     execFileSync('gcc', ['-O2', '-o', BINARY, SOURCE], { stdio: 'pipe' });
   } catch (error) {
-    throw new Error(`the network variant needs gcc to build its delay proxy (Debian: apt-get install gcc): ${(error as Error).message}`, { cause: error });
+    throw new Error(`the network variant needs gcc to build its delay proxy (Debian: apt-get install gcc): ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   return BINARY;
 }

@@ -20,10 +20,28 @@ export async function ensureLocalReplica(url: string): Promise<void> {
     if (await inSync(master)) return;
     const { hostname, port } = new URL(url);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-replica-'));
-    const child = spawn('redis-server', ['--port', String(REPLICA_PORT), '--bind', '127.0.0.1', '--replicaof', hostname, port || '6379', '--save', '', '--appendonly', 'no', '--dir', dir], {
-      stdio: 'ignore',
-      detached: true,
-    });
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(REPLICA_PORT),
+        '--bind',
+        '127.0.0.1',
+        '--replicaof',
+        hostname,
+        port || '6379',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+      ],
+      {
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
     child.on('error', () => undefined);
     child.unref();
     const deadline = Date.now() + 20_000;

@@ -6,7 +6,11 @@ import { describeError, type Sample } from './interleave';
  * runs while another one's connections, timers or hooks are still alive. A subject
  * that cannot open is reported as failed with the reason, never dropped.
  */
-export async function measureOpened(spec: SubjectSpec, context: SubjectContext, measure: (subject: LockSubject) => Promise<Sample>): Promise<Sample> {
+export async function measureOpened(
+  spec: SubjectSpec,
+  context: SubjectContext,
+  measure: (subject: LockSubject) => Promise<Sample>,
+): Promise<Sample> {
   let subject: LockSubject;
   try {
     subject = await spec.open(context);

@@ -2,8 +2,6 @@ import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { COMPILED, REPO_ROOT, RUN_ROOT } from './repo-root';
 
-
-
 export type Message = { type: string; [field: string]: unknown };
 
 /**
@@ -16,7 +14,10 @@ export class WorkerProcess {
   private stderr = '';
   readonly exited: Promise<number | null>;
 
-  private constructor(readonly name: string, private readonly child: ChildProcess) {
+  private constructor(
+    readonly name: string,
+    private readonly child: ChildProcess,
+  ) {
     child.on('message', (message: Message) => {
       this.inbox.push(message);
       for (const wake of [...this.waiters]) wake();
@@ -25,10 +26,12 @@ export class WorkerProcess {
       this.stderr = (this.stderr + chunk.toString()).slice(-10_000);
     });
     child.stdout?.on('data', () => undefined);
-    this.exited = new Promise((resolve) => child.on('exit', (code) => {
-      resolve(code);
-      for (const wake of [...this.waiters]) wake();
-    }));
+    this.exited = new Promise((resolve) =>
+      child.on('exit', (code) => {
+        resolve(code);
+        for (const wake of [...this.waiters]) wake();
+      }),
+    );
   }
 
   /**

@@ -8,7 +8,20 @@ import type { MachineInfo } from './results';
 const ROOT = REPO_ROOT;
 
 /** Packages whose versions decide the numbers. */
-const PACKAGES = ['async-mutex', 'async-lock', 'redlock', 'redis-semaphore', 'advisory-lock', 'ioredis', 'pg', 'autocannon', '@nestjs/core', '@nestjs/platform-express', 'typescript', 'ts-node'];
+const PACKAGES = [
+  'async-mutex',
+  'async-lock',
+  'redlock',
+  'redis-semaphore',
+  'advisory-lock',
+  'ioredis',
+  'pg',
+  'autocannon',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  'typescript',
+  'ts-node',
+];
 
 /** Installed version, read from the package's own package.json (some packages do not export it). */
 export function installedVersion(name: string): string {

@@ -41,7 +41,10 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
   );
   out.push('');
   out.push(`**Run:** ${results.mode} run, ${results.generatedAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}, ${results.durationSec} s.`);
-  if (results.mode === 'quick') out.push('\n> This report comes from a `--quick` run: smaller sizes, shorter windows, fewer rounds. Run `npm run bench` for the reference numbers.');
+  if (results.mode === 'quick')
+    out.push(
+      '\n> This report comes from a `--quick` run: smaller sizes, shorter windows, fewer rounds. Run `npm run bench` for the reference numbers.',
+    );
   out.push('');
 
   out.push('## Machine');
@@ -51,22 +54,34 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
   out.push(`| CPU | ${m.cpuModel} × ${m.cores} cores |`);
   out.push(`| Memory | ${m.memoryGb} GB |`);
   out.push(`| OS | ${m.os} |`);
-  out.push(`| Node.js | ${m.node} (the reference runtime: the benchmark and every contender process ran on it)${others.map((o) => `; the "${runtimeLabel(o)}" columns come from a run on ${o.machine.node} (${o.generatedAt.slice(0, 10)}, same machine, \`npm run bench -- --node ${runtimeLabel(o).slice(5)}\`)`).join('')} |`);
+  out.push(
+    `| Node.js | ${m.node} (the reference runtime: the benchmark and every contender process ran on it)${others.map((o) => `; the "${runtimeLabel(o)}" columns come from a run on ${o.machine.node} (${o.generatedAt.slice(0, 10)}, same machine, \`npm run bench -- --node ${runtimeLabel(o).slice(5)}\`)`).join('')} |`,
+  );
   out.push(`| Redis | ${m.redis} (same machine, loopback) |`);
   out.push(`| PostgreSQL | ${m.postgres} (same machine, loopback) |`);
   out.push(`| Load | ${m.load}; the machine is shared, so other work may have run during the benchmark |`);
-  out.push(`| Packages | ${Object.entries(m.packages).map(([k, v]) => `${k} ${v}`).join(', ')} |`);
+  out.push(
+    `| Packages | ${Object.entries(m.packages)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')} |`,
+  );
   out.push('');
 
   out.push('## Reproduce');
   out.push('');
   out.push('```sh');
-  out.push('# Redis 6.2+ and PostgreSQL running (REDIS_URL / DATABASE_URL, defaults redis://127.0.0.1:6379 and postgres://postgres@127.0.0.1:5432/postgres)');
+  out.push(
+    '# Redis 6.2+ and PostgreSQL running (REDIS_URL / DATABASE_URL, defaults redis://127.0.0.1:6379 and postgres://postgres@127.0.0.1:5432/postgres)',
+  );
   out.push('npm ci');
-  out.push('npm run bench              # full run on Node 24 (installed into .cache/node by scripts/node-runtime.js): bench/results/latest.json and this file');
+  out.push(
+    'npm run bench              # full run on Node 24 (installed into .cache/node by scripts/node-runtime.js): bench/results/latest.json and this file',
+  );
   out.push('npm run bench -- --node 20 # the same on Node 20: bench/results/node20.json, this file\'s "Node 20" columns (then --render)');
   out.push('npm run bench -- --hog     # with a child process spinning one core beside the run (a busy host)');
-  out.push('npm run bench -- --quick   # < 1 min, smaller sizes: writes bench/results/quick.tmp.json (add --docs to regenerate this file from it)');
+  out.push(
+    'npm run bench -- --quick   # < 1 min, smaller sizes: writes bench/results/quick.tmp.json (add --docs to regenerate this file from it)',
+  );
   out.push('npm run bench -- --only 2,3   # some scenarios: writes bench/results/partial.tmp.json');
   out.push('```');
   out.push('');
@@ -108,7 +123,9 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
 
   out.push('## Contenders and their settings');
   out.push('');
-  out.push('Every contender is set up as its documentation suggests, with the same lease (30 s) and the same wait budget (10 s) as this library where it has such settings.');
+  out.push(
+    'Every contender is set up as its documentation suggests, with the same lease (30 s) and the same wait budget (10 s) as this library where it has such settings.',
+  );
   out.push('');
   for (const backend of ['memory', 'redis', 'postgres']) {
     out.push(`**${BACKEND_TITLE[backend]}**`);
@@ -116,18 +133,34 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
     for (const c of results.contenders.filter((x) => x.backend === backend)) out.push(`- **${c.label}** (${c.kind}): ${c.settings}`);
     out.push('');
   }
-  out.push('**HTTP**: the example app (`src/`, Express) in a child process, with `SerializedModule.forRoot({ driver })` defaults; `POST /overhead/plain/:id` (undecorated) vs `POST /overhead/serialized/:id` with `@Serialized(\'id\')`. autocannon runs in the parent process.');
+  out.push(
+    "**HTTP**: the example app (`src/`, Express) in a child process, with `SerializedModule.forRoot({ driver })` defaults; `POST /overhead/plain/:id` (undecorated) vs `POST /overhead/serialized/:id` with `@Serialized('id')`. autocannon runs in the parent process.",
+  );
   out.push('');
 
   out.push('## Method');
   out.push('');
-  out.push('- **Isolation.** Each contender runs in a process of its own per scenario (scenario 3: its own four), started at its first round and reused for its next rounds. A contender that crashes, runs out of memory or overruns its time budget is killed and reported as failed; the benchmark and the other contenders go on. The parent only schedules, collects and, for Redis, reads `INFO commandstats`.');
-  out.push('- **Backend work per acquisition** (scenarios 1–4, entries `N.redis.commands` and `N.postgres.statements`): Redis commands from the `INFO commandstats` delta around each measurement — commands that Lua scripts run count too — and PostgreSQL statements counted in the contender\'s own process (every contender sends them through `pg`), each ÷ the critical sections entered. Connecting and the warm-up are included; the Redis count is exact only when nobody else uses the server during the run.');
-  out.push('- **Interleaving.** For each scenario and backend, every contender is opened once; then each round runs each contender once, the order rotated by one every round. Medians over the rounds are reported; all samples are in `bench/results/latest.json`.');
-  out.push('- **Hand-off latency** (scenarios 2 and 3) is the time from the holder\'s release call to the next holder\'s critical-section start. Every critical section records `[start, end]`; sorted by start, `start[i] − end[i−1]` is one hand-off. In scenario 3 the four processes record on a shared clock (`performance.timeOrigin + performance.now()`, the same machine) and the parent merges them. A negative gap (two holders at once) would be reported as a mutual-exclusion failure.');
-  out.push('- **Hand-offs/s** counts the critical sections that started inside the measuring window (after the warm-up), ÷ the window. Waiters loop acquire → empty critical section → release; after the window each waiter finishes its current turn.');
-  out.push('- **Memory** (scenario 5) runs in a child process started with `--expose-gc`, after a warm-up; heap after `global.gc()` minus the baseline. The held-key figure is net of a no-lock control (the harness\'s own promise, closure and key string).');
-  out.push('- **PostgreSQL connection budget.** A contender that needs more simultaneous server connections than the server has free (advisory-lock opens one per waiting caller) is reported as failed without being run, so the benchmark never starves a shared server.');
+  out.push(
+    '- **Isolation.** Each contender runs in a process of its own per scenario (scenario 3: its own four), started at its first round and reused for its next rounds. A contender that crashes, runs out of memory or overruns its time budget is killed and reported as failed; the benchmark and the other contenders go on. The parent only schedules, collects and, for Redis, reads `INFO commandstats`.',
+  );
+  out.push(
+    "- **Backend work per acquisition** (scenarios 1–4, entries `N.redis.commands` and `N.postgres.statements`): Redis commands from the `INFO commandstats` delta around each measurement — commands that Lua scripts run count too — and PostgreSQL statements counted in the contender's own process (every contender sends them through `pg`), each ÷ the critical sections entered. Connecting and the warm-up are included; the Redis count is exact only when nobody else uses the server during the run.",
+  );
+  out.push(
+    '- **Interleaving.** For each scenario and backend, every contender is opened once; then each round runs each contender once, the order rotated by one every round. Medians over the rounds are reported; all samples are in `bench/results/latest.json`.',
+  );
+  out.push(
+    "- **Hand-off latency** (scenarios 2 and 3) is the time from the holder's release call to the next holder's critical-section start. Every critical section records `[start, end]`; sorted by start, `start[i] − end[i−1]` is one hand-off. In scenario 3 the four processes record on a shared clock (`performance.timeOrigin + performance.now()`, the same machine) and the parent merges them. A negative gap (two holders at once) would be reported as a mutual-exclusion failure.",
+  );
+  out.push(
+    '- **Hand-offs/s** counts the critical sections that started inside the measuring window (after the warm-up), ÷ the window. Waiters loop acquire → empty critical section → release; after the window each waiter finishes its current turn.',
+  );
+  out.push(
+    "- **Memory** (scenario 5) runs in a child process started with `--expose-gc`, after a warm-up; heap after `global.gc()` minus the baseline. The held-key figure is net of a no-lock control (the harness's own promise, closure and key string).",
+  );
+  out.push(
+    '- **PostgreSQL connection budget.** A contender that needs more simultaneous server connections than the server has free (advisory-lock opens one per waiting caller) is reported as failed without being run, so the benchmark never starves a shared server.',
+  );
   out.push('');
   out.push('Sizes of this run:');
   out.push('');
@@ -149,7 +182,8 @@ function groupTable(group: Group, entries: readonly ResultEntry[], others: reado
   const keyOf = (v: ContenderValue): string => (v.kind === 'ours' ? 'ours' : v.id);
   for (const e of entries) {
     for (const v of [e.ours, ...e.peers]) {
-      if (!columns.some((c) => c.key === keyOf(v))) columns.push({ key: keyOf(v), label: v.kind === 'ours' ? (group === 'http' ? '@Serialized' : '**nestjs-serialized**') : v.label });
+      if (!columns.some((c) => c.key === keyOf(v)))
+        columns.push({ key: keyOf(v), label: v.kind === 'ours' ? (group === 'http' ? '@Serialized' : '**nestjs-serialized**') : v.label });
     }
   }
   const http = group === 'http';

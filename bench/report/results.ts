@@ -118,7 +118,8 @@ export function buildEntry(input: EntryInput): ResultEntry {
     ours,
     peers,
     bestPeer: best?.id ?? null,
-    ratioToBestPeer: best && !withinNoise(input.noiseFloor, ours.value, best.value) ? directedRatio(ours.value, best.value, input.betterIs) : null,
+    ratioToBestPeer:
+      best && !withinNoise(input.noiseFloor, ours.value, best.value) ? directedRatio(ours.value, best.value, input.betterIs) : null,
     oursOverBestPeer: best ? rawRatio(ours.value, best.value) : null,
     notes: [...(input.notes ?? [])],
   };

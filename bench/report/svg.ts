@@ -31,7 +31,9 @@ export function groupChart(title: string, entries: readonly ResultEntry[]): stri
     y += TITLE_H;
     for (const row of rows) {
       const label = row.label.length > LABEL_CHARS ? `${row.label.slice(0, LABEL_CHARS - 1)}…` : row.label;
-      parts.push(`<text x="${LABEL_W - 6}" y="${y + 13}" class="l${row.kind === 'ours' ? ' o' : ''}" text-anchor="end">${escape(label)}</text>`);
+      parts.push(
+        `<text x="${LABEL_W - 6}" y="${y + 13}" class="l${row.kind === 'ours' ? ' o' : ''}" text-anchor="end">${escape(label)}</text>`,
+      );
       if (row.value === null) {
         parts.push(`<text x="${LABEL_W + 4}" y="${y + 13}" class="f">failed — see the table notes</text>`);
       } else {
@@ -44,7 +46,10 @@ export function groupChart(title: string, entries: readonly ResultEntry[]): stri
     y += GAP;
   }
   const legend = (Object.entries(COLORS) as Array<[ContenderKind, string]>)
-    .map(([kind, color], i) => `<rect x="${WIDTH - 330 + i * 82}" y="10" width="10" height="10" fill="${color}"/><text x="${WIDTH - 316 + i * 82}" y="19" class="d">${kind === 'ours' ? 'this library' : kind}</text>`)
+    .map(
+      ([kind, color], i) =>
+        `<rect x="${WIDTH - 330 + i * 82}" y="10" width="10" height="10" fill="${color}"/><text x="${WIDTH - 316 + i * 82}" y="19" class="d">${kind === 'ours' ? 'this library' : kind}</text>`,
+    )
     .join('');
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${y + 8}" viewBox="0 0 ${WIDTH} ${y + 8}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif">`,

@@ -35,7 +35,7 @@ export function costEntries(input: {
       notes: [
         redis
           ? 'Commands per acquisition: the INFO commandstats delta around the measurement (commands that scripts run count too; connecting and the warm-up included) ÷ critical sections entered. Exact only when nobody else uses the Redis server during the run.'
-          : 'Statements per acquisition: queries the contender\'s process sent through pg (its own count: each contender runs in a process of its own; connecting and the warm-up included) ÷ critical sections entered.',
+          : "Statements per acquisition: queries the contender's process sent through pg (its own count: each contender runs in a process of its own; connecting and the warm-up included) ÷ critical sections entered.",
       ],
     }),
   ];

@@ -22,7 +22,14 @@ export function handoffEntries(input: {
   };
   const id = `${input.scenario}.${input.backend}${input.variant ? `.${input.variant}` : ''}`;
   return [
-    buildEntry({ ...common, id: `${id}.handoffs`, name: `${input.title} — hand-offs/s`, metric: 'handoffsPerSec', unit: 'hand-offs/s', betterIs: 'higher' }),
+    buildEntry({
+      ...common,
+      id: `${id}.handoffs`,
+      name: `${input.title} — hand-offs/s`,
+      metric: 'handoffsPerSec',
+      unit: 'hand-offs/s',
+      betterIs: 'higher',
+    }),
     buildEntry({ ...common, id: `${id}.p50`, name: `${input.title} — hand-off latency p50`, metric: 'p50', unit: 'ms', betterIs: 'lower' }),
     buildEntry({ ...common, id: `${id}.p99`, name: `${input.title} — hand-off latency p99`, metric: 'p99', unit: 'ms', betterIs: 'lower' }),
   ];

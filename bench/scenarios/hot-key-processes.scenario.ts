@@ -47,7 +47,9 @@ export const hotKeyProcessesScenario: Scenario = {
             const name = `${backend}:${id}`;
             let set = workerSets.get(name);
             if (!set) {
-              set = Array.from({ length: processes }, (_, i) => WorkerProcess.start(`${name} worker ${i + 1}`, 'bench/workers/hot-key.worker.ts'));
+              set = Array.from({ length: processes }, (_, i) =>
+                WorkerProcess.start(`${name} worker ${i + 1}`, 'bench/workers/hot-key.worker.ts'),
+              );
               workerSets.set(name, set);
             }
             if (backend === 'redis' && !counter) {
@@ -72,7 +74,10 @@ export const hotKeyProcessesScenario: Scenario = {
         );
         const title = `3. Hot key, ${processes} processes × ${waitersPerProcess} waiters (${BACKEND_LABEL[backend]})`;
         const params = `${processes} OS processes × ${waitersPerProcess} waiters looping on one key, empty critical section, shared clock; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`;
-        entries.push(...handoffEntries({ scenario: 3, backend, title, params, specs, outcomes }), ...costEntries({ scenario: 3, backend, title, params, specs, outcomes }));
+        entries.push(
+          ...handoffEntries({ scenario: 3, backend, title, params, specs, outcomes }),
+          ...costEntries({ scenario: 3, backend, title, params, specs, outcomes }),
+        );
         for (const [variant, spec] of variants) {
           const against = [spec, ...specs.filter((s) => s.kind !== 'ours')];
           const named = `${title}, ${spec.label}`;
@@ -95,11 +100,18 @@ export const hotKeyProcessesScenario: Scenario = {
         const from = startAt + warmupMs;
         const to = from + durationMs;
         const replies = await Promise.all(
-          all.map((w) => w.request({ type: 'run', key, waiters: waitersPerProcess, startAt, to, drainTimeoutMs }, 'result', to - sharedNow() + drainTimeoutMs + 10_000)),
+          all.map((w) =>
+            w.request(
+              { type: 'run', key, waiters: waitersPerProcess, startAt, to, drainTimeoutMs },
+              'result',
+              to - sharedNow() + drainTimeoutMs + 10_000,
+            ),
+          ),
         );
         const failures = replies.flatMap((r) => r.failures as string[]);
         const acquisitions = replies.reduce((n, r) => n + (r.sections as number[]).length / 2, 0);
-        const statements = backend === 'postgres' ? replies.reduce((n, r) => n + ((r.statements as number | undefined) ?? 0), 0) : undefined;
+        const statements =
+          backend === 'postgres' ? replies.reduce((n, r) => n + ((r.statements as number | undefined) ?? 0), 0) : undefined;
         const counted = { completed: true, acquisitions, statements };
         // Each worker's clock, moved onto the parent's; the calibration error bounds the overlap tolerance.
         const offsets = await Promise.all(all.map((w) => clockOffset(w)));
@@ -108,8 +120,14 @@ export const hotKeyProcessesScenario: Scenario = {
         const stats = CriticalSections.fromFlat(...flats).analyse(from, to, tolerance);
         const metrics = { handoffsPerSec: stats.handoffsPerSec, p50: stats.p50, p99: stats.p99 };
         const waiters = processes * waitersPerProcess;
-        if (failures.length) return { ...counted, metrics, failure: `${failures.length} of ${waiters} waiters gave up or erred (${failures[0]})` };
-        if (stats.overlaps) return { ...counted, metrics, failure: `mutual exclusion broken: ${stats.overlaps} critical sections started more than ${tolerance.toFixed(3)} ms (the clock calibration error) before their predecessor ended` };
+        if (failures.length)
+          return { ...counted, metrics, failure: `${failures.length} of ${waiters} waiters gave up or erred (${failures[0]})` };
+        if (stats.overlaps)
+          return {
+            ...counted,
+            metrics,
+            failure: `mutual exclusion broken: ${stats.overlaps} critical sections started more than ${tolerance.toFixed(3)} ms (the clock calibration error) before their predecessor ended`,
+          };
         if (stats.count === 0) return { ...counted, metrics, failure: 'no hand-off in the measuring window' };
         return { ...counted, metrics };
       } catch (error) {

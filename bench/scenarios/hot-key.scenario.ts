@@ -32,14 +32,22 @@ export const hotKeyScenario: Scenario = {
           rounds,
           async (id, round): Promise<Sample> => {
             if (unavailable.has(id)) return { metrics: {}, failure: unavailable.get(id) };
-            return hosts.measure(id, round, { waiters, warmupMs, durationMs, drainTimeoutMs }, warmupMs + durationMs + drainTimeoutMs + 60_000);
+            return hosts.measure(
+              id,
+              round,
+              { waiters, warmupMs, durationMs, drainTimeoutMs },
+              warmupMs + durationMs + drainTimeoutMs + 60_000,
+            );
           },
           log,
         ),
       );
       const title = `2. Hot key, ${waiters} waiters, 1 process (${BACKEND_LABEL[backend]})`;
       const params = `${waiters} concurrent waiters looping on one key in one process, empty critical section; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds`;
-      entries.push(...handoffEntries({ scenario: 2, backend, title, params, specs, outcomes }), ...costEntries({ scenario: 2, backend, title, params, specs, outcomes }));
+      entries.push(
+        ...handoffEntries({ scenario: 2, backend, title, params, specs, outcomes }),
+        ...costEntries({ scenario: 2, backend, title, params, specs, outcomes }),
+      );
     }
     return entries;
   },
@@ -93,7 +101,8 @@ export async function measureHotKey(
   const stats = sections.analyse(from, to);
   const metrics = { handoffsPerSec: stats.handoffsPerSec, p50: stats.p50, p99: stats.p99 };
   if (failures.length) return { metrics, failure: `${failures.length} of ${waiters} waiters gave up or erred (${failures[0]})` };
-  if (stats.overlaps) return { metrics, failure: `mutual exclusion broken: ${stats.overlaps} critical sections overlapped their predecessor` };
+  if (stats.overlaps)
+    return { metrics, failure: `mutual exclusion broken: ${stats.overlaps} critical sections overlapped their predecessor` };
   if (stats.count === 0) return { metrics, failure: 'no hand-off in the measuring window' };
   return { metrics };
 }

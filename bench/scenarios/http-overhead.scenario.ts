@@ -27,17 +27,24 @@ const VARIANTS: Record<Variant, ContenderInfo> = {
     id: 'intercepted',
     label: 'undecorated + a no-op interceptor',
     kind: 'baseline',
-    settings: 'the same handler behind @UseInterceptors(NoopInterceptor) (returns next.handle()): the cost of Nest\'s interceptor pipeline alone',
+    settings:
+      "the same handler behind @UseInterceptors(NoopInterceptor) (returns next.handle()): the cost of Nest's interceptor pipeline alone",
   },
-  distinct: { id: 'distinct', label: '@Serialized, distinct keys', kind: 'ours', settings: "POST /overhead/serialized/:id with @Serialized('id'), a new id per request" },
-  hot: { id: 'hot', label: '@Serialized, one hot key', kind: 'ours', settings: "POST /overhead/serialized/hot: every request on one key" },
+  distinct: {
+    id: 'distinct',
+    label: '@Serialized, distinct keys',
+    kind: 'ours',
+    settings: "POST /overhead/serialized/:id with @Serialized('id'), a new id per request",
+  },
+  hot: { id: 'hot', label: '@Serialized, one hot key', kind: 'ours', settings: 'POST /overhead/serialized/hot: every request on one key' },
 };
 
 const FRESH: ContenderInfo = {
   id: 'fresh',
   label: 'undecorated, app that never ran @Serialized',
   kind: 'baseline',
-  settings: 'POST /overhead/plain/:id on a separate app process that never serves a serialized route, so AsyncLocalStorage was never enabled',
+  settings:
+    'POST /overhead/plain/:id on a separate app process that never serves a serialized route, so AsyncLocalStorage was never enabled',
 };
 const AFTER: ContenderInfo = { ...VARIANTS.plain, kind: 'ours', label: 'undecorated, after @Serialized ran' };
 
@@ -46,7 +53,11 @@ async function serverMicros(worker: WorkerProcess): Promise<number> {
   return (await worker.request({ type: 'cpu' }, 'cpu', 15_000)).micros as number;
 }
 
-const DRIVER_LABEL: Record<Driver | 'redis-net', string> = { memory: 'in-memory', redis: 'Redis', 'redis-net': `Redis over a ${NET_DELAY_US / 1000} ms-each-way path` };
+const DRIVER_LABEL: Record<Driver | 'redis-net', string> = {
+  memory: 'in-memory',
+  redis: 'Redis',
+  'redis-net': `Redis over a ${NET_DELAY_US / 1000} ms-each-way path`,
+};
 /** The routes the network variant measures (each against its own no-op-interceptor route). */
 const NET_ROUTES: Variant[] = ['plain', 'intercepted', 'distinct'];
 
@@ -76,7 +87,8 @@ export const httpOverheadScenario: Scenario = {
       await Promise.all(
         (['memory', 'redis', 'fresh', 'redis-net'] as const).map(async (app) => {
           const driver: Driver = app === 'fresh' ? 'memory' : app === 'redis-net' ? 'redis' : app;
-          const down = driver === 'redis' ? (backendDown(context.services, 'redis') ?? (app === 'redis-net' ? proxyError : undefined)) : undefined;
+          const down =
+            driver === 'redis' ? (backendDown(context.services, 'redis') ?? (app === 'redis-net' ? proxyError : undefined)) : undefined;
           if (down) return void apps.set(app, { error: down });
           const worker = WorkerProcess.start(`http app (${app})`, 'bench/workers/http-app.worker.ts');
           const redisUrl = app === 'redis-net' ? proxy!.via(context.subjects.redisUrl) : context.subjects.redisUrl;
@@ -95,7 +107,8 @@ export const httpOverheadScenario: Scenario = {
       for (const [app, { url }] of apps) {
         if (!url) continue;
         log(`  [6] ${app === 'fresh' ? 'undecorated-only' : DRIVER_LABEL[app]} app on ${url}; warming up`);
-        const routes: Variant[] = app === 'fresh' ? ['plain'] : app === 'redis-net' ? NET_ROUTES : ['plain', 'intercepted', 'distinct', 'hot'];
+        const routes: Variant[] =
+          app === 'fresh' ? ['plain'] : app === 'redis-net' ? NET_ROUTES : ['plain', 'intercepted', 'distinct', 'hot'];
         for (const variant of routes) await load(url, ROUTE[variant], connections, durationSec, warmupRequests);
       }
 
@@ -114,7 +127,11 @@ export const httpOverheadScenario: Scenario = {
           const before = await serverMicros(app.worker!);
           const result = await load(app.url, ROUTE[variant], connections, durationSec);
           const cpuMicrosPerRequest = (await serverMicros(app.worker!)) - before;
-          const metrics = { requestsPerSec: result.requestsPerSec, p99: result.p99, cpuMicrosPerRequest: cpuMicrosPerRequest / Math.max(1, result.requests) };
+          const metrics = {
+            requestsPerSec: result.requestsPerSec,
+            p99: result.p99,
+            cpuMicrosPerRequest: cpuMicrosPerRequest / Math.max(1, result.requests),
+          };
           if (result.bad) return { metrics, failure: `${result.bad} requests failed (non-2xx, errors or timeouts)` };
           return { metrics };
         },
@@ -124,7 +141,8 @@ export const httpOverheadScenario: Scenario = {
       const entries: ResultEntry[] = [];
       for (const driver of ['memory', 'redis'] as const) {
         const byVariant = new Map<string, Outcome>();
-        for (const variant of ['plain', 'distinct', 'hot'] as const) byVariant.set(variant, { ...outcomes.get(`${driver}:${variant}`)!, id: variant });
+        for (const variant of ['plain', 'distinct', 'hot'] as const)
+          byVariant.set(variant, { ...outcomes.get(`${driver}:${variant}`)!, id: variant });
         // Each driver's app against its own no-op-interceptor route: same process, same round.
         byVariant.set('intercepted', { ...outcomes.get(`${driver}:intercepted`)!, id: 'intercepted' });
         byVariant.set('fresh', { ...outcomes.get('fresh:plain')!, id: 'fresh' });
@@ -138,9 +156,30 @@ export const httpOverheadScenario: Scenario = {
           };
           const title = `6. HTTP, ${DRIVER_LABEL[driver]} driver, @Serialized on ${variant === 'distinct' ? 'distinct keys' : 'one hot key'}`;
           entries.push(
-            buildEntry({ ...common, id: `6.${driver}.${variant}.rps`, name: `${title} — requests/s`, metric: 'requestsPerSec', unit: 'req/s', betterIs: 'higher' }),
-            buildEntry({ ...common, id: `6.${driver}.${variant}.p99`, name: `${title} — latency p99`, metric: 'p99', unit: 'ms', betterIs: 'lower' }),
-            buildEntry({ ...common, id: `6.${driver}.${variant}.cpu`, name: `${title} — server CPU per request`, metric: 'cpuMicrosPerRequest', unit: 'µs', betterIs: 'lower' }),
+            buildEntry({
+              ...common,
+              id: `6.${driver}.${variant}.rps`,
+              name: `${title} — requests/s`,
+              metric: 'requestsPerSec',
+              unit: 'req/s',
+              betterIs: 'higher',
+            }),
+            buildEntry({
+              ...common,
+              id: `6.${driver}.${variant}.p99`,
+              name: `${title} — latency p99`,
+              metric: 'p99',
+              unit: 'ms',
+              betterIs: 'lower',
+            }),
+            buildEntry({
+              ...common,
+              id: `6.${driver}.${variant}.cpu`,
+              name: `${title} — server CPU per request`,
+              metric: 'cpuMicrosPerRequest',
+              unit: 'µs',
+              betterIs: 'lower',
+            }),
           );
         }
       }
@@ -155,9 +194,30 @@ export const httpOverheadScenario: Scenario = {
       };
       const netTitle = `6. HTTP, ${DRIVER_LABEL['redis-net']}, @Serialized on distinct keys`;
       entries.push(
-        buildEntry({ ...netCommon, id: '6.redis.net.distinct.rps', name: `${netTitle} — requests/s`, metric: 'requestsPerSec', unit: 'req/s', betterIs: 'higher' }),
-        buildEntry({ ...netCommon, id: '6.redis.net.distinct.p99', name: `${netTitle} — latency p99`, metric: 'p99', unit: 'ms', betterIs: 'lower' }),
-        buildEntry({ ...netCommon, id: '6.redis.net.distinct.cpu', name: `${netTitle} — server CPU per request`, metric: 'cpuMicrosPerRequest', unit: 'µs', betterIs: 'lower' }),
+        buildEntry({
+          ...netCommon,
+          id: '6.redis.net.distinct.rps',
+          name: `${netTitle} — requests/s`,
+          metric: 'requestsPerSec',
+          unit: 'req/s',
+          betterIs: 'higher',
+        }),
+        buildEntry({
+          ...netCommon,
+          id: '6.redis.net.distinct.p99',
+          name: `${netTitle} — latency p99`,
+          metric: 'p99',
+          unit: 'ms',
+          betterIs: 'lower',
+        }),
+        buildEntry({
+          ...netCommon,
+          id: '6.redis.net.distinct.cpu',
+          name: `${netTitle} — server CPU per request`,
+          metric: 'cpuMicrosPerRequest',
+          unit: 'µs',
+          betterIs: 'lower',
+        }),
       );
       // What enabling the library costs the routes it does not decorate (Node 20: AsyncLocalStorage promise hooks).
       const appWide = new Map<string, Outcome>([
@@ -170,11 +230,27 @@ export const httpOverheadScenario: Scenario = {
         params: `undecorated route of the in-memory app (after @Serialized requests were served) vs the same route on an app that never served one; autocannon ${connections} connections, ${durationSec} s; median of ${rounds} rounds`,
         contenders: [AFTER, FRESH],
         outcomes: appWide,
-        notes: ['On Node 20 the first LockService.run enables an AsyncLocalStorage, whose promise hooks then run for every promise of the process; this row measures what that costs a route the decorator does not touch.'],
+        notes: [
+          'On Node 20 the first LockService.run enables an AsyncLocalStorage, whose promise hooks then run for every promise of the process; this row measures what that costs a route the decorator does not touch.',
+        ],
       };
       entries.push(
-        buildEntry({ ...appWideCommon, id: '6.memory.app-wide.rps', name: '6. HTTP, undecorated route once @Serialized has run (app-wide cost) — requests/s', metric: 'requestsPerSec', unit: 'req/s', betterIs: 'higher' }),
-        buildEntry({ ...appWideCommon, id: '6.memory.app-wide.p99', name: '6. HTTP, undecorated route once @Serialized has run (app-wide cost) — latency p99', metric: 'p99', unit: 'ms', betterIs: 'lower' }),
+        buildEntry({
+          ...appWideCommon,
+          id: '6.memory.app-wide.rps',
+          name: '6. HTTP, undecorated route once @Serialized has run (app-wide cost) — requests/s',
+          metric: 'requestsPerSec',
+          unit: 'req/s',
+          betterIs: 'higher',
+        }),
+        buildEntry({
+          ...appWideCommon,
+          id: '6.memory.app-wide.p99',
+          name: '6. HTTP, undecorated route once @Serialized has run (app-wide cost) — latency p99',
+          metric: 'p99',
+          unit: 'ms',
+          betterIs: 'lower',
+        }),
       );
       return entries;
     } finally {

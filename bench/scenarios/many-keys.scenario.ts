@@ -39,8 +39,14 @@ export const manyKeysScenario: Scenario = {
           log,
         ),
       );
-      const scaled = keys !== 10_000 ? [`${keys} keys instead of 10,000 in this ${config.mode} run (a --quick run scales the key count down to stay under a minute).`] : [];
-      if (rounds === 1) scaled.push('One round only: the polling peers need about 25 s per 80,000 operations, and the full run has to stay under 5 minutes.');
+      const scaled =
+        keys !== 10_000
+          ? [`${keys} keys instead of 10,000 in this ${config.mode} run (a --quick run scales the key count down to stay under a minute).`]
+          : [];
+      if (rounds === 1)
+        scaled.push(
+          'One round only: the polling peers need about 25 s per 80,000 operations, and the full run has to stay under 5 minutes.',
+        );
       entries.push(
         buildEntry({
           id: `4.${backend}.ops`,
@@ -70,7 +76,12 @@ export const manyKeysScenario: Scenario = {
 };
 
 /** One round of one contender (in its own process): a short warm-up burst, then the measured one. */
-export async function manyKeysRound(subject: LockSubject, round: number, id: string, params: { keys: number; opsPerKey: number; timeoutMs: number }): Promise<Sample> {
+export async function manyKeysRound(
+  subject: LockSubject,
+  round: number,
+  id: string,
+  params: { keys: number; opsPerKey: number; timeoutMs: number },
+): Promise<Sample> {
   const { keys, opsPerKey, timeoutMs } = params;
   // A short warm-up on a twentieth of the keys (JIT, connections, scripts loaded).
   const warm = await burst(subject, `mw${round}:${id}:`, Math.max(10, Math.floor(keys / 20)), opsPerKey, timeoutMs);
@@ -97,14 +108,20 @@ async function burst(subject: LockSubject, prefix: string, keys: number, opsPerK
   const total = calls.length;
   const all = Promise.all(calls);
   let timer: NodeJS.Timeout | undefined;
-  const finished = await Promise.race([all.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)))]);
+  const finished = await Promise.race([
+    all.then(() => true),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+  ]);
   clearTimeout(timer);
   const elapsedMs = now() - start;
   const metrics = { opsPerSec: done / (elapsedMs / 1000) };
   if (!finished) {
     // Let the stragglers give up on their own before the next contender runs (bounded).
     await Promise.race([all, sleep(15_000)]);
-    return { metrics, failure: `did not finish ${total} operations within ${timeoutMs / 1000} s (${done} done${failures.length ? `, ${failures.length} failed: ${failures[0]}` : ''})` };
+    return {
+      metrics,
+      failure: `did not finish ${total} operations within ${timeoutMs / 1000} s (${done} done${failures.length ? `, ${failures.length} failed: ${failures[0]}` : ''})`,
+    };
   }
   if (failures.length) return { metrics, failure: `${failures.length} of ${total} operations gave up or erred (${failures[0]})` };
   return { metrics };

@@ -21,7 +21,8 @@ export const memoryScenario: Scenario = {
     const workers: WorkerProcess[] = [];
     let controlHeld: number;
     try {
-      for (let r = 0; r < rounds; r++) workers.push(WorkerProcess.start(`memory worker ${r + 1}`, 'bench/workers/memory.worker.ts', { execArgv: ['--expose-gc'] }));
+      for (let r = 0; r < rounds; r++)
+        workers.push(WorkerProcess.start(`memory worker ${r + 1}`, 'bench/workers/memory.worker.ts', { execArgv: ['--expose-gc'] }));
       const controls: number[] = [];
       const outcomes: Map<string, Outcome> = await interleave(
         ids,
@@ -60,7 +61,9 @@ export const memoryScenario: Scenario = {
           metric: 'retainedBytesPerKey',
           params: `${keys} distinct keys, ${batch} at a time, each acquired and released once; heap after global.gc() minus the baseline, ÷ keys; one --expose-gc child per round; median of ${rounds} rounds`,
           noiseFloor: 1,
-          notes: ['≈ 0 means nothing is kept per released key; values within ±1 byte/key are heap noise (±1 MB over 1,000,000 keys), so no ratio is computed for them.'],
+          notes: [
+            '≈ 0 means nothing is kept per released key; values within ±1 byte/key are heap noise (±1 MB over 1,000,000 keys), so no ratio is computed for them.',
+          ],
         }),
         buildEntry({
           ...common,

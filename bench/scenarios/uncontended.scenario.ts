@@ -20,7 +20,8 @@ export const uncontendedScenario: Scenario = {
   title: 'Uncontended acquire + release, distinct keys',
   async run(context: ScenarioContext): Promise<ResultEntry[]> {
     const entries: ResultEntry[] = [];
-    for (const backend of ['memory', 'redis', 'postgres', 'mysql'] as const) entries.push(...(await measure(context, backend, context.subjects, '', backend === 'redis' ? ['replicas'] : [])));
+    for (const backend of ['memory', 'redis', 'postgres', 'mysql'] as const)
+      entries.push(...(await measure(context, backend, context.subjects, '', backend === 'redis' ? ['replicas'] : [])));
     // The network variant: every contender's backend connection through a proxy adding 0.25 ms each way,
     // so the round trips per section count as they would between hosts.
     for (const backend of ['redis', 'postgres'] as const) {
@@ -31,7 +32,9 @@ export const uncontendedScenario: Scenario = {
       } catch (error) {
         context.log(`  [1] ${BACKEND_LABEL[backend]} over the network: ${(error as Error).message}`);
         const failed = { reachable: false, error: (error as Error).message };
-        entries.push(...(await measure({ ...context, services: { ...context.services, [backend]: failed } }, backend, context.subjects, 'net')));
+        entries.push(
+          ...(await measure({ ...context, services: { ...context.services, [backend]: failed } }, backend, context.subjects, 'net')),
+        );
         continue;
       }
       try {
@@ -46,7 +49,13 @@ export const uncontendedScenario: Scenario = {
 };
 
 /** `variants`: variants of ours (VARIANTS) run in the same rounds and reported under ids of their own (`1.redis.replicas.*`). */
-async function measure(context: ScenarioContext, backend: Backend, subjects: SubjectContext, variant: '' | 'net', variants: readonly string[] = []): Promise<ResultEntry[]> {
+async function measure(
+  context: ScenarioContext,
+  backend: Backend,
+  subjects: SubjectContext,
+  variant: '' | 'net',
+  variants: readonly string[] = [],
+): Promise<ResultEntry[]> {
   const { config, log } = context;
   const { rounds, warmupMs, durationMs } = config.uncontended;
   const net = variant === 'net';
@@ -66,7 +75,9 @@ async function measure(context: ScenarioContext, backend: Backend, subjects: Sub
     ),
   );
   const params = `1 caller, sequential, new key per operation; ${durationMs} ms after ${warmupMs} ms warm-up; median of ${rounds} rounds${
-    net ? `; every contender's backend connection through a proxy delaying each byte ${NET_DELAY_US / 1000} ms each way (bench/net/delay-proxy.c)` : ''
+    net
+      ? `; every contender's backend connection through a proxy delaying each byte ${NET_DELAY_US / 1000} ms each way (bench/net/delay-proxy.c)`
+      : ''
   }`;
   const base = `1.${backend}${net ? '.net' : ''}`;
   const title = `1. Uncontended acquire+release, distinct keys (${BACKEND_LABEL[backend]}${net ? ', over a 0.25 ms-each-way path' : ''})`;
@@ -93,7 +104,12 @@ async function measure(context: ScenarioContext, backend: Backend, subjects: Sub
 }
 
 /** One round of one contender (in its own process): fresh keys one after another, warm-up then `durationMs`. */
-export async function uncontendedRound(subject: LockSubject, round: number, id: string, params: { warmupMs: number; durationMs: number }): Promise<Sample> {
+export async function uncontendedRound(
+  subject: LockSubject,
+  round: number,
+  id: string,
+  params: { warmupMs: number; durationMs: number },
+): Promise<Sample> {
   const prefix = `u${round}:${id}:`;
   let sequence = 0;
   // Warm-up: at least 20 operations (the first ones connect and load scripts), and warmupMs.
@@ -106,7 +122,14 @@ export async function uncontendedRound(subject: LockSubject, round: number, id: 
 }
 
 /** Acquire + release fresh keys, one after another, for `ms`; each operation's time (ms) into `latencies` when given. */
-async function loopFor(subject: LockSubject, prefix: string, next: () => number, ms: number, minOps = 0, latencies?: number[]): Promise<{ ops: number; elapsedMs: number }> {
+async function loopFor(
+  subject: LockSubject,
+  prefix: string,
+  next: () => number,
+  ms: number,
+  minOps = 0,
+  latencies?: number[],
+): Promise<{ ops: number; elapsedMs: number }> {
   const start = now();
   const end = start + ms;
   let ops = 0;

@@ -25,4 +25,9 @@ export function findSubject(backend: Backend, id: string): SubjectSpec {
   return spec;
 }
 
-export const BACKEND_LABEL: Record<Backend, string> = { memory: 'in-memory', redis: 'Redis', postgres: 'PostgreSQL', mysql: 'MySQL / MariaDB' };
+export const BACKEND_LABEL: Record<Backend, string> = {
+  memory: 'in-memory',
+  redis: 'Redis',
+  postgres: 'PostgreSQL',
+  mysql: 'MySQL / MariaDB',
+};

@@ -34,7 +34,9 @@ export const oursPostgresCohort: SubjectSpec = {
   canWait: true,
   connectionsFor: () => OURS_LOCK_POOL_SIZE,
   async open(context: SubjectContext): Promise<LockSubject> {
-    return lockServiceSubject(new PostgresLockProvider({ connectionString: context.databaseUrl, keyPrefix: `${context.prefix}:ours-cohort`, handoff: 'cohort' }));
+    return lockServiceSubject(
+      new PostgresLockProvider({ connectionString: context.databaseUrl, keyPrefix: `${context.prefix}:ours-cohort`, handoff: 'cohort' }),
+    );
   },
 };
 
@@ -48,7 +50,8 @@ export const advisoryLockPeer: SubjectSpec = {
   label: 'advisory-lock',
   kind: 'peer',
   backend: 'postgres',
-  settings: 'advisoryLock(url)(name).withLock(fn) — its only mode: a new connection per lock() (pg_advisory_lock), closed after pg_advisory_unlock',
+  settings:
+    'advisoryLock(url)(name).withLock(fn) — its only mode: a new connection per lock() (pg_advisory_lock), closed after pg_advisory_unlock',
   canWait: true,
   connectionsFor: (concurrency) => concurrency,
   async open(context: SubjectContext): Promise<LockSubject> {
@@ -77,7 +80,8 @@ export const postgresFloor: SubjectSpec = {
   label: 'floor: pg_advisory_lock + unlock',
   kind: 'floor',
   backend: 'postgres',
-  settings: 'one pg.Client; SELECT pg_advisory_lock($1::bigint); SELECT pg_advisory_unlock($1::bigint) (SHA-256 64-bit key, named prepared statements)',
+  settings:
+    'one pg.Client; SELECT pg_advisory_lock($1::bigint); SELECT pg_advisory_unlock($1::bigint) (SHA-256 64-bit key, named prepared statements)',
   canWait: false,
   connectionsFor: () => 1,
   async open(context: SubjectContext): Promise<LockSubject> {

@@ -41,7 +41,9 @@ export const oursRedisCohort: SubjectSpec = {
   settings: `new RedisLockProvider({ url, keyPrefix, handoff: 'cohort' }) (up to 16 local hand-offs in a row, otherwise as ours); LockService.run(key, fn)`,
   canWait: true,
   async open(context: SubjectContext): Promise<LockSubject> {
-    return lockServiceSubject(new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours-cohort`, handoff: 'cohort' }));
+    return lockServiceSubject(
+      new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours-cohort`, handoff: 'cohort' }),
+    );
   },
 };
 
@@ -60,7 +62,13 @@ export const oursRedisReplicas: SubjectSpec = {
   canWait: true,
   async open(context: SubjectContext): Promise<LockSubject> {
     await ensureLocalReplica(context.redisUrl);
-    return lockServiceSubject(new RedisLockProvider({ url: context.redisUrl, keyPrefix: `${context.prefix}:ours-replicas`, replicas: { acks: 1, timeoutMs: 1000 } }));
+    return lockServiceSubject(
+      new RedisLockProvider({
+        url: context.redisUrl,
+        keyPrefix: `${context.prefix}:ours-replicas`,
+        replicas: { acks: 1, timeoutMs: 1000 },
+      }),
+    );
   },
 };
 

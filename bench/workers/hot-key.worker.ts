@@ -78,5 +78,10 @@ async function run(request: RunRequest): Promise<Message> {
   } catch (error) {
     failures.push(describeError(error));
   }
-  return { type: 'result', sections: sections.toFlat(), failures, statements: statements ? statements.read() - statementsAtOpen : undefined };
+  return {
+    type: 'result',
+    sections: sections.toFlat(),
+    failures,
+    statements: statements ? statements.read() - statementsAtOpen : undefined,
+  };
 }

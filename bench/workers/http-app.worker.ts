@@ -19,7 +19,8 @@ serveRequests(async (message: Message): Promise<Message | undefined> => {
       const driver = message.driver as 'memory' | 'redis';
       app = await createApp({
         config: { adapter: 'express', store: 'memory' },
-        serialized: driver === 'redis' ? { driver, redis: { url: message.redisUrl as string }, keyPrefix: message.keyPrefix as string } : { driver },
+        serialized:
+          driver === 'redis' ? { driver, redis: { url: message.redisUrl as string }, keyPrefix: message.keyPrefix as string } : { driver },
         logger: false,
         imports: [InterceptorProbeModule],
       });

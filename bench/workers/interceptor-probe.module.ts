@@ -1,4 +1,14 @@
-import { Controller, Injectable, Module, Param, Post, UseInterceptors, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  Controller,
+  Injectable,
+  Module,
+  Param,
+  Post,
+  UseInterceptors,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import type { Observable } from 'rxjs';
 
 /** An interceptor that does nothing: what Nest's interceptor pipeline costs by itself. */

@@ -62,7 +62,8 @@ const control: LockSubject = {
 serveRequests(async (message: Message): Promise<Message | undefined> => {
   if (message.type !== 'measure') throw new Error(`unknown request ${message.type}`);
   const { subject: id, keys, heldKeys, batch } = message as unknown as { subject: string; keys: number; heldKeys: number; batch: number };
-  const subject = id === 'control' ? control : await findSubject('memory', id).open({ redisUrl: '', databaseUrl: '', mysqlUrl: '', prefix: '' });
+  const subject =
+    id === 'control' ? control : await findSubject('memory', id).open({ redisUrl: '', databaseUrl: '', mysqlUrl: '', prefix: '' });
   // Warm-up: compile the hot paths before the baseline, so JIT code is not counted as retained.
   await churn(subject, 'w', 20_000, batch);
   await holdMany(subject, 'wh', 2000);

@@ -103,7 +103,12 @@ function main() {
       console.log(`nest-compat: ${spec.file} uses jest-only APIs and no NestJS: left to npm test`);
     }
     const files = specs.filter((spec) => !jestOnly.includes(spec)).map((spec) => spec.file);
-    run('tests (node:test)', process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'scripts/compat/run-suites.ts', ...files], dir);
+    run(
+      'tests (node:test)',
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'scripts/compat/run-suites.ts', ...files],
+      dir,
+    );
   } else {
     run('tests (jest)', 'npx', ['jest'], dir);
   }

@@ -68,7 +68,10 @@ function withTypings(names) {
  */
 function createConsumer({ dir, tarball, packages, mode = 'link' }) {
   fs.mkdirSync(path.join(dir, 'node_modules'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({ name: path.basename(dir), private: true, version: '0.0.0' }, null, 2)}\n`);
+  fs.writeFileSync(
+    path.join(dir, 'package.json'),
+    `${JSON.stringify({ name: path.basename(dir), private: true, version: '0.0.0' }, null, 2)}\n`,
+  );
   const missing = packages.filter((name) => !installed(name));
   if (missing.length) throw new Error(`the repository does not install ${missing.join(', ')} (npm ci first?)`);
   if (mode === 'npm') {

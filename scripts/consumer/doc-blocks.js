@@ -89,7 +89,10 @@ function docBlocks(root) {
 function testingRecipes(root) {
   const markdown = fs.readFileSync(path.join(root, 'docs', 'testing.md'), 'utf8');
   const named = (marker, lang) =>
-    [...markdown.matchAll(new RegExp(`<!-- ${marker}: (\\S+) -->\n\`\`\`${lang}\n([\\s\\S]*?)\n\`\`\`\n`, 'g'))].map((m) => ({ name: m[1], code: `${m[2]}\n` }));
+    [...markdown.matchAll(new RegExp(`<!-- ${marker}: (\\S+) -->\n\`\`\`${lang}\n([\\s\\S]*?)\n\`\`\`\n`, 'g'))].map((m) => ({
+      name: m[1],
+      code: `${m[2]}\n`,
+    }));
   return { recipes: named('recipe', 'ts'), jestConfigs: named('jest-config', 'js') };
 }
 

@@ -20,7 +20,8 @@ export const APP_ENV_ACCEPTS = {
   REPORTS_QUEUE_PREFIX: '1 to 64 characters of A-Z a-z 0-9 _ . : - { } (default bull)',
   DIGEST_ENABLED: 'true or false (default true): the nightly digest job (@OncePerTick on @nestjs/schedule, GET /digests)',
   DIGEST_CRON: 'a cron expression of 5 or 6 fields, seconds first when 6 (default 0 0 3 * * *: every night at 03:00)',
-  ADMIN_LOCKS_TOKEN: '16 to 256 characters without spaces: GET /admin/locks/:key answers requests whose x-admin-token header equals it (default unset: the route does not exist)',
+  ADMIN_LOCKS_TOKEN:
+    '16 to 256 characters without spaces: GET /admin/locks/:key answers requests whose x-admin-token header equals it (default unset: the route does not exist)',
 } as const;
 
 class AppEnvironment {
@@ -72,7 +73,8 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     values[name] = NUMERIC.has(name) && /^\d{1,9}$/.test(raw) ? Number(raw) : raw;
   }
   const problems = validateSync(values, { forbidUnknownValues: false }).map(
-    (e) => `${e.property}=${JSON.stringify(String(e.value))} is invalid: accepts ${APP_ENV_ACCEPTS[e.property as keyof typeof APP_ENV_ACCEPTS]}`,
+    (e) =>
+      `${e.property}=${JSON.stringify(String(e.value))} is invalid: accepts ${APP_ENV_ACCEPTS[e.property as keyof typeof APP_ENV_ACCEPTS]}`,
   );
   // The library checks its own variables when it starts; checking them here too
   // puts every bad variable, the app's and the library's, in one message.

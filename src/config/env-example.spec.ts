@@ -18,7 +18,9 @@ function readEnvExample(): Record<string, string> {
 
 describe('.env.example', () => {
   const example = readEnvExample();
-  const readByCode = [...new Set([...Object.keys(SERIALIZED_ENV_ACCEPTS), ...Object.keys(IDEMPOTENCY_ENV_ACCEPTS), ...Object.keys(APP_ENV_ACCEPTS)])].sort();
+  const readByCode = [
+    ...new Set([...Object.keys(SERIALIZED_ENV_ACCEPTS), ...Object.keys(IDEMPOTENCY_ENV_ACCEPTS), ...Object.keys(APP_ENV_ACCEPTS)]),
+  ].sort();
 
   it('lists every variable the library and the example app read, and no other', () => {
     expect(Object.keys(example).sort()).toEqual(readByCode);

@@ -18,7 +18,9 @@ export interface DigestDemoResult {
  * between `from` and `to` (ms since the epoch), how many times each was sent.
  */
 export async function readDigestRuns(urls: string[], from: number, to: number): Promise<DigestDemoResult> {
-  const reports = await Promise.all(urls.map(async (url) => (await fetch(`${url}/digests`)).json() as Promise<{ instance: number; runs: DigestRun[] }>));
+  const reports = await Promise.all(
+    urls.map(async (url) => (await fetch(`${url}/digests`)).json() as Promise<{ instance: number; runs: DigestRun[] }>),
+  );
   const first = Math.ceil(from / 1000) * 1000;
   const last = Math.floor(to / 1000) * 1000;
   const inWindow = (run: DigestRun) => run.at >= first && run.at < last;

@@ -24,7 +24,12 @@ export interface ReportsDemoResult {
  */
 export async function runReportsDemo(
   baseUrl: string,
-  { userId = 'demo-user', count = 4, pollMs = 250, timeoutMs = 120_000 }: { userId?: string; count?: number; pollMs?: number; timeoutMs?: number } = {},
+  {
+    userId = 'demo-user',
+    count = 4,
+    pollMs = 250,
+    timeoutMs = 120_000,
+  }: { userId?: string; count?: number; pollMs?: number; timeoutMs?: number } = {},
 ): Promise<ReportsDemoResult> {
   const started = Date.now();
   const accepted = await Promise.all(

@@ -25,7 +25,9 @@ export function resolveReportsOptions(options: ReportsModuleOptions, env: NodeJS
   const integer = (value: number | undefined, variable: string, fallback: number, min: number): number => {
     if (value !== undefined) {
       if (Number.isInteger(value) && value >= min) return value;
-      problems.push(`${variable === 'REPORT_DURATION_MS' ? 'durationMs' : 'concurrency'} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+      problems.push(
+        `${variable === 'REPORT_DURATION_MS' ? 'durationMs' : 'concurrency'} must be an integer >= ${min}, got ${JSON.stringify(value)}`,
+      );
       return fallback;
     }
     const raw = env[variable];

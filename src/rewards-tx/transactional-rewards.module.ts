@@ -46,7 +46,9 @@ export class TransactionalRewardsModule {
         database,
         ClsModule.forRoot({
           global: true,
-          plugins: [new ClsPluginTransactional({ imports: [database], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }) })],
+          plugins: [
+            new ClsPluginTransactional({ imports: [database], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }) }),
+          ],
         }),
       ],
       controllers: [TransactionalRewardsController, NaiveTransactionalRewardsController],

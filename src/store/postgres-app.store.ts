@@ -59,7 +59,10 @@ export class PostgresAppStore extends AppStore {
 
   async listResources(userId: string): Promise<Resource[]> {
     await this.schema();
-    const { rows } = await this.pool.query('SELECT id, user_id, name, created_at FROM example_resources WHERE user_id = $1 ORDER BY created_at, id', [userId]);
+    const { rows } = await this.pool.query(
+      'SELECT id, user_id, name, created_at FROM example_resources WHERE user_id = $1 ORDER BY created_at, id',
+      [userId],
+    );
     return rows.map((r) => ({ id: r.id, userId: r.user_id, name: r.name, createdAt: Number(r.created_at) }));
   }
 
@@ -88,7 +91,14 @@ export class PostgresAppStore extends AppStore {
       'SELECT id, account_id, amount, currency, created_at FROM example_payments WHERE account_id = $1 ORDER BY created_at, id',
       [accountId],
     );
-    return rows.map((r) => ({ id: r.id, accountId: r.account_id, amount: r.amount, currency: r.currency, status: 'succeeded', createdAt: Number(r.created_at) }));
+    return rows.map((r) => ({
+      id: r.id,
+      accountId: r.account_id,
+      amount: r.amount,
+      currency: r.currency,
+      status: 'succeeded',
+      createdAt: Number(r.created_at),
+    }));
   }
 
   async addPayment(payment: Payment): Promise<void> {

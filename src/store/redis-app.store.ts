@@ -19,7 +19,10 @@ return 1`;
 export class RedisAppStore extends AppStore {
   private readonly redis: Redis;
 
-  constructor(url: string, private readonly prefix = 'example-app') {
+  constructor(
+    url: string,
+    private readonly prefix = 'example-app',
+  ) {
     super();
     this.redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
   }
@@ -31,12 +34,9 @@ export class RedisAppStore extends AppStore {
 
   async recordClaim(userId: string, at: number): Promise<RewardState> {
     const key = `${this.prefix}:rewards:${userId}`;
-    const [[, count]] = (await this.redis
-      .multi()
-      .hincrby(key, 'rewardCount', 1)
-      .hset(key, 'lastClaimAt', at)
-      .expire(key, 3600)
-      .exec()) as [[null, number]];
+    const [[, count]] = (await this.redis.multi().hincrby(key, 'rewardCount', 1).hset(key, 'lastClaimAt', at).expire(key, 3600).exec()) as [
+      [null, number],
+    ];
     return { rewardCount: count, lastClaimAt: at };
   }
 

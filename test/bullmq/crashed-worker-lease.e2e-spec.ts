@@ -31,7 +31,9 @@ const RESUME_BOUND_MS = 10_000;
 /** Worker 1 alone picks job 0 of `key` (slow on its first run); worker 2 joins; worker 1 is SIGKILLed mid-job. */
 async function killMidJob(harness: QueueHarness, key: string, settings: WorkerSettings) {
   const [worker1] = await harness.startWorkers(settings);
-  await harness.add([0, 1, 2, 3, 4, 5].map((seq) => ({ data: { key, seq, durationMs: 100, ...(seq === 0 ? { slowOnceMs: 120_000 } : {}) } })));
+  await harness.add(
+    [0, 1, 2, 3, 4, 5].map((seq) => ({ data: { key, seq, durationMs: 100, ...(seq === 0 ? { slowOnceMs: 120_000 } : {}) } })),
+  );
   await worker1.waitFor((m) => m.type === 'start' && m.key === key && m.seq === 0, 60_000);
   const [worker2] = await harness.startWorkers(settings);
 
@@ -59,28 +61,31 @@ function crashSettings(harness: QueueHarness, driver: 'redis' | 'postgres', maxS
   };
 }
 
-describe('BullMQ jobs with @Serialized: a worker killed mid-job does not block its key for the app lock\'s lease', () => {
+describe("BullMQ jobs with @Serialized: a worker killed mid-job does not block its key for the app lock's lease", () => {
   // PostgreSQL has no lease: the server frees the lock when the killed worker's session closes.
-  it.each(['redis', 'postgres'] as const)('maxStalledCount 1 (%s driver): job 0 is retried within a bound tied to lockDuration, then the rest run in order', async (driver) => {
-    const harness = new QueueHarness();
-    try {
-      const key = 'lease-retried';
-      const { worker2, victim, resumed, resumeMs } = await killMidJob(harness, key, crashSettings(harness, driver, 1));
-      expect(resumed).toMatchObject({ seq: 0, id: victim.id });
-      expect(resumeMs).toBeLessThan(RESUME_BOUND_MS);
+  it.each(['redis', 'postgres'] as const)(
+    'maxStalledCount 1 (%s driver): job 0 is retried within a bound tied to lockDuration, then the rest run in order',
+    async (driver) => {
+      const harness = new QueueHarness();
+      try {
+        const key = 'lease-retried';
+        const { worker2, victim, resumed, resumeMs } = await killMidJob(harness, key, crashSettings(harness, driver, 1));
+        expect(resumed).toMatchObject({ seq: 0, id: victim.id });
+        expect(resumeMs).toBeLessThan(RESUME_BOUND_MS);
 
-      await harness.waitFinished(6, 90_000);
-      const events = byKey(await harness.events()).get(key)!;
-      expect(overlapProblems(events, [victim])).toEqual([]);
-      // The killed run of job 0, its retry on worker 2, then 1..5 in enqueue order.
-      expect(startSeqs(events)).toEqual([0, 0, 1, 2, 3, 4, 5]);
-      expect(events.filter((e) => e.e === 'start' && e.seq === 0)[1].pid).toBe(worker2.pid);
-      expect(await harness.queue.getJobCounts('completed', 'failed')).toMatchObject({ completed: 6, failed: 0 });
-      expect(await harness.orderKeys()).toEqual([]);
-    } finally {
-      await harness.close();
-    }
-  });
+        await harness.waitFinished(6, 90_000);
+        const events = byKey(await harness.events()).get(key)!;
+        expect(overlapProblems(events, [victim])).toEqual([]);
+        // The killed run of job 0, its retry on worker 2, then 1..5 in enqueue order.
+        expect(startSeqs(events)).toEqual([0, 0, 1, 2, 3, 4, 5]);
+        expect(events.filter((e) => e.e === 'start' && e.seq === 0)[1].pid).toBe(worker2.pid);
+        expect(await harness.queue.getJobCounts('completed', 'failed')).toMatchObject({ completed: 6, failed: 0 });
+        expect(await harness.orderKeys()).toEqual([]);
+      } finally {
+        await harness.close();
+      }
+    },
+  );
 
   it('maxStalledCount 0 (redis driver): job 0 is failed and job 1 starts within a bound tied to lockDuration, then the rest in order', async () => {
     const harness = new QueueHarness();

@@ -11,7 +11,7 @@ import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
 
 describe('@SerializedJobs', () => {
-  it('applies the method\'s options over the class\'s over the defaults', () => {
+  it("applies the method's options over the class's over the defaults", () => {
     @SerializedJobs({ recheckMs: 5000, lockRetryMs: 300 })
     class Processor {
       @SerializedJobs({ recheckMs: 2000 })

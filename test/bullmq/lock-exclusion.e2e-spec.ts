@@ -22,7 +22,12 @@ const HTTP_MS = 1200;
 const JOB_MS = 1200;
 
 /** Builds an app whose handler (and, with `withProcessor`, BullMQ processor) log to `harness`. */
-async function createApp(harness: QueueHarness, driver: 'memory' | 'redis', scope: string, withProcessor: boolean): Promise<INestApplication> {
+async function createApp(
+  harness: QueueHarness,
+  driver: 'memory' | 'redis',
+  scope: string,
+  withProcessor: boolean,
+): Promise<INestApplication> {
   const record = async (event: Omit<JobEvent, 'pid' | 'attempt'>): Promise<void> => {
     await harness.redis.rpush(harness.logKey, JSON.stringify({ ...event, attempt: 0, pid: process.pid }));
   };
@@ -35,7 +40,9 @@ async function createApp(harness: QueueHarness, driver: 'memory' | 'redis', scop
     async slow(@Param('userId') userId: string, @Query('until') until?: string): Promise<{ ok: true }> {
       await record({ e: 'start', key: userId, seq: 0, id: 'http' });
       if (until) {
-        await waitFor(async () => (await eventsOf(harness, until)).some((e) => e.e === 'end'), 60_000, `a job of ${until} to end`).catch(() => undefined);
+        await waitFor(async () => (await eventsOf(harness, until)).some((e) => e.e === 'end'), 60_000, `a job of ${until} to end`).catch(
+          () => undefined,
+        );
       } else {
         await sleep(HTTP_MS);
       }
@@ -58,7 +65,9 @@ async function createApp(harness: QueueHarness, driver: 'memory' | 'redis', scop
   @Module({
     imports: [
       SerializedModule.forRoot({ driver, redis: { url: TEST_REDIS_URL }, waitTimeoutMs: 30_000 }),
-      ...(withProcessor ? [BullModule.registerQueue({ name: harness.name, prefix: harness.prefix, connection: { url: TEST_REDIS_URL } })] : []),
+      ...(withProcessor
+        ? [BullModule.registerQueue({ name: harness.name, prefix: harness.prefix, connection: { url: TEST_REDIS_URL } })]
+        : []),
     ],
     controllers: [SlowController],
     providers: withProcessor ? [InProcessProcessor as Type] : [],
@@ -94,7 +103,9 @@ describe.each(['memory', 'redis'] as const)('BullMQ jobs and HTTP handlers shari
 
   it('parks a job while an HTTP handler holds its key, without holding back other keys, then runs it', async () => {
     // The handler holds u1 until u2's job has ended: u2 must not need u1's lock.
-    const response = request(app.getHttpServer()).post('/users/u1/slow?until=u2').then((r) => r);
+    const response = request(app.getHttpServer())
+      .post('/users/u1/slow?until=u2')
+      .then((r) => r);
     await waitFor(async () => (await eventsOf(harness, 'u1')).length > 0, 30_000, 'the handler to start');
     await harness.add([{ data: { key: 'u1', seq: 1, durationMs: 100 } }, { data: { key: 'u2', seq: 1, durationMs: 100 } }]);
     expect((await response).status).toBe(201);

@@ -8,7 +8,7 @@ import { WorkerProcess } from '../support/processes';
 jest.setTimeout(120_000);
 
 describe('BullMQ support is loaded only when a job is processed', () => {
-  it('leaves bullmq, @nestjs/bullmq, ioredis and the library\'s job runner unloaded on the in-memory path', async () => {
+  it("leaves bullmq, @nestjs/bullmq, ioredis and the library's job runner unloaded on the in-memory path", async () => {
     const app = WorkerProcess.start('without-bullmq', 'test/bullmq/workers/without-bullmq.ts');
     try {
       const report = await app.waitForType('loaded', 90_000);

@@ -47,7 +47,7 @@ describe('BullMQ jobs with @Serialized: order and exclusion per key, across proc
     expect(await harness.orderKeys()).toEqual([]);
   });
 
-  it('runs jobs of different keys in parallel, up to the workers\' concurrency', async () => {
+  it("runs jobs of different keys in parallel, up to the workers' concurrency", async () => {
     const keys = ['par-a', 'par-b', 'par-c', 'par-d', 'par-e', 'par-f'];
     // Each job keeps running until all six have started: only true parallelism ends them early.
     await harness.add(keys.map((key) => ({ data: { key, seq: 1, barrier: { group: 'par', starts: keys.length } } })));

@@ -27,7 +27,10 @@ describe.each(['express', 'fastify'] as const)('reports: POST /users/:userId/rep
         ReportsModule.register({ connection: { url: TEST_REDIS_URL }, prefix, durationMs: 300, concurrency: 4 }),
       ],
     }).compile();
-    app = platform === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: ['error', 'warn'] }) : moduleRef.createNestApplication({ logger: ['error', 'warn'] });
+    app =
+      platform === 'fastify'
+        ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: ['error', 'warn'] })
+        : moduleRef.createNestApplication({ logger: ['error', 'warn'] });
     await app.listen(0, '127.0.0.1');
     baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   });
@@ -49,12 +52,16 @@ describe.each(['express', 'fastify'] as const)('reports: POST /users/:userId/rep
     expect(accepted.headers.location).toBe(`/jobs/${accepted.body.jobId}`);
 
     let view: JobView | undefined;
-    await waitFor(async () => {
-      const polled = await request(app.getHttpServer()).get(accepted.headers.location);
-      expect(polled.status).toBe(200);
-      view = polled.body as JobView;
-      return view.state === 'completed';
-    }, 30_000, 'the report to complete');
+    await waitFor(
+      async () => {
+        const polled = await request(app.getHttpServer()).get(accepted.headers.location);
+        expect(polled.status).toBe(200);
+        view = polled.body as JobView;
+        return view.state === 'completed';
+      },
+      30_000,
+      'the report to complete',
+    );
     expect(view).toMatchObject({ id: accepted.body.jobId, name: 'report', data: { userId: 'carol' }, failedReason: null });
     expect(view!.result).toMatchObject({ userId: 'carol', startedAt: expect.any(Number), finishedAt: expect.any(Number) });
   });
@@ -65,7 +72,7 @@ describe.each(['express', 'fastify'] as const)('reports: POST /users/:userId/rep
     expect(response.body.message).toContain('999999999');
   });
 
-  it('builds each user\'s burst of reports one at a time, in request order (the demo helper)', async () => {
+  it("builds each user's burst of reports one at a time, in request order (the demo helper)", async () => {
     const [alice, bob] = await Promise.all([
       runReportsDemo(baseUrl, { userId: 'alice', count: 4, pollMs: 100, timeoutMs: 60_000 }),
       runReportsDemo(baseUrl, { userId: 'bob', count: 3, pollMs: 100, timeoutMs: 60_000 }),

@@ -71,7 +71,9 @@ describe('BullMQ jobs with @Serialized: retries and failures', () => {
     expect(await job.getState()).toBe('failed');
     expect(job.attemptsMade).toBe(1);
     // Whichever process took it: the path form or the function form of the key.
-    expect(job.failedReason).toMatch(/^Serialization key "(data\.key|function \(anonymous\))" is missing or empty .*\(in TestProcessor#process\)$/);
+    expect(job.failedReason).toMatch(
+      /^Serialization key "(data\.key|function \(anonymous\))" is missing or empty .*\(in TestProcessor#process\)$/,
+    );
     const events = await harness.events();
     expect(events.some((e) => e.seq === 1 && e.key === '')).toBe(false);
     expect(events.filter((e) => e.key === 'after-missing').map((e) => e.e)).toEqual(['start', 'end']);

@@ -22,7 +22,7 @@ describe('BullMQ jobs with @Serialized: a waiting job never occupies a worker sl
     await harness?.close();
   });
 
-  it('finishes user B\'s job while user A\'s backlog of 10 jobs is still at its first job', async () => {
+  it("finishes user B's job while user A's backlog of 10 jobs is still at its first job", async () => {
     const jobs: { data: TestJobData }[] = [];
     // A's first job keeps its slot until B's job has ended (at most 60 s). B can only
     // end first if none of A's nine waiting jobs sits in the other slot.

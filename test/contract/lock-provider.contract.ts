@@ -1,4 +1,13 @@
-import { LockBackendError, LockBusyError, LockLostError, LockService, LockTimeoutError, type Lock, type LockProvider, type RunOptions } from 'nestjs-serialized';
+import {
+  LockBackendError,
+  LockBusyError,
+  LockLostError,
+  LockService,
+  LockTimeoutError,
+  type Lock,
+  type LockProvider,
+  type RunOptions,
+} from 'nestjs-serialized';
 import { performance } from 'node:perf_hooks';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
 
@@ -510,7 +519,7 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       await next!.release();
     });
 
-    it('LockService validates a call once: through it, the provider\'s validating entry points are never called', async () => {
+    it("LockService validates a call once: through it, the provider's validating entry points are never called", async () => {
       const { provider, locks } = await make();
       const key = uniqueId('validated');
       const validating = [jest.spyOn(provider, 'acquire'), jest.spyOn(provider, 'tryAcquire')];
@@ -582,7 +591,9 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       const waiting = [1, 2].map((i) => locks.run(busyKey, () => i));
       const refused = locks.run(busyKey, () => 3, { handler: 'Total#held' });
       await expect(refused).rejects.toMatchObject({ name: 'LockBusyError', reason: 'max-pending-total' });
-      await expect(refused).rejects.toThrow(`Lock "${busyKey}" is busy: 2 callers already wait for locks of this provider in this process (maxPendingTotal) (in Total#held)`);
+      await expect(refused).rejects.toThrow(
+        `Lock "${busyKey}" is busy: 2 callers already wait for locks of this provider in this process (maxPendingTotal) (in Total#held)`,
+      );
       await expect(locks.run(uniqueId('total-free'), () => 'free')).resolves.toBe('free');
       await holder.release();
       await expect(Promise.all(waiting)).resolves.toEqual([1, 2]);
@@ -593,11 +604,15 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       const { provider, locks } = await make();
       const key = uniqueId('reentrant');
       const result = await locks.run(key, async (outer) =>
-        locks.run(key, async (inner) => {
-          expect(inner).toBe(outer);
-          expect(locks.isHeld(key)).toBe(true);
-          return 'inner ran';
-        }, { waitTimeoutMs: 200 }),
+        locks.run(
+          key,
+          async (inner) => {
+            expect(inner).toBe(outer);
+            expect(locks.isHeld(key)).toBe(true);
+            return 'inner ran';
+          },
+          { waitTimeoutMs: 200 },
+        ),
       );
       expect(result).toBe('inner ran');
       expect(locks.isHeld(key)).toBe(false);

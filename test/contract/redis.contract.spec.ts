@@ -74,7 +74,8 @@ describeLockProviderContract({
 // Cluster, through a client the app passes in: the provider must leave it open.
 function clusterNodes(): { host: string; port: number }[] {
   const nodes = process.env.TEST_REDIS_CLUSTER_NODES;
-  if (!nodes) throw new Error('TEST_REDIS_CLUSTER_NODES is not set: the jest global set-up starts the test cluster (test/setup/redis-cluster.ts)');
+  if (!nodes)
+    throw new Error('TEST_REDIS_CLUSTER_NODES is not set: the jest global set-up starts the test cluster (test/setup/redis-cluster.ts)');
   return nodes.split(',').map((node) => {
     const [host, port] = node.split(':');
     return { host, port: Number(port) };

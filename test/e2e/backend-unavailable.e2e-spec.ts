@@ -24,14 +24,27 @@ class DownController {
   @Post('lost/:id')
   @Serialized('id', { scope: 'down-lost' })
   lost(@Param('id') id: string) {
-    throw new LockLostError(`down-lost:${id}`, 'its lease could not be renewed: connect ECONNREFUSED 10.20.30.40:6399', new Error('connect ECONNREFUSED 10.20.30.40:6399'));
+    throw new LockLostError(
+      `down-lost:${id}`,
+      'its lease could not be renewed: connect ECONNREFUSED 10.20.30.40:6399',
+      new Error('connect ECONNREFUSED 10.20.30.40:6399'),
+    );
   }
 }
 
-async function start(adapter: Adapter, serialized: SerializedModuleOptions): Promise<{ app: INestApplication; url: string; logs: CapturingLogger }> {
+async function start(
+  adapter: Adapter,
+  serialized: SerializedModuleOptions,
+): Promise<{ app: INestApplication; url: string; logs: CapturingLogger }> {
   const logs = new CapturingLogger();
-  const moduleRef = await Test.createTestingModule({ imports: [SerializedModule.forRoot(serialized)], controllers: [DownController] }).compile();
-  const app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: logs }) : moduleRef.createNestApplication({ logger: logs });
+  const moduleRef = await Test.createTestingModule({
+    imports: [SerializedModule.forRoot(serialized)],
+    controllers: [DownController],
+  }).compile();
+  const app =
+    adapter === 'fastify'
+      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: logs })
+      : moduleRef.createNestApplication({ logger: logs });
   await app.init();
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
   await app.listen(0, '127.0.0.1');
@@ -39,7 +52,12 @@ async function start(adapter: Adapter, serialized: SerializedModuleOptions): Pro
 }
 
 /** The 503 a client gets: that the lock backend is unavailable, and when to retry; nothing about the infrastructure. */
-function expectPlain503(response: request.Response, code: string, secrets: (string | RegExp)[], message = /lock backend is unavailable/i): void {
+function expectPlain503(
+  response: request.Response,
+  code: string,
+  secrets: (string | RegExp)[],
+  message = /lock backend is unavailable/i,
+): void {
   expect(response.status).toBe(503);
   expect(response.headers['retry-after']).toMatch(/^\d+$/);
   expect(Object.keys(response.body).sort()).toEqual(['code', 'error', 'message', 'statusCode']);
@@ -63,7 +81,11 @@ describe.each(ADAPTERS.map((a) => [a]))('an unavailable lock backend over HTTP (
 
   it(`Redis on a closed port: ${REQUESTS} requests get a plain 503 with Retry-After; the log gets the detail once`, async () => {
     const port = await freeLocalPort();
-    const started = await start(adapter, { driver: 'redis', redis: { url: `redis://:s3cret-pw@127.0.0.1:${port}` }, connectTimeoutMs: 300 });
+    const started = await start(adapter, {
+      driver: 'redis',
+      redis: { url: `redis://:s3cret-pw@127.0.0.1:${port}` },
+      connectTimeoutMs: 300,
+    });
     app = started.app;
     DownController.runs = 0;
     const ids: string[] = [];
@@ -92,7 +114,12 @@ describe.each(ADAPTERS.map((a) => [a]))('an unavailable lock backend over HTTP (
     DownController.runs = 0;
     for (let n = 0; n < REQUESTS; n++) {
       const id = uniqueId('down');
-      expectPlain503(await request(started.url).post(`/down/work/${id}`), 'LOCK_BACKEND_UNAVAILABLE', ['nosuchrole', id, url.port || '5432', 'pw-of-nosuchrole']);
+      expectPlain503(await request(started.url).post(`/down/work/${id}`), 'LOCK_BACKEND_UNAVAILABLE', [
+        'nosuchrole',
+        id,
+        url.port || '5432',
+        'pw-of-nosuchrole',
+      ]);
     }
     expect(DownController.runs).toBe(0);
     const reported = started.logs.containing('answered 503');
@@ -106,7 +133,12 @@ describe.each(ADAPTERS.map((a) => [a]))('an unavailable lock backend over HTTP (
     app = started.app;
     for (let n = 0; n < REQUESTS; n++) {
       const id = uniqueId('lost');
-      expectPlain503(await request(started.url).post(`/down/lost/${id}`), 'LOCK_LOST', ['10.20.30.40', '6399', id], /lock of this request was lost/);
+      expectPlain503(
+        await request(started.url).post(`/down/lost/${id}`),
+        'LOCK_LOST',
+        ['10.20.30.40', '6399', id],
+        /lock of this request was lost/,
+      );
     }
     const reported = started.logs.containing('answered 503');
     expect(reported).toHaveLength(1);

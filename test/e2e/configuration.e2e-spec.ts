@@ -41,16 +41,12 @@ describe('configuration from the environment', () => {
   });
 
   it('the example app refuses to start on a bad variable, and says which', () => {
-    const result = spawnSync(
-      process.execPath,
-      childEntry('src/main.ts').args,
-      {
-        cwd: ROOT,
-        env: { ...process.env, ...childEntry('src/main.ts').env, SERIALIZED_WAIT_TIMEOUT_MS: 'soon', PORT: 'eighty' },
-        encoding: 'utf8',
-        timeout: 60_000,
-      },
-    );
+    const result = spawnSync(process.execPath, childEntry('src/main.ts').args, {
+      cwd: ROOT,
+      env: { ...process.env, ...childEntry('src/main.ts').env, SERIALIZED_WAIT_TIMEOUT_MS: 'soon', PORT: 'eighty' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(result.status).not.toBe(0);
     // One message for the app's variables and the library's.
     expect(result.stderr + result.stdout).toContain('SERIALIZED_WAIT_TIMEOUT_MS="soon" is invalid');
@@ -85,7 +81,12 @@ describe('configuration from the environment', () => {
     const everything = (error: SerializedConfigError) => [error.message, String(error.stack), ...error.problems].join('\n');
 
     it.each([
-      ['REDIS_URL with the quotes docker --env-file keeps', 'redis', { REDIS_URL: `"redis://:${SECRET}@cache.internal:6379"` }, 'REDIS_URL='],
+      [
+        'REDIS_URL with the quotes docker --env-file keeps',
+        'redis',
+        { REDIS_URL: `"redis://:${SECRET}@cache.internal:6379"` },
+        'REDIS_URL=',
+      ],
       ['REDIS_URL with a user, single-quoted', 'redis', { REDIS_URL: `'redis://app:${SECRET}@cache.internal:6379/0'` }, 'REDIS_URL='],
       ['REDIS_URL with another scheme', 'redis', { REDIS_URL: `http://app:${SECRET}@cache.internal:6379` }, 'REDIS_URL='],
       ['REDIS_URL with an @ in the password', 'redis', { REDIS_URL: `"rediss://app:${SECRET}@x@cache.internal:6380"` }, 'REDIS_URL='],
@@ -104,27 +105,26 @@ describe('configuration from the environment', () => {
       expect(redis.message).toContain('options.redis.url=');
       expect(redis.message).toContain('cache.internal');
       expect(everything(redis)).not.toContain(SECRET);
-      const postgres = await compileWith({}, { driver: 'postgres', postgres: { connectionString: `"postgresql://app:${SECRET}@db.internal/app"` } });
+      const postgres = await compileWith(
+        {},
+        { driver: 'postgres', postgres: { connectionString: `"postgresql://app:${SECRET}@db.internal/app"` } },
+      );
       expect(postgres.message).toContain('options.postgres.connectionString');
       expect(everything(postgres)).not.toContain(SECRET);
     });
 
     it('the example app prints no password when it refuses to start', () => {
-      const result = spawnSync(
-        process.execPath,
-        childEntry('src/main.ts').args,
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            ...childEntry('src/main.ts').env,
-            SERIALIZED_DRIVER: 'redis',
-            REDIS_URL: `"redis://:${SECRET}@cache.internal:6379"`,
-          },
-          encoding: 'utf8',
-          timeout: 60_000,
+      const result = spawnSync(process.execPath, childEntry('src/main.ts').args, {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          ...childEntry('src/main.ts').env,
+          SERIALIZED_DRIVER: 'redis',
+          REDIS_URL: `"redis://:${SECRET}@cache.internal:6379"`,
         },
-      );
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(result.status).not.toBe(0);
       expect(result.stderr + result.stdout).toContain('REDIS_URL=');
       expect(result.stderr + result.stdout).not.toContain(SECRET);

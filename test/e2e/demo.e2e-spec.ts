@@ -17,11 +17,7 @@ describe('npm run demo', () => {
   it('shows the naive endpoints racing and the serialized ones exact, and exits 0', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, ...DEMO.env, ...RACE_WINDOW };
     delete env.SERIALIZED_DRIVER;
-    const result = spawnSync(
-      process.execPath,
-      DEMO.args,
-      { cwd: ROOT, env, encoding: 'utf8', timeout: 120_000 },
-    );
+    const result = spawnSync(process.execPath, DEMO.args, { cwd: ROOT, env, encoding: 'utf8', timeout: 120_000 });
     const output = result.stdout + result.stderr;
     expect(output).toContain('driver: memory, instances: 1');
     expect(output).toMatch(/daily reward .*\| 1 reward credited \(1×201, 19×409\)\s+\| ✔/);
@@ -36,16 +32,12 @@ describe('npm run demo', () => {
   });
 
   it.each([['redis'], ['postgres']])('holds with two app processes sharing %s', (driver) => {
-    const result = spawnSync(
-      process.execPath,
-      [...DEMO.args, '--driver', driver, '--instances', '2'],
-      {
-        cwd: ROOT,
-        env: { ...process.env, ...DEMO.env, ...RACE_WINDOW, REDIS_URL: TEST_REDIS_URL, DATABASE_URL: TEST_DATABASE_URL },
-        encoding: 'utf8',
-        timeout: 120_000,
-      },
-    );
+    const result = spawnSync(process.execPath, [...DEMO.args, '--driver', driver, '--instances', '2'], {
+      cwd: ROOT,
+      env: { ...process.env, ...DEMO.env, ...RACE_WINDOW, REDIS_URL: TEST_REDIS_URL, DATABASE_URL: TEST_DATABASE_URL },
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     const output = result.stdout + result.stderr;
     expect(output).toContain(`driver: ${driver}`);
     expect(output).toContain('instances: 2');
@@ -58,11 +50,12 @@ describe('npm run demo', () => {
   });
 
   it('refuses several instances on the in-memory driver, saying what to use', () => {
-    const result = spawnSync(
-      process.execPath,
-      [...DEMO.args, '--instances', '2', '--driver', 'memory'],
-      { cwd: ROOT, env: { ...process.env, ...DEMO.env }, encoding: 'utf8', timeout: 60_000 },
-    );
+    const result = spawnSync(process.execPath, [...DEMO.args, '--instances', '2', '--driver', 'memory'], {
+      cwd: ROOT,
+      env: { ...process.env, ...DEMO.env },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('needs a backend the instances share: add --driver redis');
   });

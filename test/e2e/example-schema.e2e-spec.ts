@@ -14,7 +14,9 @@ import { uniqueId, waitFor } from '../support/timing';
  * the same every run.
  */
 describe('example app: creating the rewards table while another instance creates it', () => {
-  const schema = uniqueId('schema_race').replace(/[^a-z0-9_]/gi, '_').toLowerCase();
+  const schema = uniqueId('schema_race')
+    .replace(/[^a-z0-9_]/gi, '_')
+    .toLowerCase();
   const inSchema = `-c search_path=${schema}`;
   let admin: Client;
 
@@ -51,9 +53,8 @@ describe('example app: creating the rewards table while another instance creates
       // This instance's statement waits for the other one's catalog row.
       await waitFor(
         async () =>
-          (
-            await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [applicationName])
-          ).rowCount === 1,
+          (await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [applicationName]))
+            .rowCount === 1,
         10_000,
         'the start-up DDL waiting for the other instance',
       );

@@ -111,7 +111,9 @@ describe.each(ADAPTERS.map((a) => [a]))('lock keys over HTTP (%s)', (adapter: Ad
       const response = await post('/fx-keys/value').send({ value });
       expect(response.status).toBe(400);
       expect(response.body.code).toBe('SERIALIZATION_KEY_INVALID');
-      expect(response.body.message).toBe('Serialization key "body.value" is not well-formed Unicode (it has a lone surrogate) (looked in body.value)');
+      expect(response.body.message).toBe(
+        'Serialization key "body.value" is not well-formed Unicode (it has a lone surrogate) (looked in body.value)',
+      );
     });
 
     it.each([

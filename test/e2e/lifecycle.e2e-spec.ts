@@ -2,14 +2,7 @@ import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import {
-  LockBackendError,
-  LockProvider,
-  LockService,
-  SerializedModule,
-  Serialized,
-  type Lock,
-} from 'nestjs-serialized';
+import { LockBackendError, LockProvider, LockService, SerializedModule, Serialized, type Lock } from 'nestjs-serialized';
 import { deferred, sleep, uniqueId } from '../support/timing';
 import { ADAPTERS, type Adapter } from './http-app';
 
@@ -78,9 +71,13 @@ describe.each(ADAPTERS.map((a) => [a]))('lifecycle and failure (%s)', (adapter: 
   it('app.close(): the running handler finishes, waiters get 503, then the app is closed', async () => {
     const { app, url } = await start(adapter);
     const id = uniqueId('close');
-    const holder = request(url).post(`/life/hold/${id}`).then((r) => r);
+    const holder = request(url)
+      .post(`/life/hold/${id}`)
+      .then((r) => r);
     await sleep(80);
-    const waiter = request(url).post(`/life/hold/${id}`).then((r) => r);
+    const waiter = request(url)
+      .post(`/life/hold/${id}`)
+      .then((r) => r);
     await sleep(80);
     let closed = false;
     const closing = app.close().then(() => (closed = true));

@@ -6,14 +6,20 @@ import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
 
 describe('SerializedModule: provider tuning and a provider built in code', () => {
-  it("postgres: { applicationName, lockPoolSize, … } reach the provider: its sessions carry the name", async () => {
+  it('postgres: { applicationName, lockPoolSize, … } reach the provider: its sessions carry the name', async () => {
     const applicationName = uniqueId('opts15').slice(0, 40);
     const moduleRef = await Test.createTestingModule({
       imports: [
         SerializedModule.forRoot({
           driver: 'postgres',
           keyPrefix: uniqueId('opts'),
-          postgres: { connectionString: TEST_DATABASE_URL, applicationName, lockPoolSize: 2, sessionTimeoutMs: 5000, idleTimeoutMs: 60_000 },
+          postgres: {
+            connectionString: TEST_DATABASE_URL,
+            applicationName,
+            lockPoolSize: 2,
+            sessionTimeoutMs: 5000,
+            idleTimeoutMs: 60_000,
+          },
         }),
       ],
     }).compile();
@@ -24,7 +30,9 @@ describe('SerializedModule: provider tuning and a provider built in code', () =>
     try {
       const locks = moduleRef.get(LockService);
       const sessions = await locks.run(uniqueId('k'), async () => {
-        const { rows } = await inspector.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [applicationName]);
+        const { rows } = await inspector.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [
+          applicationName,
+        ]);
         return rows[0].n as number;
       });
       expect(sessions).toBe(1);
@@ -77,7 +85,10 @@ describe('SerializedModule: provider tuning and a provider built in code', () =>
     const saved = process.env.SERIALIZED_REDIS_HEARTBEAT_MS;
     process.env.SERIALIZED_REDIS_HEARTBEAT_MS = '2500';
     try {
-      for (const [redis, expected] of [[{ url: TEST_REDIS_URL }, 2500], [{ url: TEST_REDIS_URL, heartbeatMs: 1500 }, 1500]] as const) {
+      for (const [redis, expected] of [
+        [{ url: TEST_REDIS_URL }, 2500],
+        [{ url: TEST_REDIS_URL, heartbeatMs: 1500 }, 1500],
+      ] as const) {
         const moduleRef = await Test.createTestingModule({
           imports: [SerializedModule.forRoot({ driver: 'redis', keyPrefix: uniqueId('opts-hb'), redis })],
         }).compile();

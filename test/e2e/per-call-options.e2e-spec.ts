@@ -89,32 +89,40 @@ describe('per-call options', () => {
       ['an unknown mode', { mode: 'later' as never }, /mode="later"/],
     ];
 
-    it.each(invalid)('LockService.run with %s: a rejected promise (never a synchronous throw), and fn never runs', async (_name, options, option) => {
-      const fn = jest.fn();
-      let result!: Promise<unknown>;
-      expect(() => {
-        result = locks.run('k', fn, { ...options, handler: 'Billing#charge' });
-      }).not.toThrow();
-      const error = await result.then(
-        () => undefined,
-        (e: Error) => e,
-      );
-      expect(error).toBeInstanceOf(Error);
-      expect(error!.message).toMatch(option);
-      expect(error!.message).toContain('Billing#charge');
-      expect(fn).not.toHaveBeenCalled();
-      expect(provider.activeKeys).toBe(0);
-    });
+    it.each(invalid)(
+      'LockService.run with %s: a rejected promise (never a synchronous throw), and fn never runs',
+      async (_name, options, option) => {
+        const fn = jest.fn();
+        let result!: Promise<unknown>;
+        expect(() => {
+          result = locks.run('k', fn, { ...options, handler: 'Billing#charge' });
+        }).not.toThrow();
+        const error = await result.then(
+          () => undefined,
+          (e: Error) => e,
+        );
+        expect(error).toBeInstanceOf(Error);
+        expect(error!.message).toMatch(option);
+        expect(error!.message).toContain('Billing#charge');
+        expect(fn).not.toHaveBeenCalled();
+        expect(provider.activeKeys).toBe(0);
+      },
+    );
 
-    it.each(invalid.filter(([, options]) => !('mode' in options)))('the provider itself, with %s: acquire and tryAcquire reject', async (_name, options, option) => {
-      await expect(provider.acquire('k', options)).rejects.toThrow(option);
-      await expect(provider.acquire('k', options)).rejects.toThrow('InMemoryLockProvider#acquire');
-      await expect(provider.tryAcquire('k', options)).rejects.toThrow(option);
-      expect(provider.activeKeys).toBe(0);
-    });
+    it.each(invalid.filter(([, options]) => !('mode' in options)))(
+      'the provider itself, with %s: acquire and tryAcquire reject',
+      async (_name, options, option) => {
+        await expect(provider.acquire('k', options)).rejects.toThrow(option);
+        await expect(provider.acquire('k', options)).rejects.toThrow('InMemoryLockProvider#acquire');
+        await expect(provider.tryAcquire('k', options)).rejects.toThrow(option);
+        expect(provider.activeKeys).toBe(0);
+      },
+    );
 
     it('LockService.acquire (the interceptor path) rejects too, naming the handler', async () => {
-      await expect(locks.acquire('k', { leaseMs: 0.5, handler: 'Rewards#claim' })).rejects.toThrow(/leaseMs=0\.5.*Rewards#claim|Rewards#claim.*leaseMs=0\.5/);
+      await expect(locks.acquire('k', { leaseMs: 0.5, handler: 'Rewards#claim' })).rejects.toThrow(
+        /leaseMs=0\.5.*Rewards#claim|Rewards#claim.*leaseMs=0\.5/,
+      );
     });
 
     it('a bad option on a key already held by this context is refused as well', async () => {
@@ -172,9 +180,13 @@ describe('per-call options', () => {
       await app.listen(0, '127.0.0.1');
       try {
         const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-        const first = request(url).post('/huge/x').then((r) => r);
+        const first = request(url)
+          .post('/huge/x')
+          .then((r) => r);
         await waitFor(() => runs.length === 1, 10_000, 'the first handler');
-        const second = request(url).post('/huge/x').then((r) => r);
+        const second = request(url)
+          .post('/huge/x')
+          .then((r) => r);
         await sleep(200);
         expect(runs).toEqual(['x']);
         gate.resolve();
@@ -187,7 +199,9 @@ describe('per-call options', () => {
 
   describe('module options use the same table', () => {
     it('a fractional or negative module option stops start-up naming it', async () => {
-      const error = await Test.createTestingModule({ imports: [SerializedModule.forRoot({ waitTimeoutMs: 1.5, leaseMs: -1, maxPending: NaN })] })
+      const error = await Test.createTestingModule({
+        imports: [SerializedModule.forRoot({ waitTimeoutMs: 1.5, leaseMs: -1, maxPending: NaN })],
+      })
         .compile()
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(SerializedConfigError);

@@ -173,10 +173,12 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
       const after = start(`/fx/slow/${id}?tag=after`);
       await Promise.all([holder, after]);
       await sleep(50);
-      expect(recorder.started(`slow:`).filter((t) => ['slow:holder', 'slow:gone', 'slow:after'].includes(t)).slice(-2)).toEqual([
-        'slow:holder',
-        'slow:after',
-      ]);
+      expect(
+        recorder
+          .started(`slow:`)
+          .filter((t) => ['slow:holder', 'slow:gone', 'slow:after'].includes(t))
+          .slice(-2),
+      ).toEqual(['slow:holder', 'slow:after']);
       expect(recorder.events).not.toContain('start:slow:gone');
     });
 
@@ -196,7 +198,9 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
       const missing = await post('/fx/name');
       expect(missing.status).toBe(400);
       expect(missing.body.code).toBe('SERIALIZATION_KEY_MISSING');
-      expect(missing.body.message).toBe('Serialization key "tenant" is missing or empty (looked in params.tenant, user.tenant, body.tenant, query.tenant)');
+      expect(missing.body.message).toBe(
+        'Serialization key "tenant" is missing or empty (looked in params.tenant, user.tenant, body.tenant, query.tenant)',
+      );
     });
 
     it('user.id reads the user a guard put on the request', async () => {

@@ -50,7 +50,7 @@ describe('@Idempotent on a BullMQ processor', () => {
     redis.disconnect();
   });
 
-  it('runs the processor once per payment id; a duplicate job completes with the first one\'s return value', async () => {
+  it("runs the processor once per payment id; a duplicate job completes with the first one's return value", async () => {
     const jobs = moduleRef.get(PaymentJobs);
     const added = [
       await queue.add('pay', { paymentId: 'p-1', amount: 10 }),

@@ -46,7 +46,10 @@ describe.each([['redis'], ['postgres']] as [Driver][])('@Idempotent when the fir
     worker.kill('SIGKILL');
     expect((await worker.exited).signal).toBe('SIGKILL');
 
-    const duplicate = request(survivor.url).post(`/idem/hold/${id}`).set('Idempotency-Key', key).then((r) => r);
+    const duplicate = request(survivor.url)
+      .post(`/idem/hold/${id}`)
+      .set('Idempotency-Key', key)
+      .then((r) => r);
     // The duplicate gets the key once the dead holder's lock is gone, and runs the handler itself.
     await waitFor(() => survivor!.probe.inside.has(id), 20_000, 'the duplicate inside the handler on the survivor');
     survivor.probe.open(id);

@@ -37,12 +37,25 @@ describe.each(DRIVERS.flatMap((driver) => ADAPTERS.map((adapter) => [driver, ada
       const account = uniqueId('acc');
       const key = uniqueId('k');
       const responses = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => post(i, `/idem/pay/${account}`, key).send({ amount: 42 }).then((r) => r)),
+        Array.from({ length: 20 }, (_, i) =>
+          post(i, `/idem/pay/${account}`, key)
+            .send({ amount: 42 })
+            .then((r) => r),
+        ),
       );
       expect(runs(`pay:${account}`)).toBe(1);
-      const shapes = responses.map((r) => ({ status: r.status, body: r.body, type: r.headers['content-type'], location: r.headers.location }));
+      const shapes = responses.map((r) => ({
+        status: r.status,
+        body: r.body,
+        type: r.headers['content-type'],
+        location: r.headers.location,
+      }));
       expect(new Set(shapes.map((s) => JSON.stringify(s))).size).toBe(1);
-      expect(shapes[0]).toMatchObject({ status: 201, body: { account, amount: 42, run: 1 }, location: `/idem/pay/${account}/${responses[0].body.id}` });
+      expect(shapes[0]).toMatchObject({
+        status: 201,
+        body: { account, amount: 42, run: 1 },
+        location: `/idem/pay/${account}/${responses[0].body.id}`,
+      });
       expect(shapes[0].type).toMatch(/^application\/json/);
       expect(responses.filter(replayed)).toHaveLength(19);
     });
@@ -116,7 +129,11 @@ describe.each(DRIVERS.flatMap((driver) => ADAPTERS.map((adapter) => [driver, ada
       });
       for (const bad of ['', '   ', '""', 'x'.repeat(513), '"unterminated']) {
         const response = await post(1, `/idem/pay/${uniqueId('acc')}`, bad).send({ amount: 1 });
-        expect({ bad, status: response.status, type: response.body.type }).toEqual({ bad, status: 400, type: 'urn:nestjs-serialized:problem:idempotency-key-invalid' });
+        expect({ bad, status: response.status, type: response.body.type }).toEqual({
+          bad,
+          status: 400,
+          type: 'urn:nestjs-serialized:problem:idempotency-key-invalid',
+        });
       }
       expect(runs('required')).toBe(0);
     });
@@ -132,7 +149,10 @@ describe.each(DRIVERS.flatMap((driver) => ADAPTERS.map((adapter) => [driver, ada
     it('runs every request without a key when the key is optional', async () => {
       const account = uniqueId('acc');
       const responses = [await post(0, `/idem/pay/${account}`).send({}), await post(1, `/idem/pay/${account}`).send({})];
-      expect(responses.map((r) => [r.status, replayed(r)])).toEqual([[201, false], [201, false]]);
+      expect(responses.map((r) => [r.status, replayed(r)])).toEqual([
+        [201, false],
+        [201, false],
+      ]);
       expect(runs(`pay:${account}`)).toBe(2);
     });
 
@@ -151,10 +171,16 @@ describe.each(DRIVERS.flatMap((driver) => ADAPTERS.map((adapter) => [driver, ada
       const id = uniqueId('s');
       const key = uniqueId('k');
       const stored = [await post(0, `/idem/flaky-stored/${id}`, key), await post(1, `/idem/flaky-stored/${id}`, key)];
-      expect(stored.map((r) => [r.status, replayed(r)])).toEqual([[500, false], [500, true]]);
+      expect(stored.map((r) => [r.status, replayed(r)])).toEqual([
+        [500, false],
+        [500, true],
+      ]);
       expect(stored[1].body).toEqual(stored[0].body);
       const taken = [await post(0, `/idem/taken/${id}`, key), await post(1, `/idem/taken/${id}`, key)];
-      expect(taken.map((r) => [r.status, replayed(r)])).toEqual([[409, false], [409, true]]);
+      expect(taken.map((r) => [r.status, replayed(r)])).toEqual([
+        [409, false],
+        [409, true],
+      ]);
       expect(taken[1].body).toEqual({ statusCode: 409, message: 'already taken (run 1)' });
       expect([runs(`flaky-stored:${id}`), runs(`taken:${id}`)]).toEqual([1, 1]);
     });
@@ -176,7 +202,10 @@ describe.each(DRIVERS.flatMap((driver) => ADAPTERS.map((adapter) => [driver, ada
       const id = uniqueId('b');
       const key = uniqueId('k');
       const responses = [await post(0, `/idem/big/${id}`, key), await post(1, `/idem/big/${id}`, key)];
-      expect(responses.map((r) => [r.status, replayed(r), r.body.run])).toEqual([[201, false, 1], [201, false, instances.length === 1 ? 2 : 1]]);
+      expect(responses.map((r) => [r.status, replayed(r), r.body.run])).toEqual([
+        [201, false, 1],
+        [201, false, instances.length === 1 ? 2 : 1],
+      ]);
       expect(runs(`big:${id}`)).toBe(2);
     });
 

@@ -58,13 +58,18 @@ class ReplayableModule {}
 
 describe.each(ADAPTERS.map((a) => [a]))('@Idempotent at start-up (%s)', (adapter: Adapter) => {
   it('refuses handlers whose response cannot be replayed, naming each Class#method, and starts nothing', async () => {
-    const error = await createApp({ config: { adapter, store: 'memory' }, serialized: { driver: 'memory' }, imports: [UnreplayableModule], logger: false }).catch(
-      (e: unknown) => e,
-    );
+    const error = await createApp({
+      config: { adapter, store: 'memory' },
+      serialized: { driver: 'memory' },
+      imports: [UnreplayableModule],
+      logger: false,
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SerializedConfigError);
     const problems = (error as SerializedConfigError).problems;
     expect(problems).toEqual([
-      expect.stringContaining('@Idempotent on UnreplayableController#writesItself: the handler takes @Res()/@Response() (parameter 0) and writes the response itself'),
+      expect.stringContaining(
+        '@Idempotent on UnreplayableController#writesItself: the handler takes @Res()/@Response() (parameter 0) and writes the response itself',
+      ),
       expect.stringContaining('@Idempotent on UnreplayableController#callsNext: the handler takes @Next() (parameter 0)'),
       expect.stringContaining('@Idempotent on UnreplayableController#events: an @Sse() route streams its response'),
       expect.stringContaining('@Idempotent on UnreplayableController#file: the handler returns a StreamableFile'),
@@ -72,7 +77,12 @@ describe.each(ADAPTERS.map((a) => [a]))('@Idempotent at start-up (%s)', (adapter
   });
 
   it('accepts @Res({ passthrough: true })', async () => {
-    const app = await createApp({ config: { adapter, store: 'memory' }, serialized: { driver: 'memory' }, imports: [ReplayableModule], logger: false });
+    const app = await createApp({
+      config: { adapter, store: 'memory' },
+      serialized: { driver: 'memory' },
+      imports: [ReplayableModule],
+      logger: false,
+    });
     await app.close();
   });
 });
@@ -90,6 +100,8 @@ describe('SERIALIZED_IDEMPOTENCY_TTL_MS at start-up', () => {
       .compile()
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SerializedConfigError);
-    expect((error as Error).message).toContain('SERIALIZED_IDEMPOTENCY_TTL_MS="1 day" is invalid: accepts an integer number of milliseconds from 100');
+    expect((error as Error).message).toContain(
+      'SERIALIZED_IDEMPOTENCY_TTL_MS="1 day" is invalid: accepts an integer number of milliseconds from 100',
+    );
   });
 });

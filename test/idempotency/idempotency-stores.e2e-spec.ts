@@ -10,7 +10,14 @@ import { uniqueId, waitFor } from '../support/timing';
 import { serializedOptions, startIdempotencyApp, type RunningApp } from './support/idempotency-apps';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const record = (n: number): StoredResponse => ({ fingerprint: 'f', kind: 'http', status: 201, headers: { 'content-type': 'application/json' }, body: Buffer.from(`{"n":${n}}`), storedAt: Date.now() });
+const record = (n: number): StoredResponse => ({
+  fingerprint: 'f',
+  kind: 'http',
+  status: 201,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from(`{"n":${n}}`),
+  storedAt: Date.now(),
+});
 
 /** The SQL block docs/providers/postgres.md ships for roles that may not run DDL. */
 function documentedSchemaSql(file: string): string {
@@ -43,10 +50,14 @@ describe('@Idempotent records in Redis', () => {
     const pattern = new RegExp(`^${keyPrefix}:\\{idempotent:IdempotencyFixturesController\\.pay:[A-Za-z0-9_-]{43}\\}:idem$`);
     let keys: string[] = [];
     // The record is stored just after the response goes out, then the lock's keys go.
-    await waitFor(async () => {
-      keys = (await redis.keys(`${keyPrefix}:*`)).filter((k) => !k.includes(':fence'));
-      return keys.length === 1 && pattern.test(keys[0]);
-    }, 10_000, 'the record alone under the prefix');
+    await waitFor(
+      async () => {
+        keys = (await redis.keys(`${keyPrefix}:*`)).filter((k) => !k.includes(':fence'));
+        return keys.length === 1 && pattern.test(keys[0]);
+      },
+      10_000,
+      'the record alone under the prefix',
+    );
     const ttl = await redis.pttl(keys[0]);
     expect(ttl).toBeGreaterThan(86_000_000);
     expect(ttl).toBeLessThanOrEqual(86_400_000);
@@ -71,10 +82,12 @@ describe('@Idempotent records in Redis', () => {
         expect(await cluster.exists(`${provider.redisKeysOf(key).lock}:idem`)).toBe(1);
       }
     } finally {
-      await Promise.all(cluster.nodes('master').map(async (node) => {
-        const keys = await node.keys(`${prefix}:*`);
-        for (const key of keys) await node.del(key);
-      }));
+      await Promise.all(
+        cluster.nodes('master').map(async (node) => {
+          const keys = await node.keys(`${prefix}:*`);
+          for (const key of keys) await node.del(key);
+        }),
+      );
       await provider.close();
       await cluster.quit();
     }
@@ -94,16 +107,34 @@ describe('@Idempotent records in PostgreSQL', () => {
     const keyPrefix = uniqueId('idemsweep');
     const app = await startIdempotencyApp('express', serializedOptions('postgres', keyPrefix));
     try {
-      await request(app.url).post(`/idem/ttl/${uniqueId('t')}`).set('Idempotency-Key', uniqueId('k')).expect(201);
+      await request(app.url)
+        .post(`/idem/ttl/${uniqueId('t')}`)
+        .set('Idempotency-Key', uniqueId('k'))
+        .expect(201);
       for (let n = 0; n < 15; n++) {
-        await inspector.query(`INSERT INTO nestjs_serialized_idempotency (key, record, expires_at) VALUES ($1, '{}', '1999-01-01'::timestamptz + $2 * interval '1 s')`, [`${keyPrefix}:stale:${n}`, n]);
+        await inspector.query(
+          `INSERT INTO nestjs_serialized_idempotency (key, record, expires_at) VALUES ($1, '{}', '1999-01-01'::timestamptz + $2 * interval '1 s')`,
+          [`${keyPrefix}:stale:${n}`, n],
+        );
       }
       const stale = async (): Promise<number> =>
-        Number((await inspector.query<{ n: string }>('SELECT count(*) AS n FROM nestjs_serialized_idempotency WHERE key LIKE $1', [`${keyPrefix}:stale:%`]))[0].n);
+        Number(
+          (
+            await inspector.query<{ n: string }>('SELECT count(*) AS n FROM nestjs_serialized_idempotency WHERE key LIKE $1', [
+              `${keyPrefix}:stale:%`,
+            ])
+          )[0].n,
+        );
       // The record is written just after its response goes out: wait for it. One write leaves 5 (it never gets to 0).
-      await request(app.url).post(`/idem/ttl/${uniqueId('t')}`).set('Idempotency-Key', uniqueId('k')).expect(201);
+      await request(app.url)
+        .post(`/idem/ttl/${uniqueId('t')}`)
+        .set('Idempotency-Key', uniqueId('k'))
+        .expect(201);
       await waitFor(async () => (await stale()) === 5, 5000, 'the first write to sweep 10 rows');
-      await request(app.url).post(`/idem/ttl/${uniqueId('t')}`).set('Idempotency-Key', uniqueId('k')).expect(201);
+      await request(app.url)
+        .post(`/idem/ttl/${uniqueId('t')}`)
+        .set('Idempotency-Key', uniqueId('k'))
+        .expect(201);
       await waitFor(async () => (await stale()) === 0, 5000, 'the second write to sweep the other 5');
     } finally {
       await app.app.close();
@@ -113,9 +144,18 @@ describe('@Idempotent records in PostgreSQL', () => {
   it('with createSchema: false, creates nothing, says which SQL to run, and works once the documented SQL ran', async () => {
     // Short: the lock statements' names carry the sequence name (PostgreSQL keeps 63 characters of a name).
     const schema = `idem_${Math.random().toString(36).slice(2, 10)}`;
-    const names = { fencingSequence: `${schema}.nestjs_serialized_fencing_token`, idempotencyTable: `${schema}.nestjs_serialized_idempotency` };
+    const names = {
+      fencingSequence: `${schema}.nestjs_serialized_fencing_token`,
+      idempotencyTable: `${schema}.nestjs_serialized_idempotency`,
+    };
     await inspector.query(`CREATE SCHEMA ${schema}`);
-    const provider = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix: schema, createSchema: false, connectTimeoutMs: 2000, ...names });
+    const provider = new PostgresLockProvider({
+      connectionString: TEST_DATABASE_URL,
+      keyPrefix: schema,
+      createSchema: false,
+      connectTimeoutMs: 2000,
+      ...names,
+    });
     let store: IdempotencyStore | undefined;
     try {
       const lockError = await provider.acquire('k').catch((e: unknown) => e);
@@ -125,7 +165,10 @@ describe('@Idempotent records in PostgreSQL', () => {
       const storeError = await store.get('idempotent:R.m:x').catch((e: unknown) => e);
       expect(storeError).toBeInstanceOf(LockBackendError);
       expect((storeError as Error).message).toContain('CREATE TABLE IF NOT EXISTS');
-      const objects = await inspector.query(`SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1`, [schema]);
+      const objects = await inspector.query(
+        `SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1`,
+        [schema],
+      );
       expect(objects).toEqual([]);
 
       // What a DBA runs once, as documented (in the schema the app's search_path would name).
@@ -134,11 +177,15 @@ describe('@Idempotent records in PostgreSQL', () => {
       await inspector.query(`SET search_path TO ${schema}; ${sql} RESET search_path;`);
 
       // The pool refuses for a moment after a failed connection; then it opens one that finds the sequence.
-      await waitFor(async () => {
-        const lock = await provider.acquire('k').catch(() => undefined);
-        await lock?.release();
-        return lock !== undefined;
-      }, 10_000, 'a lock once the sequence exists');
+      await waitFor(
+        async () => {
+          const lock = await provider.acquire('k').catch(() => undefined);
+          await lock?.release();
+          return lock !== undefined;
+        },
+        10_000,
+        'a lock once the sequence exists',
+      );
       await store.set('idempotent:R.m:x', record(7), 10_000);
       expect((await store.get('idempotent:R.m:x'))?.body?.toString()).toBe('{"n":7}');
     } finally {

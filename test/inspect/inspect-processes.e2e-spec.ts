@@ -85,10 +85,18 @@ describe('LockService.inspect across OS processes', () => {
     beforeAll(async () => {
       const env = { DATABASE_URL: TEST_DATABASE_URL, KEY_PREFIX: keyPrefix, KEY: key };
       holder = WorkerProcess.start('pg-holder', 'test/postgres/workers/lock-commands.worker.ts', { ...env, APP_NAME: holderApp });
-      waiter = WorkerProcess.start('pg-waiter', 'test/postgres/workers/lock-commands.worker.ts', { ...env, APP_NAME: `${keyPrefix}:waiter` });
+      waiter = WorkerProcess.start('pg-waiter', 'test/postgres/workers/lock-commands.worker.ts', {
+        ...env,
+        APP_NAME: `${keyPrefix}:waiter`,
+      });
       workers.push(holder, waiter);
       pg = await PgInspector.connect();
-      provider = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:here`, lockPoolSize: 4 });
+      provider = new PostgresLockProvider({
+        connectionString: TEST_DATABASE_URL,
+        keyPrefix,
+        applicationName: `${keyPrefix}:here`,
+        lockPoolSize: 4,
+      });
       locks = new LockService(provider);
       await Promise.all([holder.waitForType('ready', 120_000), waiter.waitForType('ready', 120_000)]);
     }, 150_000);
@@ -97,7 +105,7 @@ describe('LockService.inspect across OS processes', () => {
       await pg.close();
     });
 
-    it("sees the holder of another process as its session (application_name and pid), counts the waiters of two processes, and nothing once released", async () => {
+    it('sees the holder of another process as its session (application_name and pid), counts the waiters of two processes, and nothing once released', async () => {
       holder.send({ type: 'hold' });
       await holder.waitForType('held');
       const [holderPid] = await pg.pids(holderApp);

@@ -23,7 +23,10 @@ function vocabularyPhases(markdown: string): string[] {
 /** The states of `mtype:waiter = { ... }` in a Promela model, or undefined without one. */
 function modelStates(promela: string): string[] | undefined {
   const match = /mtype\s*:\s*waiter\s*=\s*\{([^}]*)\}/.exec(promela.replace(/\/\*[\s\S]*?\*\//g, ''));
-  return match?.[1].split(',').map((name) => name.trim().replace(/_/g, '-')).filter(Boolean);
+  return match?.[1]
+    .split(',')
+    .map((name) => name.trim().replace(/_/g, '-'))
+    .filter(Boolean);
 }
 
 describe('the protocol vocabulary', () => {
@@ -44,7 +47,12 @@ describe('the protocol vocabulary', () => {
 
   it('reads a Promela waiter type as the model writes it', () => {
     expect(modelStates('mtype : waiter = { sending, queued, riding, confirming, granted, gave_up };')).toEqual([
-      'sending', 'queued', 'riding', 'confirming', 'granted', 'gave-up',
+      'sending',
+      'queued',
+      'riding',
+      'confirming',
+      'granted',
+      'gave-up',
     ]);
     expect(modelStates('mtype:fault = { crash }')).toBeUndefined();
   });

@@ -35,7 +35,7 @@ describe('MysqlLockProvider when the path to the server fails', () => {
   });
   /** Until a session waits in the server for the named lock `name`. */
   const waitForWaiting = async (name: string): Promise<void> => {
-    for (const until = Date.now() + 5000; (await db.waitingFor(name)) < 1; ) {
+    for (const until = Date.now() + 5000; (await db.waitingFor(name)) < 1;) {
       if (Date.now() > until) throw new Error(`nobody waits in the server for ${name}`);
       await sleep(20);
     }
@@ -50,7 +50,9 @@ describe('MysqlLockProvider when the path to the server fails', () => {
     await sleep(100);
     const cutAt = Date.now();
     proxy.cutAll();
-    const lost = await new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }));
+    const lost = await new Promise<unknown>((resolve) =>
+      lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }),
+    );
     expect(lost).toBeInstanceOf(LockLostError);
     expect(Date.now() - cutAt).toBeLessThan(500);
     const taken = await waiting;
@@ -72,10 +74,13 @@ describe('MysqlLockProvider when the path to the server fails', () => {
     );
     const name = holder.lockNameOf('k');
     await waitForWaiting(name);
-    const [waitingSession] = await db.query<{ id: number }>("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%' AND INFO LIKE ?", [`%${name}%`]);
+    const [waitingSession] = await db.query<{ id: number }>(
+      "SELECT ID AS id FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%' AND INFO LIKE ?",
+      [`%${name}%`],
+    );
     proxy.cutAll();
     // Its old session ends; a new one of the waiter's takes its place in the server's queue.
-    for (const until = Date.now() + 5000; await db.alive(Number(waitingSession.id)); ) {
+    for (const until = Date.now() + 5000; await db.alive(Number(waitingSession.id));) {
       if (Date.now() > until) throw new Error('the cut session is still alive');
       await sleep(20);
     }
@@ -104,7 +109,10 @@ describe('MysqlLockProvider when the path to the server fails', () => {
     proxy.blackhole();
     const outcome = await Promise.race([settled, sleep(10_000).then(() => ({ hung: true, at: Date.now() }))]);
     // Its budget ends the wait (the kill cannot reach the server's session: the session is ended instead).
-    expect(outcome).toEqual({ error: expect.objectContaining({ name: expect.stringMatching(/^Lock(Timeout|Backend)Error$/) }), at: expect.any(Number) });
+    expect(outcome).toEqual({
+      error: expect.objectContaining({ name: expect.stringMatching(/^Lock(Timeout|Backend)Error$/) }),
+      at: expect.any(Number),
+    });
     expect(outcome.at - darkAt).toBeLessThan(2500 + 1000 + 1500);
     await lock.release();
   }, 30_000);
@@ -116,7 +124,9 @@ describe('MysqlLockProvider when the path to the server fails', () => {
     const lock = await holder.acquire('k');
     const darkAt = Date.now();
     proxy.blackhole();
-    const lost = await new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }));
+    const lost = await new Promise<unknown>((resolve) =>
+      lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }),
+    );
     const toldAfter = Date.now() - darkAt;
     expect(lost).toBeInstanceOf(LockLostError);
     expect((lost as Error).message).toMatch(/sessionTimeoutMs/);

@@ -2,7 +2,14 @@ import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { createPool } from 'mysql2';
 import request from 'supertest';
-import { LockProvider, MysqlLockProvider, Serialized, SerializedConfigError, SerializedModule, type SerializedModuleOptions } from 'nestjs-serialized';
+import {
+  LockProvider,
+  MysqlLockProvider,
+  Serialized,
+  SerializedConfigError,
+  SerializedModule,
+  type SerializedModuleOptions,
+} from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { freeLocalPort } from '../support/local-server';
 import { TEST_MYSQL_URL } from '../support/services';
@@ -29,7 +36,10 @@ class CounterController {
 
 async function start(serialized?: SerializedModuleOptions): Promise<{ app: INestApplication; url: string; logs: CapturingLogger }> {
   const logs = new CapturingLogger();
-  const moduleRef = await Test.createTestingModule({ imports: [SerializedModule.forRoot(serialized)], controllers: [CounterController] }).compile();
+  const moduleRef = await Test.createTestingModule({
+    imports: [SerializedModule.forRoot(serialized)],
+    controllers: [CounterController],
+  }).compile();
   const app = moduleRef.createNestApplication({ logger: logs });
   await app.listen(0, '127.0.0.1');
   return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1'), logs };
@@ -63,7 +73,12 @@ describe("SerializedModule with driver 'mysql'", () => {
 
   it("takes the app's mysql2 pool for its settings, opens its own sessions, and never ends the app's pool", async () => {
     const url = new URL(TEST_MYSQL_URL);
-    const pool = createPool({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username), database: url.pathname.slice(1) });
+    const pool = createPool({
+      host: url.hostname,
+      port: Number(url.port || 3306),
+      user: decodeURIComponent(url.username),
+      database: url.pathname.slice(1),
+    });
     try {
       const started = await start({ driver: 'mysql', mysql: { pool }, keyPrefix: uniquePrefix('pool') });
       app = started.app;
@@ -75,7 +90,9 @@ describe("SerializedModule with driver 'mysql'", () => {
       await app.close();
       app = undefined;
       // The app's pool still works after the app closed.
-      const rows = await new Promise<unknown>((resolve, reject) => pool.query('SELECT 1 AS one', (error, result) => (error ? reject(error) : resolve(result))));
+      const rows = await new Promise<unknown>((resolve, reject) =>
+        pool.query('SELECT 1 AS one', (error, result) => (error ? reject(error) : resolve(result))),
+      );
       expect(rows).toEqual([{ one: 1 }]);
     } finally {
       await new Promise<void>((resolve) => pool.end(() => resolve()));
@@ -101,12 +118,16 @@ describe("SerializedModule with driver 'mysql'", () => {
   it('stops start-up without MYSQL_URL, and names a bad one with its password redacted', async () => {
     process.env.SERIALIZED_DRIVER = 'mysql';
     delete process.env.MYSQL_URL;
-    const missing = (await Test.createTestingModule({ imports: [SerializedModule.forRoot()] }).compile().catch((e) => e)) as SerializedConfigError;
+    const missing = (await Test.createTestingModule({ imports: [SerializedModule.forRoot()] })
+      .compile()
+      .catch((e) => e)) as SerializedConfigError;
     expect(missing).toBeInstanceOf(SerializedConfigError);
     expect(missing.message).toContain('MYSQL_URL is required with the mysql driver (or pass mysql.url or mysql.pool)');
 
     process.env.MYSQL_URL = 'postgres://app:pw-leak@db:5432/x';
-    const bad = (await Test.createTestingModule({ imports: [SerializedModule.forRoot()] }).compile().catch((e) => e)) as SerializedConfigError;
+    const bad = (await Test.createTestingModule({ imports: [SerializedModule.forRoot()] })
+      .compile()
+      .catch((e) => e)) as SerializedConfigError;
     expect(bad).toBeInstanceOf(SerializedConfigError);
     expect(bad.message).toContain('MYSQL_URL="postgres://app:***@db:5432/x" is invalid: accepts a mysql:// URL');
     expect(bad.message).not.toContain('pw-leak');

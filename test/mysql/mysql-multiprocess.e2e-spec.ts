@@ -40,12 +40,16 @@ describe('MysqlLockProvider across OS processes', () => {
 
   it('4 processes × 150 critical sections on one key: exact counter, no overlap, increasing fencing tokens, nothing left held', async () => {
     const table = `nsz_counter_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-    await db.query(`CREATE TABLE ${table} (id INT PRIMARY KEY, counter INT NOT NULL, inside INT NOT NULL, last_token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`);
+    await db.query(
+      `CREATE TABLE ${table} (id INT PRIMARY KEY, counter INT NOT NULL, inside INT NOT NULL, last_token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`,
+    );
     await db.query(`CREATE TABLE ${table}_log (token BIGINT UNSIGNED PRIMARY KEY, counter INT NOT NULL) ENGINE=InnoDB`);
     await db.query(`INSERT INTO ${table} VALUES (1, 0, 0, 0)`);
     try {
       const keyPrefix = uniquePrefix('mp');
-      const procs = [0, 1, 2, 3].map((i) => start(`counter-${i}`, 'counter.worker.ts', { KEY_PREFIX: keyPrefix, KEY: 'account-1', ITERATIONS: '150', TABLE: table }));
+      const procs = [0, 1, 2, 3].map((i) =>
+        start(`counter-${i}`, 'counter.worker.ts', { KEY_PREFIX: keyPrefix, KEY: 'account-1', ITERATIONS: '150', TABLE: table }),
+      );
       await Promise.all(procs.map((p) => p.waitForType('ready', 60_000)));
       procs.forEach((p) => p.send({ type: 'go' }));
       const results = await Promise.all(procs.map((p) => p.waitFor((m) => m.type === 'done' || m.type === 'failed', 150_000)));
@@ -76,7 +80,11 @@ describe('MysqlLockProvider across OS processes', () => {
       for (const name of ['killed', 'sessionKilled'] as const) {
         const keyPrefix = uniquePrefix(name.slice(0, 4));
         const key = uniqueId('k');
-        const worker = WorkerProcess.start(name, `${WORKERS}/holder.worker.ts`, { MYSQL_URL: TEST_MYSQL_URL, KEY_PREFIX: keyPrefix, KEY: key });
+        const worker = WorkerProcess.start(name, `${WORKERS}/holder.worker.ts`, {
+          MYSQL_URL: TEST_MYSQL_URL,
+          KEY_PREFIX: keyPrefix,
+          KEY: key,
+        });
         holders[name] = { worker, keyPrefix, key };
       }
     });
@@ -146,7 +154,11 @@ describe('MysqlLockProvider across OS processes', () => {
 
   it('fails closed at a dead port: LockBackendError within the connect timeout, and the section never runs', async () => {
     const port = await freeLocalPort();
-    const dead = new MysqlLockProvider({ url: `mysql://user:s3cr3t-pw@127.0.0.1:${port}/test`, keyPrefix: uniquePrefix('dead'), connectTimeoutMs: 500 });
+    const dead = new MysqlLockProvider({
+      url: `mysql://user:s3cr3t-pw@127.0.0.1:${port}/test`,
+      keyPrefix: uniquePrefix('dead'),
+      connectTimeoutMs: 500,
+    });
     providers.push(dead);
     let ran = 0;
     const started = Date.now();

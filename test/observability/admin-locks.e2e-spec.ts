@@ -15,7 +15,13 @@ describe.each(['express', 'fastify'] as const)('the example app on %s: GET /admi
   let closed: INestApplication;
 
   beforeAll(async () => {
-    const config = { adapter, store: 'memory' as const, rewardTaskMs: 400, reports: { enabled: false, durationMs: 0, concurrency: 1, queuePrefix: 'bull' }, digest: { enabled: false, cron: '0 0 3 * * *' } };
+    const config = {
+      adapter,
+      store: 'memory' as const,
+      rewardTaskMs: 400,
+      reports: { enabled: false, durationMs: 0, concurrency: 1, queuePrefix: 'bull' },
+      digest: { enabled: false, cron: '0 0 3 * * *' },
+    };
     app = await createApp({ config: { ...config, adminLocksToken: TOKEN }, serialized: { driver: 'memory' }, logger: false });
     closed = await createApp({ config, serialized: { driver: 'memory' }, logger: false });
     await Promise.all([app.init(), closed.init()]);
@@ -26,7 +32,9 @@ describe.each(['express', 'fastify'] as const)('the example app on %s: GET /admi
 
   it('shows the holder of a key and its waiters to a request with the token', async () => {
     const server = app.getHttpServer();
-    const claims = [request(server).post('/users/42/rewards/daily'), request(server).post('/users/42/rewards/daily')].map((r) => r.then((x) => x));
+    const claims = [request(server).post('/users/42/rewards/daily'), request(server).post('/users/42/rewards/daily')].map((r) =>
+      r.then((x) => x),
+    );
     await sleep(150);
     const response = await request(server).get(`/admin/locks/${KEY}`).set('x-admin-token', TOKEN).expect(200);
     expect(response.body).toEqual({

@@ -39,7 +39,13 @@ describe.each(['express', 'fastify'] as const)('the example app on %s: /health a
 
   it('exposes serialized_ series in Prometheus text after serialized requests, labelled by scope and driver, never by key', async () => {
     const user = uniqueId('user');
-    const statuses = await Promise.all([1, 2, 3].map(() => request(app.getHttpServer()).post(`/users/${user}/rewards/daily`).then((r) => r.status)));
+    const statuses = await Promise.all(
+      [1, 2, 3].map(() =>
+        request(app.getHttpServer())
+          .post(`/users/${user}/rewards/daily`)
+          .then((r) => r.status),
+      ),
+    );
     // Serialized: one claim wins, the others see it claimed.
     expect(statuses.sort()).toEqual([201, 409, 409]);
 

@@ -6,7 +6,14 @@
  */
 import { Logger } from '@nestjs/common';
 import { metrics } from '@opentelemetry/api';
-import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint, type Histogram, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  MeterProvider,
+  MetricReader,
+  type DataPoint,
+  type Histogram,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
 import Redis from 'ioredis';
 import { LockBackendError, LockBusyError, LockLostError, LockService, LockTimeoutError, RedisLockProvider } from 'nestjs-serialized';
 import { freeLocalPort } from '../support/local-server';
@@ -124,7 +131,13 @@ describe('OpenTelemetry metrics of LockService (real Redis)', () => {
 
   it('counts a backend error', async () => {
     // The app's own client, giving up after the first refusal: nothing of it outlives the test.
-    const client = new Redis({ port: await freeLocalPort(), host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const client = new Redis({
+      port: await freeLocalPort(),
+      host: '127.0.0.1',
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     client.on('error', () => undefined);
     const nowhere = new LockService(newProvider({ client, connectTimeoutMs: 300 }));
     await expect(nowhere.run('ledger:8', () => 'never')).rejects.toBeInstanceOf(LockBackendError);

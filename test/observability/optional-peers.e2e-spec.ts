@@ -27,7 +27,8 @@ describe('without @opentelemetry/api and @nestjs/terminus', () => {
       expect(report.startUps).toEqual({
         health:
           'SerializedConfigError: nestjs-serialized: invalid configuration:\n  - SerializedHealthIndicator (injected into HealthService) needs the optional peer dependency @nestjs/terminus: npm install @nestjs/terminus',
-        metrics: "SerializedConfigError: nestjs-serialized: invalid configuration:\n  - metrics: 'on' needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api",
+        metrics:
+          "SerializedConfigError: nestjs-serialized: invalid configuration:\n  - metrics: 'on' needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api",
       });
       const modules = report.modules as string[];
       expect(modules).toContain('@nestjs/core');

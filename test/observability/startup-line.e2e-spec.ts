@@ -49,9 +49,15 @@ describe('the start-up line', () => {
   it('names the PostgreSQL address with its password redacted and the key prefix, once', async () => {
     const keyPrefix = uniqueId('startup');
     // The test server trusts local connections: the password is never checked, only printed (it must not be).
-    const lines = await startupLines({ driver: 'postgres', postgres: { connectionString: 'postgres://postgres:pg-S3cr3t@127.0.0.1:5432/test' }, keyPrefix });
+    const lines = await startupLines({
+      driver: 'postgres',
+      postgres: { connectionString: 'postgres://postgres:pg-S3cr3t@127.0.0.1:5432/test' },
+      keyPrefix,
+    });
     const startup = lines.filter((line) => line.includes('driver='));
-    expect(startup).toEqual([`[nestjs-serialized] driver=postgres at postgres://postgres:***@127.0.0.1:5432/test, key prefix "${keyPrefix}"`]);
+    expect(startup).toEqual([
+      `[nestjs-serialized] driver=postgres at postgres://postgres:***@127.0.0.1:5432/test, key prefix "${keyPrefix}"`,
+    ]);
     expect(lines.join('\n')).not.toContain('pg-S3cr3t');
   });
 

@@ -45,7 +45,10 @@ describe('OpenTelemetry traces of @Serialized routes (Express)', () => {
   const tracer = tracerProvider.getTracer('http-stand-in');
 
   beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [SerializedModule.forRoot({ driver: 'memory' })], controllers: [OrdersController] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [SerializedModule.forRoot({ driver: 'memory' })],
+      controllers: [OrdersController],
+    }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     app.use((request: Request, response: Response, next: () => void) => {
       const span = tracer.startSpan(`${request.method} ${request.url}`);
@@ -84,15 +87,26 @@ describe('OpenTelemetry traces of @Serialized routes (Express)', () => {
 
     const holdOnly = childrenOf(requestSpan('/orders/secret-42'));
     expect(holdOnly.map((span) => [span.name, span.attributes])).toEqual([
-      ['serialized.hold', { 'serialized.scope': 'order', 'serialized.driver': 'memory', 'serialized.fencing_token': '1', 'serialized.outcome': 'released' }],
+      [
+        'serialized.hold',
+        { 'serialized.scope': 'order', 'serialized.driver': 'memory', 'serialized.fencing_token': '1', 'serialized.outcome': 'released' },
+      ],
     ]);
     const [wait, hold] = childrenOf(requestSpan('/orders/secret-42?n=2'));
-    expect([wait.name, wait.attributes]).toEqual(['serialized.wait', { 'serialized.scope': 'order', 'serialized.driver': 'memory', 'serialized.fencing_token': '2', 'serialized.outcome': 'acquired' }]);
-    expect([hold.name, hold.attributes]).toEqual(['serialized.hold', { 'serialized.scope': 'order', 'serialized.driver': 'memory', 'serialized.fencing_token': '2', 'serialized.outcome': 'released' }]);
+    expect([wait.name, wait.attributes]).toEqual([
+      'serialized.wait',
+      { 'serialized.scope': 'order', 'serialized.driver': 'memory', 'serialized.fencing_token': '2', 'serialized.outcome': 'acquired' },
+    ]);
+    expect([hold.name, hold.attributes]).toEqual([
+      'serialized.hold',
+      { 'serialized.scope': 'order', 'serialized.driver': 'memory', 'serialized.fencing_token': '2', 'serialized.outcome': 'released' },
+    ]);
     // In order: it waited about as long as the first one held, then held.
     expect(millis(wait.endTime)).toBeLessThanOrEqual(millis(hold.startTime) + 1);
     expect(millis(wait.endTime) - millis(wait.startTime)).toBeGreaterThan(50);
-    for (const span of spans()) if (span.name.startsWith('serialized.')) expect(JSON.stringify([span.attributes, span.events, span.status])).not.toContain('secret-42');
+    for (const span of spans())
+      if (span.name.startsWith('serialized.'))
+        expect(JSON.stringify([span.attributes, span.events, span.status])).not.toContain('secret-42');
   });
 
   it('a 429 has a busy wait span, with its error recorded', async () => {
@@ -102,9 +116,9 @@ describe('OpenTelemetry traces of @Serialized routes (Express)', () => {
     await holder;
     await waitFor(() => requestSpan('/orders/secret-43/now') !== undefined, 2000, 'the 429 request span');
     const children = childrenOf(requestSpan('/orders/secret-43/now'));
-    expect(children.map((span) => [span.name, span.attributes['serialized.outcome'], span.status.code, span.events.map((event) => event.name)])).toEqual([
-      ['serialized.wait', 'busy', SpanStatusCode.ERROR, ['exception']],
-    ]);
+    expect(
+      children.map((span) => [span.name, span.attributes['serialized.outcome'], span.status.code, span.events.map((event) => event.name)]),
+    ).toEqual([['serialized.wait', 'busy', SpanStatusCode.ERROR, ['exception']]]);
     expect(JSON.stringify([children[0].attributes, children[0].events, children[0].status])).not.toContain('secret-43');
   });
 });

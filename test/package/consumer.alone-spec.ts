@@ -25,16 +25,36 @@ interface Report {
   };
   smoke: { status: number; output: string };
   missingPeers: { status: number; output: string };
-  recipes: { config: string; status: number; files: { file: string; passed: number; failed: string[]; error?: string }[]; output: string }[];
+  recipes: {
+    config: string;
+    status: number;
+    files: { file: string; passed: number; failed: string[]; error?: string }[];
+    output: string;
+  }[];
 }
 
 const ROOT = path.join(__dirname, '..', '..');
-const OPTIONAL = ['ioredis', 'pg', '@types/pg', 'bullmq', '@nestjs/bullmq', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/microservices', '@nestjs/websockets', '@nestjs/graphql'];
+const OPTIONAL = [
+  'ioredis',
+  'pg',
+  '@types/pg',
+  'bullmq',
+  '@nestjs/bullmq',
+  '@nestjs/terminus',
+  '@opentelemetry/api',
+  '@nestjs/microservices',
+  '@nestjs/websockets',
+  '@nestjs/graphql',
+];
 let report: Report;
 
 beforeAll(() => {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'serialized-consumer-report-')), 'report.json');
-  const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'consumer-test.js'), '--json', out], { cwd: ROOT, encoding: 'utf8', timeout: 580_000 });
+  const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'consumer-test.js'), '--json', out], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 580_000,
+  });
   if (!fs.existsSync(out)) throw new Error(`scripts/consumer-test.js wrote no report (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
   report = JSON.parse(fs.readFileSync(out, 'utf8')) as Report;
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
@@ -65,7 +85,9 @@ describe('the packed package in a fresh app', () => {
 
   it('stops start-up with one SerializedConfigError per missing optional peer: ioredis, pg, bullmq, @nestjs/terminus, @nestjs-cls/transactional, @opentelemetry/api', () => {
     expect(report.missingPeers.output.split('\n')).toEqual(
-      ['ioredis', 'pg', 'bullmq', '@nestjs/terminus', '@nestjs-cls/transactional', '@opentelemetry/api'].map((peer) => `${peer}: SerializedConfigError as expected`),
+      ['ioredis', 'pg', 'bullmq', '@nestjs/terminus', '@nestjs-cls/transactional', '@opentelemetry/api'].map(
+        (peer) => `${peer}: SerializedConfigError as expected`,
+      ),
     );
     expect(report.missingPeers.status).toBe(0);
   });

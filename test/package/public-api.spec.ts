@@ -23,12 +23,24 @@ describe('public API', () => {
   });
 
   it('exports the public API as documented (README, docs/), and the test helpers from nestjs-serialized/testing', () => {
-    for (const name of ['SerializedModule', 'Serialized', 'SerializedInterceptor', 'LockService', 'LockProvider', 'InMemoryLockProvider',
-      'RedisLockProvider', 'PostgresLockProvider', 'LockBusyError', 'LockTimeoutError', 'LockLostError', 'SerializationKeyError',
-      'LockBackendError', 'Idempotent']) {
+    for (const name of [
+      'SerializedModule',
+      'Serialized',
+      'SerializedInterceptor',
+      'LockService',
+      'LockProvider',
+      'InMemoryLockProvider',
+      'RedisLockProvider',
+      'PostgresLockProvider',
+      'LockBusyError',
+      'LockTimeoutError',
+      'LockLostError',
+      'SerializationKeyError',
+      'LockBackendError',
+      'Idempotent',
+    ]) {
       expect(runtime).toContain(name);
     }
     expect(Object.keys(testing).sort()).toEqual(['SerializedTestingModule', 'withInMemoryLocks']);
   });
-
 });

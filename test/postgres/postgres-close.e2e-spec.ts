@@ -10,14 +10,22 @@ const ROOT = path.resolve(__dirname, '..', '..');
  * Runs test/postgres/workers/close.script.ts as a plain script: stdout piped and no
  * IPC channel, so that nothing but the provider's own handles keeps it alive.
  */
-function runScript(mode: 'close' | 'idle'): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+function runScript(
+  mode: 'close' | 'idle',
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       childEntry('test/postgres/workers/close.script.ts').args,
       {
         cwd: ROOT,
-        env: { ...process.env, ...childEntry('test/postgres/workers/close.script.ts').env, DATABASE_URL: TEST_DATABASE_URL, KEY_PREFIX: uniqueId('close'), MODE: mode },
+        env: {
+          ...process.env,
+          ...childEntry('test/postgres/workers/close.script.ts').env,
+          DATABASE_URL: TEST_DATABASE_URL,
+          KEY_PREFIX: uniqueId('close'),
+          MODE: mode,
+        },
         // Far beyond start-up plus close; a process kept alive by an idle session would hit it.
         timeout: 60_000,
       },
@@ -30,7 +38,7 @@ function runScript(mode: 'close' | 'idle'): Promise<{ code: number | null; signa
 }
 
 describe('PostgresLockProvider outside Nest: a script may end with `await provider.close()`', () => {
-  it('keeps the process alive until close() has finished (the idle sessions\' sockets do not)', async () => {
+  it("keeps the process alive until close() has finished (the idle sessions' sockets do not)", async () => {
     const result = await runScript('close');
     expect(result.stderr).not.toContain('failed:');
     expect(result.stdout).toContain('closed');

@@ -33,7 +33,9 @@ describe('PostgreSQL local hand-off across OS processes', () => {
   beforeEach(async () => {
     table = `nsz_cohort_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
     await pg.query(`CREATE TABLE ${table} (id int PRIMARY KEY, counter int NOT NULL, inside int NOT NULL, last_token bigint NOT NULL)`);
-    await pg.query(`CREATE TABLE ${table}_log (token bigint PRIMARY KEY, counter int NOT NULL, proc text NOT NULL, at timestamptz NOT NULL)`);
+    await pg.query(
+      `CREATE TABLE ${table}_log (token bigint PRIMARY KEY, counter int NOT NULL, proc text NOT NULL, at timestamptz NOT NULL)`,
+    );
     await pg.query(`INSERT INTO ${table} VALUES (1, 0, 0, 0)`);
   });
   afterEach(async () => {
@@ -60,7 +62,8 @@ describe('PostgreSQL local hand-off across OS processes', () => {
     await Promise.all(procs.map((p) => p.waitForType('ready', 60_000)));
     procs.forEach((p) => p.send({ type: 'go' }));
     const results = await Promise.all(procs.map((p) => p.waitFor((m) => m.type === 'done' || m.type === 'failed', 150_000)));
-    for (const result of results) expect(result).toMatchObject({ type: 'done', sections: 25 * perWaiter, overlaps: 0, fencingViolations: 0 });
+    for (const result of results)
+      expect(result).toMatchObject({ type: 'done', sections: 25 * perWaiter, overlaps: 0, fencingViolations: 0 });
 
     const total = 4 * 25 * perWaiter;
     const [row] = await pg.query<{ counter: number; inside: number }>(`SELECT counter, inside FROM ${table} WHERE id = 1`);
@@ -109,7 +112,13 @@ describe('PostgreSQL local hand-off across OS processes', () => {
   describe('in one process', () => {
     const make = (): PostgresLockProvider => {
       const keyPrefix = uniquePrefix('cohort-one');
-      const made = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2, handoff: 'cohort' });
+      const made = new PostgresLockProvider({
+        connectionString: TEST_DATABASE_URL,
+        keyPrefix,
+        applicationName: `${keyPrefix}:a`,
+        lockPoolSize: 2,
+        handoff: 'cohort',
+      });
       providers.push(made);
       return made;
     };
@@ -159,32 +168,50 @@ describe('PostgreSQL local hand-off across OS processes', () => {
     it.each([
       ['by default', {}, {}],
       ['on the acquisition, the provider cohort', { handoff: 'cohort' as const }, { handoff: 'strict' as const }],
-    ])("strict (%s): hands off locally while no other session waits in the server, and to that session once one does", async (_, providerOptions, call) => {
-      const keyPrefix = uniquePrefix('cohort-strict');
-      const strict = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:a`, lockPoolSize: 2, ...providerOptions });
-      const other = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:b`, lockPoolSize: 2 });
-      providers.push(strict, other);
-      const key = uniqueId('k');
-      const first = await strict.acquire(key, call);
-      const second = strict.acquire(key, call);
-      await first.release();
-      const local = await second;
-      expect(local.fencingToken).toBe(first.fencingToken + 1n);
+    ])(
+      'strict (%s): hands off locally while no other session waits in the server, and to that session once one does',
+      async (_, providerOptions, call) => {
+        const keyPrefix = uniquePrefix('cohort-strict');
+        const strict = new PostgresLockProvider({
+          connectionString: TEST_DATABASE_URL,
+          keyPrefix,
+          applicationName: `${keyPrefix}:a`,
+          lockPoolSize: 2,
+          ...providerOptions,
+        });
+        const other = new PostgresLockProvider({
+          connectionString: TEST_DATABASE_URL,
+          keyPrefix,
+          applicationName: `${keyPrefix}:b`,
+          lockPoolSize: 2,
+        });
+        providers.push(strict, other);
+        const key = uniqueId('k');
+        const first = await strict.acquire(key, call);
+        const second = strict.acquire(key, call);
+        await first.release();
+        const local = await second;
+        expect(local.fencingToken).toBe(first.fencingToken + 1n);
 
-      const remote = other.acquire(key);
-      await waitFor(async () => (await pg.advisoryLocks(other.applicationName, false)) === 1, 10_000, 'the other process waits in PostgreSQL');
-      const third = strict.acquire(key, call);
-      await local.release();
-      // The waiting session got it (a server grant: a new block), not the local caller.
-      const theirs = await remote;
-      expect(theirs.fencingToken >= local.fencingToken + 1024n - 1n).toBe(true);
-      await theirs.release();
-      const mine = await third;
-      expect(mine.fencingToken > theirs.fencingToken).toBe(true);
-      await mine.release();
-    });
+        const remote = other.acquire(key);
+        await waitFor(
+          async () => (await pg.advisoryLocks(other.applicationName, false)) === 1,
+          10_000,
+          'the other process waits in PostgreSQL',
+        );
+        const third = strict.acquire(key, call);
+        await local.release();
+        // The waiting session got it (a server grant: a new block), not the local caller.
+        const theirs = await remote;
+        expect(theirs.fencingToken >= local.fencingToken + 1024n - 1n).toBe(true);
+        await theirs.release();
+        const mine = await third;
+        expect(mine.fencingToken > theirs.fencingToken).toBe(true);
+        await mine.release();
+      },
+    );
 
-    it("a holder that got the key by a local hand-off learns that the session was lost (signal aborts)", async () => {
+    it('a holder that got the key by a local hand-off learns that the session was lost (signal aborts)', async () => {
       const provider = make();
       const key = uniqueId('k');
       const first = await provider.acquire(key);
@@ -203,7 +230,14 @@ describe('PostgreSQL local hand-off across OS processes', () => {
   it('a process killed while handing off locally: another process gets the key once its session ends, with a larger token', async () => {
     const keyPrefix = uniquePrefix('cohort-kill');
     const app = `${keyPrefix}:victim`;
-    const victim = start('victim', { KEY_PREFIX: keyPrefix, APP_NAME: app, KEY: 'hot', WAITERS: '25', PER_WAITER: '100', HANG_AFTER: '20' });
+    const victim = start('victim', {
+      KEY_PREFIX: keyPrefix,
+      APP_NAME: app,
+      KEY: 'hot',
+      WAITERS: '25',
+      PER_WAITER: '100',
+      HANG_AFTER: '20',
+    });
     await victim.waitForType('ready', 60_000);
     victim.send({ type: 'go' });
     const hanging = await victim.waitForType('hanging', 60_000);
@@ -211,14 +245,23 @@ describe('PostgreSQL local hand-off across OS processes', () => {
     expect(hanging.local).toBe(true);
     const [victimPid] = await pg.pids(app);
 
-    const waiter = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: `${keyPrefix}:waiter`, lockPoolSize: 2 });
+    const waiter = new PostgresLockProvider({
+      connectionString: TEST_DATABASE_URL,
+      keyPrefix,
+      applicationName: `${keyPrefix}:waiter`,
+      lockPoolSize: 2,
+    });
     providers.push(waiter);
     let acquired = false;
     const acquiring = waiter.acquire('hot', { waitTimeoutMs: 30_000 }).then((lock) => {
       acquired = true;
       return lock;
     });
-    await waitFor(async () => (await pg.advisoryLocks(`${keyPrefix}:waiter`, false)) === 1, 10_000, 'the other process queues in PostgreSQL');
+    await waitFor(
+      async () => (await pg.advisoryLocks(`${keyPrefix}:waiter`, false)) === 1,
+      10_000,
+      'the other process queues in PostgreSQL',
+    );
     expect(acquired).toBe(false);
 
     victim.kill('SIGKILL');

@@ -82,7 +82,12 @@ describe('PostgresLockProvider across OS processes', () => {
         const keyPrefix = uniquePrefix(name.slice(0, 4));
         const key = uniqueId('k');
         const app = `${keyPrefix}:holder`;
-        const worker = WorkerProcess.start(name, `${WORKERS}/holder.worker.ts`, { DATABASE_URL: TEST_DATABASE_URL, KEY_PREFIX: keyPrefix, APP_NAME: app, KEY: key });
+        const worker = WorkerProcess.start(name, `${WORKERS}/holder.worker.ts`, {
+          DATABASE_URL: TEST_DATABASE_URL,
+          KEY_PREFIX: keyPrefix,
+          APP_NAME: app,
+          KEY: key,
+        });
         holders[name] = { worker, keyPrefix, key, app };
       }
     });
@@ -168,11 +173,13 @@ describe('PostgresLockProvider across OS processes', () => {
     await crowd.waitForType('started', 30_000);
     await waitFor(async () => (await pg.advisoryLocks(crowdApp, false)) >= 1, 10_000, 'the crowd waits in PostgreSQL');
     // Only one of the 500 waits in the server for the hot key.
-    expect(await pg.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    expect(
+      await pg.query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
         WHERE l.locktype = 'advisory' AND NOT l.granted AND a.application_name = $1`,
-      [crowdApp],
-    )).toEqual([{ n: '1' }]);
+        [crowdApp],
+      ),
+    ).toEqual([{ n: '1' }]);
     await sleep(200);
     await blocking.release();
 

@@ -94,7 +94,12 @@ describe('PostgresLockProvider: no advisory lock without an owner, no grant on a
     await proxy.start();
     cleanups.push(() => proxy.stop());
     const keyPrefix = uniquePrefix('dead-grant');
-    const a = providers.make({ keyPrefix, applicationName: `${keyPrefix}:a`, connectionString: proxy.url(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'), lockPoolSize: 2 });
+    const a = providers.make({
+      keyPrefix,
+      applicationName: `${keyPrefix}:a`,
+      connectionString: proxy.url(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'),
+      lockPoolSize: 2,
+    });
     const b = providers.make({ keyPrefix, applicationName: `${keyPrefix}:b` });
     // A's session is open (a first lock taken and given back through the proxy).
     await (await a.acquire('warm-up')).release();
@@ -146,11 +151,11 @@ describe('PostgresLockProvider: no advisory lock without an owner, no grant on a
     const owned = await a.acquire('owned');
     // The one session of A's pool now also holds `k` for nobody (as a lock granted under a timed-out wait did).
     const session = (owned as PostgresLock).connection;
-    const lockKey = (await b.acquire('k').then(async (lock) => {
+    const lockKey = await b.acquire('k').then(async (lock) => {
       const { lockKey: k } = lock as unknown as { lockKey: string };
       await lock.release();
       return k;
-    }));
+    });
     await session.query({ text: 'SELECT pg_advisory_lock($1::bigint)', values: [lockKey], rowMode: 'array' });
     expect(await b.tryAcquire('k')).toBeNull();
 
@@ -176,7 +181,9 @@ describe('PostgresLockProvider: no advisory lock without an owner, no grant on a
    */
   it('audits running all the time under contention find nothing and release nothing owned', async () => {
     const keyPrefix = uniquePrefix('audit-load');
-    const instances = ['a', 'b', 'c'].map((name) => providers.make({ keyPrefix, applicationName: `${keyPrefix}:${name}`, lockPoolSize: 3 }));
+    const instances = ['a', 'b', 'c'].map((name) =>
+      providers.make({ keyPrefix, applicationName: `${keyPrefix}:${name}`, lockPoolSize: 3 }),
+    );
     const probes = new Map<string, OverlapProbe>();
     let stop = false;
     let sections = 0;
@@ -190,10 +197,15 @@ describe('PostgresLockProvider: no advisory lock without an owner, no grant on a
         const aborter = new AbortController();
         if (i % 7 === 0) setTimeout(() => aborter.abort(new Error('gone')), 2);
         await locks
-          .run(key, () => probe.run(async () => {
-            sections++;
-            await sleep(i % 3);
-          }), { waitTimeoutMs: 5 + (i % 40), handoff: i % 2 ? 'cohort' : 'strict', signal: aborter.signal })
+          .run(
+            key,
+            () =>
+              probe.run(async () => {
+                sections++;
+                await sleep(i % 3);
+              }),
+            { waitTimeoutMs: 5 + (i % 40), handoff: i % 2 ? 'cohort' : 'strict', signal: aborter.signal },
+          )
           .catch(() => undefined);
       }
     };

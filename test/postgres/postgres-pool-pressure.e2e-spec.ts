@@ -25,7 +25,12 @@ describe('PostgreSQL lock pool under pressure', () => {
     // The default lock pool of 10. A connection per key would need 5,000 × 50 ms / 10 = 25 s, past the
     // 20 s budget; sharing sessions takes about 2 s alone — the budget leaves room for a host busy with
     // the other suites (at the default 10 s it missed there a few times, never alone).
-    const provider = new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix, applicationName: keyPrefix, waitTimeoutMs: 20_000 });
+    const provider = new PostgresLockProvider({
+      connectionString: TEST_DATABASE_URL,
+      keyPrefix,
+      applicationName: keyPrefix,
+      waitTimeoutMs: 20_000,
+    });
     const service = new LockService(provider);
     const failures: string[] = [];
     let done = 0;

@@ -470,11 +470,15 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
       expect(provider).toBeInstanceOf(PostgresLockProvider);
       const locks = app.get(LockService);
       let counter = 0;
-      await Promise.all(Array.from({ length: 10 }, () => locks.run('user-1', async () => {
-        const read = counter;
-        await sleep(1);
-        counter = read + 1;
-      })));
+      await Promise.all(
+        Array.from({ length: 10 }, () =>
+          locks.run('user-1', async () => {
+            const read = counter;
+            await sleep(1);
+            counter = read + 1;
+          }),
+        ),
+      );
       expect(counter).toBe(10);
       const name = (provider as PostgresLockProvider).applicationName;
       expect(await pg.sessions(name)).toBeGreaterThan(0);
@@ -484,7 +488,10 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
 
     it('is configured from SERIALIZED_DRIVER=postgres and DATABASE_URL', async () => {
       const keyPrefix = uniquePrefix('env');
-      const options = resolveSerializedOptions({}, { SERIALIZED_DRIVER: 'postgres', DATABASE_URL: TEST_DATABASE_URL, SERIALIZED_KEY_PREFIX: keyPrefix });
+      const options = resolveSerializedOptions(
+        {},
+        { SERIALIZED_DRIVER: 'postgres', DATABASE_URL: TEST_DATABASE_URL, SERIALIZED_KEY_PREFIX: keyPrefix },
+      );
       const provider = PostgresLockProvider.fromModuleOptions(options);
       open.push(provider);
       expect(provider.applicationName).toBe(`nestjs-serialized:${keyPrefix}`);

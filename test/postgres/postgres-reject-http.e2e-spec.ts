@@ -85,7 +85,9 @@ describe.each(ADAPTERS.map((a) => [a]))("mode: 'reject' across two app instances
     const one = await start(keyPrefix);
     const two = await start(keyPrefix);
     const id = uniqueId('u');
-    const first = request(one.url).post(`/gate/${id}`).then((r) => r);
+    const first = request(one.url)
+      .post(`/gate/${id}`)
+      .then((r) => r);
     await waitFor(() => one.gate.inside.has(id), 10_000, 'the first request holds the key on instance one');
 
     // Failed before: 500 ("ERROR [ExceptionsHandler] null") — tryAcquire rejected with null.
@@ -129,12 +131,18 @@ describe("PostgreSQL across processes: mode 'reject' and tryAcquire while anothe
   it('answers 429 with Retry-After on one instance while the other holds the key (each way), and tryAcquire there resolves null', async () => {
     const keyPrefix = uniquePrefix('rej5');
     const start = (adapter: string): WorkerProcess => {
-      const worker = WorkerProcess.start(adapter, WORKER, { DATABASE_URL: TEST_DATABASE_URL, KEY_PREFIX: keyPrefix, HTTP_ADAPTER: adapter });
+      const worker = WorkerProcess.start(adapter, WORKER, {
+        DATABASE_URL: TEST_DATABASE_URL,
+        KEY_PREFIX: keyPrefix,
+        HTTP_ADAPTER: adapter,
+      });
       workers.push(worker);
       return worker;
     };
     const instances = [start('express'), start('fastify')];
-    const [one, two] = await Promise.all(instances.map(async (worker) => ({ worker, url: (await worker.waitForType('ready', 90_000)).url as string })));
+    const [one, two] = await Promise.all(
+      instances.map(async (worker) => ({ worker, url: (await worker.waitForType('ready', 90_000)).url as string })),
+    );
     const appName = `nestjs-serialized:${keyPrefix}`;
 
     const seen: Record<string, unknown>[] = [];
@@ -143,7 +151,9 @@ describe("PostgreSQL across processes: mode 'reject' and tryAcquire while anothe
       [two, one],
     ]) {
       const id = uniqueId('u');
-      const first = request(holder.url).post(`/gate/${id}`).then((r) => r);
+      const first = request(holder.url)
+        .post(`/gate/${id}`)
+        .then((r) => r);
       await holder.worker.waitFor((m) => m.type === 'inside' && m.id === id, 20_000);
 
       // Failed before: 500 ("ERROR [ExceptionsHandler] null"), no Retry-After.
@@ -178,7 +188,9 @@ describe("PostgreSQL across processes: mode 'reject' and tryAcquire while anothe
 
     // Free again: either instance takes the key, and nothing is left held.
     const id = uniqueId('u');
-    const again = request(two.url).post(`/gate/${id}`).then((r) => r);
+    const again = request(two.url)
+      .post(`/gate/${id}`)
+      .then((r) => r);
     await two.worker.waitFor((m) => m.type === 'inside' && m.id === id, 20_000);
     two.worker.send({ type: 'open', id });
     expect((await again).status).toBe(201);

@@ -24,11 +24,14 @@ describe('PostgreSQL strict hand-off: the wait mark', () => {
     clients.push(client);
     return client;
   };
-  const firstCell = async (client: Client, query: ReturnType<typeof statements.unlockIfWaited>) => (await client.query(query)).rows[0]?.[0] as unknown;
+  const firstCell = async (client: Client, query: ReturnType<typeof statements.unlockIfWaited>) =>
+    (await client.query(query)).rows[0]?.[0] as unknown;
   const waitingFor = async (inspector: Client, pid: number) =>
-    (await inspector.query("SELECT count(*)::int AS n FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted", [pid])).rows[0].n as number;
+    (await inspector.query("SELECT count(*)::int AS n FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted", [pid]))
+      .rows[0].n as number;
   const marksOf = async (inspector: Client, pid: number) =>
-    (await inspector.query("SELECT count(*)::int AS n FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND objsubid = 2", [pid])).rows[0].n as number;
+    (await inspector.query("SELECT count(*)::int AS n FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND objsubid = 2", [pid]))
+      .rows[0].n as number;
   const pidOf = async (client: Client) => (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
 
   let noise: Client;

@@ -80,7 +80,7 @@ describe('PostgreSQL fencing tokens from a session block', () => {
     const keys = ['x', 'y', 'z'];
     const held: Record<string, bigint[]> = { x: [], y: [], z: [] };
     let seed = 7;
-    const random = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     for (let round = 0; round < 15; round++) {
       // A burst of callers on few keys: local hand-offs, server grants on either side, and fresh keys that draw or take tokens.
       const calls = Array.from({ length: 12 }, (_, i) => {

@@ -56,7 +56,11 @@ describe('RedisLockProvider.close() when Redis was never reachable', () => {
     const { sleep } = await import('../support/timing');
     const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const before = timers();
-    const provider = new RedisLockProvider({ url: `redis://127.0.0.1:${await freeLocalPort()}`, keyPrefix: uniqueId('dead'), connectTimeoutMs: 300 });
+    const provider = new RedisLockProvider({
+      url: `redis://127.0.0.1:${await freeLocalPort()}`,
+      keyPrefix: uniqueId('dead'),
+      connectTimeoutMs: 300,
+    });
     await expect(provider.acquire('k')).rejects.toMatchObject({ name: 'LockBackendError' });
     // Between two reconnection attempts there is no socket: nothing to wait for (it waited 2 s for an 'end' that never came).
     const closed = await Promise.race([provider.close().then(() => 'closed'), sleep(1500).then(() => 'still closing after 1.5 s')]);

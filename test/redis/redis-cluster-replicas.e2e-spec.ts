@@ -12,7 +12,10 @@ import { OverlapProbe, sleep, uniqueId } from '../support/timing';
 describe('Redis Cluster with replicas: { acks } (WAIT on the shard that holds the key)', () => {
   const clients: Cluster[] = [];
   const providers: RedisLockProvider[] = [];
-  const make = (nodes: { host: string; port: number }[], options: Partial<ConstructorParameters<typeof RedisLockProvider>[0]> = {}): RedisLockProvider => {
+  const make = (
+    nodes: { host: string; port: number }[],
+    options: Partial<ConstructorParameters<typeof RedisLockProvider>[0]> = {},
+  ): RedisLockProvider => {
     const client = new Cluster(nodes);
     clients.push(client);
     const provider = new RedisLockProvider({ client, keyPrefix: uniqueId('cluster-acks'), ...options });
@@ -25,7 +28,10 @@ describe('Redis Cluster with replicas: { acks } (WAIT on the shard that holds th
   });
 
   describe('the shared test cluster (three masters, no replica)', () => {
-    const nodes = () => (process.env.TEST_REDIS_CLUSTER_NODES ?? '').split(',').map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) }));
+    const nodes = () =>
+      (process.env.TEST_REDIS_CLUSTER_NODES ?? '')
+        .split(',')
+        .map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) }));
 
     it('fails every grant closed with acks: 1 (no shard has a replica), on every shard, and leaves no lock behind', async () => {
       const locks = make(nodes(), { replicas: { acks: 1, timeoutMs: 50 } });
@@ -53,7 +59,7 @@ describe('Redis Cluster with replicas: { acks } (WAIT on the shard that holds th
       const found: string[] = [];
       for (let i = 0; found.length < count; i++) {
         const slot = Number((await cli(cluster.ports[0], 'cluster', 'keyslot', locks.redisKeysOf(`item-${i}`).lock)).trim());
-        if ((slot < 8192) === (shard === 'A')) found.push(`item-${i}`);
+        if (slot < 8192 === (shard === 'A')) found.push(`item-${i}`);
       }
       return found;
     };

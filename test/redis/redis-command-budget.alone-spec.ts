@@ -41,7 +41,9 @@ describe('Redis command budgets of local hand-off (a budget suite, not a functio
         }),
       );
       const perAcquisition = (await commandsRun(admin)) / (100 * rounds);
-      console.log(`riders: ${perAcquisition.toFixed(2)} Redis commands per acquisition, ${own.localHandOffs} local hand-offs of ${100 * rounds}`);
+      console.log(
+        `riders: ${perAcquisition.toFixed(2)} Redis commands per acquisition, ${own.localHandOffs} local hand-offs of ${100 * rounds}`,
+      );
       expect(overlaps).toBe(0);
       expect(fences.filter((f, i) => i > 0 && f <= fences[i - 1])).toEqual([]);
       // Every waiter with a place of its own costs about 12.8 (acquire, heart-beat entry,

@@ -26,10 +26,14 @@ describe('RedisLockProvider when Redis fails', () => {
   /** Retries until the provider reaches Redis again (its own reconnection, no restart). */
   const recovered = async (provider: RedisLockProvider, key: string): Promise<Lock> => {
     let lock: Lock | undefined;
-    await waitFor(async () => {
-      lock = await provider.acquire(key, { waitTimeoutMs: 1000 }).catch(() => undefined);
-      return lock !== undefined;
-    }, 15_000, 'the provider to reach Redis again');
+    await waitFor(
+      async () => {
+        lock = await provider.acquire(key, { waitTimeoutMs: 1000 }).catch(() => undefined);
+        return lock !== undefined;
+      },
+      15_000,
+      'the provider to reach Redis again',
+    );
     return lock!;
   };
 
@@ -61,7 +65,7 @@ describe('RedisLockProvider when Redis fails', () => {
     await lock.release();
   }, 60_000);
 
-  it('when Redis dies: waiters and newcomers get LockBackendError, the holder\'s signal aborts with LockLostError; it recovers after', async () => {
+  it("when Redis dies: waiters and newcomers get LockBackendError, the holder's signal aborts with LockLostError; it recovers after", async () => {
     const redis = await server();
     await redis.start();
     const provider = make(redis.url, { leaseMs: 600, heartbeatMs: 1500 });
@@ -70,7 +74,9 @@ describe('RedisLockProvider when Redis fails', () => {
     await sleep(100);
 
     await redis.kill();
-    const lost = new Promise<unknown>((resolve) => holder.signal.addEventListener('abort', () => resolve(holder.signal.reason), { once: true }));
+    const lost = new Promise<unknown>((resolve) =>
+      holder.signal.addEventListener('abort', () => resolve(holder.signal.reason), { once: true }),
+    );
     expect(await lost).toBeInstanceOf(LockLostError);
     expect(await waiting).toBeInstanceOf(LockBackendError);
     const started = Date.now();
@@ -142,7 +148,11 @@ describe('RedisLockProvider when Redis fails', () => {
     await again.release();
     const inspector = new Redis(redis.url);
     try {
-      await waitFor(async () => (await inspector.keys('*')).filter((k) => !provider.isFencingCounter(k)).length === 0, 10_000, 'nothing left in Redis');
+      await waitFor(
+        async () => (await inspector.keys('*')).filter((k) => !provider.isFencingCounter(k)).length === 0,
+        10_000,
+        'nothing left in Redis',
+      );
     } finally {
       inspector.disconnect();
     }
@@ -187,7 +197,11 @@ describe('RedisLockProvider when Redis fails', () => {
     // calls took is undone: nothing is left.
     const inspector = new Redis(redis.url);
     try {
-      await waitFor(async () => (await inspector.keys('*')).filter((k) => !provider.isFencingCounter(k)).length === 0, 15_000, 'nothing left in Redis');
+      await waitFor(
+        async () => (await inspector.keys('*')).filter((k) => !provider.isFencingCounter(k)).length === 0,
+        15_000,
+        'nothing left in Redis',
+      );
     } finally {
       inspector.disconnect();
     }

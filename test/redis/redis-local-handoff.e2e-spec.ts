@@ -136,7 +136,6 @@ describe('RedisLockProvider riders (waiters without a place of their own while t
     await redis.quit();
   });
 
-
   it('a rider that times out or is aborted leaves alone; the others stay and get the key in order, with no place in Redis meanwhile', async () => {
     const key = uniqueId('leave');
     const keys = provider.redisKeysOf(key);
@@ -174,7 +173,9 @@ describe('RedisLockProvider riders (waiters without a place of their own while t
     const keys = provider.redisKeysOf(key);
     const order: string[] = [];
     const fences: bigint[] = [];
-    const record = (id: string) => (lock: Lock): Lock => (order.push(id), fences.push(lock.fencingToken), lock);
+    const record =
+      (id: string) =>
+      (lock: Lock): Lock => (order.push(id), fences.push(lock.fencingToken), lock);
     const holder = await provider.acquire(key);
     // maxLocalHandOffs 2: r1 and r2 are served under this tenure's block, r3 and r4 under the block its release keeps the key with.
     const riders = ['r1', 'r2', 'r3', 'r4'].map((id) => provider.acquire(key, { waitTimeoutMs: 20_000 }).then(record(id)));
@@ -211,7 +212,7 @@ describe('RedisLockProvider riders (waiters without a place of their own while t
  * the process's waiters is on its way to Redis wait for its reply, then ride behind it.
  * "Another process" is another provider instance: its own session, channel and owner tokens.
  */
-describe('RedisLockProvider riders on a queued place (a batch of one process\'s waiters behind one place in Redis)', () => {
+describe("RedisLockProvider riders on a queued place (a batch of one process's waiters behind one place in Redis)", () => {
   const prefix = uniqueId('place-riders');
   let redis: Redis;
   let provider: RedisLockProvider;
@@ -231,7 +232,6 @@ describe('RedisLockProvider riders on a queued place (a batch of one process\'s 
     await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
-
 
   it('cohort mode: riders behind places do not let one instance keep the key — two instances × 25 waiters looping for a second both get a fair share, no overlap', async () => {
     const own = uniqueId('cohort-share');
@@ -269,7 +269,7 @@ describe('RedisLockProvider riders on a queued place (a batch of one process\'s 
     }
   }, 60_000);
 
-  it('strict order: riders behind this process\'s place go with it; a waiter of this process that comes after another instance queued behind that place waits behind it', async () => {
+  it("strict order: riders behind this process's place go with it; a waiter of this process that comes after another instance queued behind that place waits behind it", async () => {
     const key = uniqueId('order');
     const keys = provider.redisKeysOf(key);
     const order: string[] = [];
@@ -325,10 +325,14 @@ describe('RedisLockProvider riders on a queued place (a batch of one process\'s 
     gone.abort(new Error('caller went away'));
     await expect(w1).rejects.toThrow('caller went away');
     // w1's place is gone; its riders now have places (w3 may ride behind w2's).
-    await waitFor(async () => {
-      const members = await redis.zrange(keys.queue, 0, -1);
-      return members.length >= 1 && members.length <= 2;
-    }, 10_000, 'the riders took places');
+    await waitFor(
+      async () => {
+        const members = await redis.zrange(keys.queue, 0, -1);
+        return members.length >= 1 && members.length <= 2;
+      },
+      10_000,
+      'the riders took places',
+    );
     await provider.ping(5000);
     await holder.release();
     const two = await riders[0];
@@ -431,14 +435,20 @@ describe('RedisLockProvider: riders behind a place whose process stalls past its
     await scene.queued(key, 3);
     await scene.release(x, 'X');
     for (let i = 0; i < 3; i++) {
-      const next = await w.waitFor((m) => (m.type === 'entered' || m.type === 'failed') && !w.messages.some((r) => r.type === 'released' && r.id === m.id), 60_000);
+      const next = await w.waitFor(
+        (m) => (m.type === 'entered' || m.type === 'failed') && !w.messages.some((r) => r.type === 'released' && r.id === m.id),
+        60_000,
+      );
       expect(next).toMatchObject({ type: 'entered' });
       await scene.release(w, next.id as string);
     }
 
     const { overlaps, ran, notIncreasing } = await scene.outcome(names);
     expect({ overlaps, first: ran.slice(0, 2), rest: [...ran.slice(2)].sort(), notIncreasing }).toEqual({
-      overlaps: 0, first: ['H', 'X'], rest: ['W1', 'W2', 'W3'], notIncreasing: [],
+      overlaps: 0,
+      first: ['H', 'X'],
+      rest: ['W1', 'W2', 'W3'],
+      notIncreasing: [],
     });
     await waitFor(async () => (await scene.redis.exists(keys.lock, keys.queue, keys.heartbeats)) === 0, 10_000, 'nothing left of the lock');
   }, 180_000);
@@ -462,7 +472,11 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
 
   const start = (name: string, handoff: 'strict' | 'cohort'): WorkerProcess =>
     WorkerProcess.start(name, WORKER, {
-      REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: String(PROCESSES_LEASE_MS), HEARTBEAT_MS: String(PROCESSES_HEARTBEAT_MS), HANDOFF: handoff,
+      REDIS_URL: TEST_REDIS_URL,
+      KEY_PREFIX: prefix,
+      LEASE_MS: String(PROCESSES_LEASE_MS),
+      HEARTBEAT_MS: String(PROCESSES_HEARTBEAT_MS),
+      HANDOFF: handoff,
     });
 
   const queued = (key: string, count: number): Promise<void> =>
@@ -486,7 +500,12 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
 
   beforeAll(async () => {
     redis = new Redis(TEST_REDIS_URL);
-    local = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix, leaseMs: PROCESSES_LEASE_MS, heartbeatMs: PROCESSES_HEARTBEAT_MS });
+    local = new RedisLockProvider({
+      url: TEST_REDIS_URL,
+      keyPrefix: prefix,
+      leaseMs: PROCESSES_LEASE_MS,
+      heartbeatMs: PROCESSES_HEARTBEAT_MS,
+    });
     strict = Array.from({ length: 4 }, (_, i) => start(`strict-${i}`, 'strict'));
     cohort = Array.from({ length: 4 }, (_, i) => start(`cohort-${i}`, 'cohort'));
     await Promise.all([...strict, ...cohort].map((w) => w.waitForType('ready', 120_000)));
@@ -503,7 +522,10 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
     it(`${mode}: 4 processes x 25 waiters on one key: 100 sections, no overlap, fencing tokens strictly increasing`, async () => {
       const group = mode === 'strict' ? strict : cohort;
       const names = {
-        key: `burst:${mode}`, insideKey: `${prefix}-data:${mode}:inside`, overlapKey: `${prefix}-data:${mode}:overlaps`, tokensKey: `${prefix}-data:${mode}:tokens`,
+        key: `burst:${mode}`,
+        insideKey: `${prefix}-data:${mode}:inside`,
+        overlapKey: `${prefix}-data:${mode}:overlaps`,
+        tokensKey: `${prefix}-data:${mode}:tokens`,
       };
       const before = await Promise.all(group.map(stats));
       for (const worker of group) worker.send({ type: 'burst', count: 25, holdMs: 0, ...names });
@@ -517,7 +539,9 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
       const localHandOffs = done.reduce((sum, m, i) => sum + Number(m.localHandOffs) - before[i], 0);
       const longestWaitMs = Math.max(...done.map((m) => Number(m.longestWaitMs)));
       // The numbers the issue asks for (see docs/semantics.md, Local hand-off).
-      console.log(`${mode}: 100 sections, 0 overlaps, 0 fencing violations, ${localHandOffs} local hand-offs, longest wait ${longestWaitMs.toFixed(0)} ms`);
+      console.log(
+        `${mode}: 100 sections, 0 overlaps, 0 fencing violations, ${localHandOffs} local hand-offs, longest wait ${longestWaitMs.toFixed(0)} ms`,
+      );
       if (mode === 'cohort') expect(localHandOffs).toBeGreaterThan(0);
       // Every process got its turns: none waited out its budget while others handed off locally.
       expect(longestWaitMs).toBeLessThan(60_000);
@@ -541,7 +565,15 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
     // in Redis (a's reply to "stats" after it says a has taken it in); a2 and a3 take
     // places (a learns of b1 by b1's notice, of b2 by b2's); a4 comes while a3's place is
     // the last in Redis: it rides on it, with no place of its own.
-    const arrivals: [WorkerProcess, string][] = [[a, 'a1'], [b, 'b1'], [a, 'a2'], [b, 'b2'], [a, 'a3'], [a, 'a4'], [b, 'b3']];
+    const arrivals: [WorkerProcess, string][] = [
+      [a, 'a1'],
+      [b, 'b1'],
+      [a, 'a2'],
+      [b, 'b2'],
+      [a, 'a3'],
+      [a, 'a4'],
+      [b, 'b3'],
+    ];
     const places = [0, 1, 2, 3, 4, 4, 5];
     for (let i = 0; i < arrivals.length; i++) {
       const [worker, id] = arrivals[i];
@@ -573,7 +605,12 @@ describe('RedisLockProvider local hand-off across OS processes', () => {
     const doomed = start('doomed', 'cohort');
     const survivor = cohort[0];
     await doomed.waitForType('ready', 120_000);
-    const names = { key: 'crash:cohort', insideKey: `${prefix}-data:crash:inside`, overlapKey: `${prefix}-data:crash:overlaps`, tokensKey: `${prefix}-data:crash:tokens` };
+    const names = {
+      key: 'crash:cohort',
+      insideKey: `${prefix}-data:crash:inside`,
+      overlapKey: `${prefix}-data:crash:overlaps`,
+      tokensKey: `${prefix}-data:crash:tokens`,
+    };
     doomed.send({ type: 'burst', count: 25, holdMs: 20, ...names });
     await waitFor(async () => (await redis.llen(names.tokensKey)) >= 3, 20_000, 'the doomed process inside its sections');
     survivor.send({ type: 'acquire', id: 'after-crash', key: names.key, waitTimeoutMs: 30_000, recordKey: `${prefix}-data:crash:order` });

@@ -72,7 +72,11 @@ describe('RedisLockProvider: 10,000 keys × 8 in one synchronous loop beside a C
       }
       const firstFailure = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
       expect({ ...failures, first: firstFailure ? String(firstFailure.reason) : undefined }).toEqual({
-        backend: 0, timeout: 0, busy: 0, other: [], first: undefined,
+        backend: 0,
+        timeout: 0,
+        busy: 0,
+        other: [],
+        first: undefined,
       });
       expect(hog.running).toBe(true);
       expect({ ran, overlaps }).toEqual({ ran: KEYS * PER_KEY, overlaps: 0 });

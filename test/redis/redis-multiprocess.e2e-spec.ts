@@ -64,7 +64,13 @@ describe('RedisLockProvider across OS processes', () => {
 
   it('4 processes x 250 read-modify-write sections on one key: exactly 1000, no overlap, fencing tokens strictly increasing', async () => {
     const group = pool;
-    const names = { key: 'counter:shared', counterKey: `${prefix}-data:counter`, markerKey: `${prefix}-data:inside`, overlapKey: `${prefix}-data:overlaps`, tokensKey: `${prefix}-data:tokens` };
+    const names = {
+      key: 'counter:shared',
+      counterKey: `${prefix}-data:counter`,
+      markerKey: `${prefix}-data:inside`,
+      overlapKey: `${prefix}-data:overlaps`,
+      tokensKey: `${prefix}-data:tokens`,
+    };
     for (const worker of group) worker.send({ type: 'counter', rounds: 250, ...names });
     await Promise.all(group.map((w) => w.waitForType('counter-done', 120_000)));
 
@@ -103,7 +109,7 @@ describe('RedisLockProvider across OS processes', () => {
     expect([...fences].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(fences);
   }, 120_000);
 
-  it('hands a SIGKILLed holder\'s key to the next waiter within one lease', async () => {
+  it("hands a SIGKILLed holder's key to the next waiter within one lease", async () => {
     const holder = doomed();
     const waiter = pool[0];
     const key = 'crash:holder';

@@ -49,7 +49,7 @@ describe('RedisLockProvider', () => {
       expect((provider as RedisLockProvider).client.status).toBe('end');
     });
 
-    it('{ redis: { client } } uses the app\'s client and never closes it', async () => {
+    it("{ redis: { client } } uses the app's client and never closes it", async () => {
       const client = new Redis(TEST_REDIS_URL);
       try {
         const moduleRef = await Test.createTestingModule({

@@ -24,7 +24,12 @@ describe('Redis across processes: held locks are re-checked when Redis answers a
   let server: ThrowawayRedis;
 
   const start = (name: string, keyPrefix: string, key: string): WorkerProcess => {
-    const worker = WorkerProcess.start(name, WORKER, { REDIS_URL: server.url, KEY_PREFIX: keyPrefix, LEASE_MS: String(LEASE_MS), KEY: key });
+    const worker = WorkerProcess.start(name, WORKER, {
+      REDIS_URL: server.url,
+      KEY_PREFIX: keyPrefix,
+      LEASE_MS: String(LEASE_MS),
+      KEY: key,
+    });
     workers.push(worker);
     return worker;
   };

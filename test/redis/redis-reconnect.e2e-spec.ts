@@ -44,7 +44,7 @@ describe('RedisLockProvider: held locks when the connection is lost', () => {
     await server.kill();
   });
 
-  it('after a restart without persistence, every held lock\'s signal aborts within ~2 s of Redis answering; a newcomer of another instance gets the key', async () => {
+  it("after a restart without persistence, every held lock's signal aborts within ~2 s of Redis answering; a newcomer of another instance gets the key", async () => {
     const holder = make();
     const newcomer = make();
     const locks = await Promise.all(['restart:a', 'restart:b', 'restart:c'].map((key) => holder.acquire(key)));
@@ -91,7 +91,7 @@ describe('RedisLockProvider: held locks when the connection is lost', () => {
     await lock.release();
   }, 30_000);
 
-  it('aborts a held lock\'s signal as soon as the app\'s own client gives up reconnecting, not at the lease end', async () => {
+  it("aborts a held lock's signal as soon as the app's own client gives up reconnecting, not at the lease end", async () => {
     const client = new Redis(server.url, { retryStrategy: () => null, maxRetriesPerRequest: 0 });
     clients.push(client);
     const provider = make({ url: undefined, client });

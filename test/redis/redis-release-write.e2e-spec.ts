@@ -58,7 +58,7 @@ describe('RedisLockProvider: a release shares its write with the next command', 
 
   const iterationEnds = () => new Promise((resolve) => setImmediate(resolve));
 
-  it('writes a sequential caller\'s release at once when the process holds no other lock', async () => {
+  it("writes a sequential caller's release at once when the process holds no other lock", async () => {
     const service = new LockService(provider);
     await service.run('warm-up', () => undefined);
     // The warm-up's release leaves, and the wake-up channel its first lock opened is listening, before the count starts.
@@ -83,7 +83,7 @@ describe('RedisLockProvider: a release shares its write with the next command', 
     ]);
   });
 
-  it('sends a sequential caller\'s release and next acquisition in one system call while the process holds another lock', async () => {
+  it("sends a sequential caller's release and next acquisition in one system call while the process holds another lock", async () => {
     const service = new LockService(provider);
     const background = await provider.acquire(uniqueId('background'));
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -26,7 +26,7 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
     providers.push(made);
     return made;
   };
-  const replicaPort = async () => (await group.masterPort()) === group.dataPorts[0] ? group.dataPorts[1] : group.dataPorts[0];
+  const replicaPort = async () => ((await group.masterPort()) === group.dataPorts[0] ? group.dataPorts[1] : group.dataPorts[0]);
 
   beforeAll(async () => {
     group = await SentinelGroup.start({ basePort: 6390, sentinelBasePort: 26390, replicas: 1 });
@@ -37,10 +37,13 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
     await group?.stop();
   });
 
-  it('serializes callers of two providers through the app\'s Sentinel clients, and a grant is on the replica by the time the caller holds it', async () => {
+  it("serializes callers of two providers through the app's Sentinel clients, and a grant is on the replica by the time the caller holds it", async () => {
     // Two providers (two sessions): hand-offs between them come by message, within one by reply or in-process.
     const keyPrefix = uniqueId('sentinel');
-    const both = [provider({ keyPrefix, replicas: { acks: 1, timeoutMs: 500 } }), provider({ keyPrefix, replicas: { acks: 1, timeoutMs: 500 } })];
+    const both = [
+      provider({ keyPrefix, replicas: { acks: 1, timeoutMs: 500 } }),
+      provider({ keyPrefix, replicas: { acks: 1, timeoutMs: 500 } }),
+    ];
     const replica = await replicaPort();
     const probe = new OverlapProbe();
     const tokens: bigint[] = [];
@@ -51,7 +54,8 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
         for (let i = 0; i < 10; i++) {
           const lock = await locks.acquire('account-1');
           // WAIT confirmed it: the replica has this very grant now, not merely soon.
-          if ((await cli(replica, 'get', locks.redisKeysOf('account-1').lock)).trim() === (lock as Lock & { token: string }).token) onReplica++;
+          if ((await cli(replica, 'get', locks.redisKeysOf('account-1').lock)).trim() === (lock as Lock & { token: string }).token)
+            onReplica++;
           await probe.run(() => {
             tokens.push(lock.fencingToken);
             return sleep(2);
@@ -72,7 +76,11 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
     expect(Date.now() - started).toBeLessThan(2000);
     // Nothing of either grant is left behind (the undo is a leave, sent after the caller is told).
     const master = await group.masterPort();
-    await waitFor(async () => (await cli(master, 'exists', locks.redisKeysOf('account-2').lock, locks.redisKeysOf('account-2b').lock)).trim() === '0', 3000, 'the undone grants to go');
+    await waitFor(
+      async () => (await cli(master, 'exists', locks.redisKeysOf('account-2').lock, locks.redisKeysOf('account-2b').lock)).trim() === '0',
+      3000,
+      'the undone grants to go',
+    );
     expect(locks.heldLocks).toBe(0);
   }, 30_000);
 
@@ -95,8 +103,18 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
 
   it('SENTINEL FAILOVER under load from 2 processes with replicas: { acks: 1 }: no token handed out twice, no fencing inversion, no overlap, no lost update', async () => {
     const run = await failoverRun(group, { processes: 2, loops: 4, keys: 3, acks: 1, kinds: ['sentinel'], gapMs: 2500, tailMs: 2500 });
-    expect({ tokensTwice: run.tokensTwice, claimsRefused: run.claimsRefused, overlaps: run.overlaps, lostUpdates: run.lostUpdates, otherErrors: run.otherErrors }).toEqual({
-      tokensTwice: 0, claimsRefused: 0, overlaps: 0, lostUpdates: 0, otherErrors: [],
+    expect({
+      tokensTwice: run.tokensTwice,
+      claimsRefused: run.claimsRefused,
+      overlaps: run.overlaps,
+      lostUpdates: run.lostUpdates,
+      otherErrors: run.otherErrors,
+    }).toEqual({
+      tokensTwice: 0,
+      claimsRefused: 0,
+      overlaps: 0,
+      lostUpdates: 0,
+      otherErrors: [],
     });
     expect(run.failovers[0].servedAgainAfterMs).toBeDefined();
     expect(run.sections).toBeGreaterThan(100);

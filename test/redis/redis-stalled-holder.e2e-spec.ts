@@ -49,7 +49,12 @@ describe('RedisLockProvider: a holder stalled past its lease is told', () => {
     const taken = await peer.acquire(key, { waitTimeoutMs: STALL_MS * 4 });
     const done = await child.waitForType('done', 60_000);
     await taken.release();
-    return { holderToken: BigInt(holding.token as string), peerToken: taken.fencingToken, seen: done.seen as Record<string, unknown>, warnings: done.warnings as string[] };
+    return {
+      holderToken: BigInt(holding.token as string),
+      peerToken: taken.fencingToken,
+      seen: done.seen as Record<string, unknown>,
+      warnings: done.warnings as string[],
+    };
   };
 
   it('a section resuming after the stall sees the loss at once (lock.lost, signal), and run() resolves', async () => {

@@ -49,7 +49,11 @@ describe('RedisLockProvider: a waiter whose process stalls past the heart-beat t
     w.send({ type: 'stall', ms: STALL_MS });
     await w.waitForType('stalling');
     // Redis sees W's heart-beat run out while W does not run.
-    await waitFor(async () => Number(await redis.zscore(keys.heartbeats, wToken)) < (await serverMs()), 30_000, "W's heart-beat to run out");
+    await waitFor(
+      async () => Number(await redis.zscore(keys.heartbeats, wToken)) < (await serverMs()),
+      30_000,
+      "W's heart-beat to run out",
+    );
     await w.waitForType('stalled', 60_000);
     // Once W runs again it beats for the same place (same token, still first): it did not start over.
     await waitFor(async () => Number(await redis.zscore(keys.heartbeats, wToken)) > (await serverMs()), 30_000, 'W to beat again');

@@ -25,7 +25,14 @@ describe('randomized fault run (short form)', () => {
     it(`${driver}: no lost update, no untold overlap or fencing violation, no stuck key, no 503 in the fault-free tail`, async () => {
       const run = await runWithHog(() => faultRun(driver, FAULT_RUN_SHORT));
       // The faults and the seed come with a failure, so a run can be repeated.
-      expect({ driver, problems: faultRunProblems(run), otherErrors: run.otherErrors, fencing: run.fencingDetails, leftUntold: run.leftUntoldDetails, faults: run.faults }).toEqual({
+      expect({
+        driver,
+        problems: faultRunProblems(run),
+        otherErrors: run.otherErrors,
+        fencing: run.fencingDetails,
+        leftUntold: run.leftUntoldDetails,
+        faults: run.faults,
+      }).toEqual({
         driver,
         problems: [],
         otherErrors: [],
@@ -39,7 +46,9 @@ describe('randomized fault run (short form)', () => {
   }
 
   it('the naive control (SET NX PX, unfenced read-modify-write) overlaps, loses updates and leaves untold under the same stalls', async () => {
-    const run = await runWithHog(() => faultRun('naive', { ...FAULT_RUN_SHORT, faultMs: 12_000, kinds: ['sigstop', 'block'], tail: false }));
+    const run = await runWithHog(() =>
+      faultRun('naive', { ...FAULT_RUN_SHORT, faultMs: 12_000, kinds: ['sigstop', 'block'], tail: false }),
+    );
     expect(run.unexplainedOverlaps).toBeGreaterThan(0);
     expect(run.lostUpdates).toBeGreaterThan(0);
     // Its holders have no `lost` to read: one whose key went to another holder leaves none the wiser (issue 32's check can fail).

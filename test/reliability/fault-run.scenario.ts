@@ -127,7 +127,11 @@ const FAULTS: Record<FaultDriver, string[]> = {
  * updates, fencing-order violations among holders not told, overlaps told apart from
  * unexplained ones, holders never told, stuck keys and backend errors in the tail.
  */
-export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (line: string) => void = () => undefined): Promise<FaultRunResult> {
+export async function faultRun(
+  driver: FaultDriver,
+  size: FaultRunSize,
+  log: (line: string) => void = () => undefined,
+): Promise<FaultRunResult> {
   const started = Date.now();
   const random = rng(size.seed * 7919 + driver.length);
   const ledger = new Ledger();
@@ -138,10 +142,16 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
   const redis = driver === 'redis' || driver === 'naive' ? new ThrowawayRedis(await freePort()) : undefined;
   await redis?.start();
   const sqlUrl = new URL(driver === 'mysql' ? TEST_MYSQL_URL : TEST_DATABASE_URL);
-  const target = redis ? { host: '127.0.0.1', port: redis.port } : { host: sqlUrl.hostname || '127.0.0.1', port: Number(sqlUrl.port || (driver === 'mysql' ? 3306 : 5432)) };
+  const target = redis
+    ? { host: '127.0.0.1', port: redis.port }
+    : { host: sqlUrl.hostname || '127.0.0.1', port: Number(sqlUrl.port || (driver === 'mysql' ? 3306 : 5432)) };
   const proxy = new TcpProxy(target);
   await proxy.start();
-  const backendUrl = redis ? `redis://127.0.0.1:${proxy.port}` : driver === 'mysql' ? viaProxy(TEST_MYSQL_URL, proxy.port) : proxy.url(TEST_DATABASE_URL);
+  const backendUrl = redis
+    ? `redis://127.0.0.1:${proxy.port}`
+    : driver === 'mysql'
+      ? viaProxy(TEST_MYSQL_URL, proxy.port)
+      : proxy.url(TEST_DATABASE_URL);
   const hogs = new Set<ChildProcess>();
   const deadMembers = new Set<string>();
   const faults: string[] = [];
@@ -264,10 +274,14 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
     await Promise.all(workers.map((w) => ask(w, 'close', 'closed').catch(() => undefined)));
 
     const verdict = await ledger.verdict(keys);
-    const entries = (await ledger.redis.lrange(`${ledger.detectorPrefix}:entries`, 0, -1)).map((e) => JSON.parse(e) as { k: string; t: string; m: string; at: number });
+    const entries = (await ledger.redis.lrange(`${ledger.detectorPrefix}:entries`, 0, -1)).map(
+      (e) => JSON.parse(e) as { k: string; t: string; m: string; at: number },
+    );
     const told = new Set(await ledger.redis.smembers(`${ledger.detectorPrefix}:lost`));
     const excused = (id: string) => told.has(id) || deadMembers.has(id);
-    const overlaps = (await ledger.redis.lrange(`${ledger.detectorPrefix}:overlaps`, 0, -1)).map((e) => JSON.parse(e) as { key: string; member: string; others: string[] });
+    const overlaps = (await ledger.redis.lrange(`${ledger.detectorPrefix}:overlaps`, 0, -1)).map(
+      (e) => JSON.parse(e) as { key: string; member: string; others: string[] },
+    );
     const untold = new Set<string>();
     // Holders overtaken while inside: a section with a newer token of the key entered while they were still
     // in (an older token entering beside a newer holder is a stalled holder starting late: judged by its own
@@ -278,7 +292,8 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
     for (const overlap of overlaps) {
       for (const other of overlap.others) {
         const id = `${overlap.key}:${other}`;
-        if (tokenOf(other) < tokenOf(overlap.member) && !overtaken.has(id)) overtaken.set(id, { by: overlap.member, at: entryAt.get(`${overlap.key}:${overlap.member}`) ?? 0 });
+        if (tokenOf(other) < tokenOf(overlap.member) && !overtaken.has(id))
+          overtaken.set(id, { by: overlap.member, at: entryAt.get(`${overlap.key}:${overlap.member}`) ?? 0 });
       }
     }
     const toldBeforeLeaving = new Set(await ledger.redis.smembers(`${ledger.detectorPrefix}:toldBeforeLeaving`));
@@ -286,7 +301,10 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
     const at = (ms: number | undefined) => (ms === undefined ? '?' : `+${((ms - started) / 1000).toFixed(3)} s`);
     const leftUntoldDetails = leftUntold
       .slice(0, 5)
-      .map(([id, by]) => `${id} (entered ${at(entryAt.get(id))}; ${by.by} entered ${at(by.at)}${told.has(id) ? '; told after it left' : '; never told'})`);
+      .map(
+        ([id, by]) =>
+          `${id} (entered ${at(entryAt.get(id))}; ${by.by} entered ${at(by.at)}${told.has(id) ? '; told after it left' : '; never told'})`,
+      );
     let overlapsTold = 0;
     let unexplainedOverlaps = 0;
     for (const overlap of overlaps) {
@@ -333,7 +351,9 @@ export async function faultRun(driver: FaultDriver, size: FaultRunSize, log: (li
       accepted: stats.reduce((n, s) => n + Number(s.accepted ?? 0), 0),
       lostUpdates: verdict.lostUpdates,
       fencingViolations: Math.max(fencingViolations, verdict.fencingViolations),
-      fencingDetails: verdict.fencingViolations ? [...fencingDetails, `ledger: ${verdict.fencingViolations} accepted writes out of token order`] : fencingDetails,
+      fencingDetails: verdict.fencingViolations
+        ? [...fencingDetails, `ledger: ${verdict.fencingViolations} accepted writes out of token order`]
+        : fencingDetails,
       overlapsTold,
       unexplainedOverlaps,
       holdersNeverTold: untold.size,
@@ -428,7 +448,10 @@ async function killMysqlHolders(keyPrefix: string, keys: string[]): Promise<numb
       const holder = await db.holderOf(name);
       if (holder === null) continue;
       // The session may have ended on its own in between.
-      await db.kill(holder).then(() => killed++, () => undefined);
+      await db.kill(holder).then(
+        () => killed++,
+        () => undefined,
+      );
     }
     return killed;
   } finally {

@@ -10,7 +10,13 @@ describe('reliability suite (short form)', () => {
   let result: SuiteResult;
 
   beforeAll(async () => {
-    result = await runSuite(SHORT, 'short', undefined, ['seeds redis', 'SIGSTOP redis', 'dropped postgres', 'one key redis', 'many keys postgres']);
+    result = await runSuite(SHORT, 'short', undefined, [
+      'seeds redis',
+      'SIGSTOP redis',
+      'dropped postgres',
+      'one key redis',
+      'many keys postgres',
+    ]);
   }, 240_000);
 
   it('runs every chosen scenario', () => {
@@ -20,7 +26,15 @@ describe('reliability suite (short form)', () => {
 
   it('has no overlap, fencing violation, lost update, duplicate execution or leak in any row', () => {
     for (const row of result.rows) {
-      expect({ row: `${row.scenario} / ${row.provider}`, overlaps: row.overlaps, fencing: row.fencingViolations, lost: row.lostUpdates, duplicates: row.duplicates, leaked: row.leaked, order: row.orderViolations ?? 0 }).toEqual({
+      expect({
+        row: `${row.scenario} / ${row.provider}`,
+        overlaps: row.overlaps,
+        fencing: row.fencingViolations,
+        lost: row.lostUpdates,
+        duplicates: row.duplicates,
+        leaked: row.leaked,
+        order: row.orderViolations ?? 0,
+      }).toEqual({
         row: `${row.scenario} / ${row.provider}`,
         overlaps: 0,
         fencing: 0,
@@ -33,7 +47,8 @@ describe('reliability suite (short form)', () => {
   });
 
   it('answers no 503 where the backend had no fault', () => {
-    for (const row of result.rows.filter((r) => r.faults === '—')) expect({ row: row.scenario, r503: row.r503 }).toEqual({ row: row.scenario, r503: 0 });
+    for (const row of result.rows.filter((r) => r.faults === '—'))
+      expect({ row: row.scenario, r503: row.r503 }).toEqual({ row: row.scenario, r503: 0 });
   });
 
   it("refuses the paused holder's late write with the fence, and recovers after each fault", () => {

@@ -6,7 +6,18 @@ import { childEntry } from '../support/child-entry';
 import type { WorkerProcess } from '../support/processes';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
 import { TcpProxy } from '../postgres/support/tcp-proxy';
-import { ask, freePort, Ledger, pgLeftovers, redisKeysUnder, sleep, startWorker, ThrowawayRedis, type Driver, type Stats } from './support/environment';
+import {
+  ask,
+  freePort,
+  Ledger,
+  pgLeftovers,
+  redisKeysUnder,
+  sleep,
+  startWorker,
+  ThrowawayRedis,
+  type Driver,
+  type Stats,
+} from './support/environment';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -53,8 +64,24 @@ export interface Sizes {
   faultEveryMs: number;
 }
 
-export const SHORT: Sizes = { seedDuplicates: 10, oneKeyDuplicates: 200, manyKeys: 500, opsPerKey: 8, restartSections: 40, soakMs: 20_000, faultEveryMs: 10_000 };
-export const FULL: Sizes = { seedDuplicates: 20, oneKeyDuplicates: 1000, manyKeys: 10_000, opsPerKey: 8, restartSections: 200, soakMs: 120_000, faultEveryMs: 20_000 };
+export const SHORT: Sizes = {
+  seedDuplicates: 10,
+  oneKeyDuplicates: 200,
+  manyKeys: 500,
+  opsPerKey: 8,
+  restartSections: 40,
+  soakMs: 20_000,
+  faultEveryMs: 10_000,
+};
+export const FULL: Sizes = {
+  seedDuplicates: 20,
+  oneKeyDuplicates: 1000,
+  manyKeys: 10_000,
+  opsPerKey: 8,
+  restartSections: 200,
+  soakMs: 120_000,
+  faultEveryMs: 20_000,
+};
 
 const sum = (stats: Stats[], field: keyof Stats) => stats.reduce((total, s) => total + (Number(s[field]) || 0), 0);
 
@@ -63,11 +90,22 @@ function prefix(): string {
 }
 
 function workerEnv(ledger: Ledger, driver: Driver, keyPrefix: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { ...ledger.workerEnv(), SERIALIZED_DRIVER: driver, REDIS_URL: TEST_REDIS_URL, DATABASE_URL: TEST_DATABASE_URL, REL_PREFIX: keyPrefix, ...extra };
+  return {
+    ...ledger.workerEnv(),
+    SERIALIZED_DRIVER: driver,
+    REDIS_URL: TEST_REDIS_URL,
+    DATABASE_URL: TEST_DATABASE_URL,
+    REL_PREFIX: keyPrefix,
+    ...extra,
+  };
 }
 
 async function closeAll(workers: WorkerProcess[]): Promise<{ stats: Stats[]; leaked: number }> {
-  const closed = await Promise.all(workers.map((w) => (w.child.exitCode === null && w.child.signalCode === null ? ask(w, { type: 'close' }, 'closed').catch(() => undefined) : undefined)));
+  const closed = await Promise.all(
+    workers.map((w) =>
+      w.child.exitCode === null && w.child.signalCode === null ? ask(w, { type: 'close' }, 'closed').catch(() => undefined) : undefined,
+    ),
+  );
   await Promise.all(workers.map((w) => w.stop()));
   const stats = closed.filter(Boolean).map((m) => m!.stats as Stats);
   return { stats, leaked: closed.reduce((n, m) => n + Number(m?.leaked ?? 0), 0) };
@@ -89,7 +127,10 @@ async function leftovers(driver: Driver, keyPrefix: string, redisUrl = TEST_REDI
 }
 
 function row(
-  base: Omit<ResultRow, 'sections' | 'overlaps' | 'overlapsTold' | 'duplicates' | 'r429' | 'r503' | 'fencingViolations' | 'lostUpdates' | 'leaked'>,
+  base: Omit<
+    ResultRow,
+    'sections' | 'overlaps' | 'overlapsTold' | 'duplicates' | 'r429' | 'r503' | 'fencingViolations' | 'lostUpdates' | 'leaked'
+  >,
   stats: Stats[],
   verdict: { lostUpdates: number; fencingViolations: number; overlaps?: { overlaps: number; excused: number } },
   leaked: number,
@@ -118,7 +159,17 @@ export async function seedsRace(driver: 'redis' | 'postgres', sizes: Sizes): Pro
       const port = await freePort();
       const child = spawn(process.execPath, entry.args, {
         cwd: ROOT,
-        env: { ...process.env, ...entry.env, PORT: String(port), SERIALIZED_DRIVER: driver, APP_STORE: driver, SERIALIZED_KEY_PREFIX: keyPrefix, REDIS_URL: TEST_REDIS_URL, DATABASE_URL: TEST_DATABASE_URL, REPORTS_ENABLED: 'false' },
+        env: {
+          ...process.env,
+          ...entry.env,
+          PORT: String(port),
+          SERIALIZED_DRIVER: driver,
+          APP_STORE: driver,
+          SERIALIZED_KEY_PREFIX: keyPrefix,
+          REDIS_URL: TEST_REDIS_URL,
+          DATABASE_URL: TEST_DATABASE_URL,
+          REPORTS_ENABLED: 'false',
+        },
         stdio: 'ignore',
       });
       apps.push({ child, url: `http://127.0.0.1:${port}` });
@@ -128,12 +179,21 @@ export async function seedsRace(driver: 'redis' | 'postgres', sizes: Sizes): Pro
     const fire = (pathOf: string, body?: object) =>
       Promise.all(
         Array.from({ length: sizes.seedDuplicates }, (_, i) =>
-          fetch(`${urls[i % urls.length]}${pathOf}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) }).then((r) => r.status),
+          fetch(`${urls[i % urls.length]}${pathOf}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body ?? {}),
+          }).then((r) => r.status),
         ),
       );
     const user = prefix();
     const naive = prefix();
-    const [rewards, naiveRewards, resources, naiveResources] = [await fire(`/users/${user}/rewards/daily`), await fire(`/naive/users/${naive}/rewards/daily`), await fire(`/users/${user}/resources`, { name: 'report' }), await fire(`/naive/users/${naive}/resources`, { name: 'report' })];
+    const [rewards, naiveRewards, resources, naiveResources] = [
+      await fire(`/users/${user}/rewards/daily`),
+      await fire(`/naive/users/${naive}/rewards/daily`),
+      await fire(`/users/${user}/resources`, { name: 'report' }),
+      await fire(`/naive/users/${naive}/resources`, { name: 'report' }),
+    ];
     const getJson = async (p: string) => (await (await fetch(`${urls[0]}${p}`)).json()) as Record<string, unknown> & unknown[];
     const credited = Number((await getJson(`/users/${user}/rewards`)).rewardCount);
     const naiveCredited = Number((await getJson(`/users/${naive}/rewards`)).rewardCount);
@@ -159,12 +219,31 @@ export async function seedsRace(driver: 'redis' | 'postgres', sizes: Sizes): Pro
         notes: `${credited} reward credited, ${created} resource created; statuses ${summary(statuses)}`,
       },
       controls: [
-        { scenario: 'naive daily reward', provider: driver, load, outcome: `${naiveCredited} rewards credited (${summary(naiveRewards)})`, wrong: Math.max(0, naiveCredited - 1) },
-        { scenario: 'naive create resource', provider: driver, load, outcome: `${naiveCreated} resources created (${summary(naiveResources)})`, wrong: Math.max(0, naiveCreated - 1) },
+        {
+          scenario: 'naive daily reward',
+          provider: driver,
+          load,
+          outcome: `${naiveCredited} rewards credited (${summary(naiveRewards)})`,
+          wrong: Math.max(0, naiveCredited - 1),
+        },
+        {
+          scenario: 'naive create resource',
+          provider: driver,
+          load,
+          outcome: `${naiveCreated} resources created (${summary(naiveResources)})`,
+          wrong: Math.max(0, naiveCreated - 1),
+        },
       ],
     };
   } finally {
-    await Promise.all(apps.map(({ child }) => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGTERM'))))));
+    await Promise.all(
+      apps.map(
+        ({ child }) =>
+          new Promise<void>((resolve) =>
+            child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGTERM')),
+          ),
+      ),
+    );
   }
 }
 
@@ -235,7 +314,14 @@ export async function holderFault(driver: 'redis' | 'postgres', fault: 'SIGKILL'
     const verdict = { ...(await ledger.verdict([key])), overlaps: await ledger.overlaps() };
     const leaked = closed.leaked + (await leftovers(driver, keyPrefix));
     return row(
-      { scenario: fault === 'SIGKILL' ? 'SIGKILL the holder' : 'SIGSTOP the holder past its lease, then SIGCONT', provider: driver, load: '2 processes, 1 key', faults: fault === 'SIGKILL' ? 'holder killed while holding' : `holder stopped ${paused / 1000} s`, recoveryMs, notes },
+      {
+        scenario: fault === 'SIGKILL' ? 'SIGKILL the holder' : 'SIGSTOP the holder past its lease, then SIGCONT',
+        provider: driver,
+        load: '2 processes, 1 key',
+        faults: fault === 'SIGKILL' ? 'holder killed while holding' : `holder stopped ${paused / 1000} s`,
+        recoveryMs,
+        notes,
+      },
       stats,
       verdict,
       leaked,
@@ -254,7 +340,8 @@ export async function backendRestart(driver: 'redis' | 'postgres', sizes: Sizes,
   const keys = Array.from({ length: 4 }, (_, i) => `k${i}`);
   await ledger.seed(keys);
   const redis = driver === 'redis' ? new ThrowawayRedis(await freePort()) : undefined;
-  const proxy = driver === 'postgres' ? new TcpProxy({ host: '127.0.0.1', port: Number(new URL(TEST_DATABASE_URL).port || 5432) }) : undefined;
+  const proxy =
+    driver === 'postgres' ? new TcpProxy({ host: '127.0.0.1', port: Number(new URL(TEST_DATABASE_URL).port || 5432) }) : undefined;
   await redis?.start();
   await proxy?.start();
   const env = workerEnv(ledger, driver, keyPrefix, redis ? { REDIS_URL: redis.url } : { DATABASE_URL: proxy!.url(TEST_DATABASE_URL) });
@@ -269,7 +356,9 @@ export async function backendRestart(driver: 'redis' | 'postgres', sizes: Sizes,
     // Recovery: how long until a fresh section succeeds after the fault.
     let recoveryMs: number | undefined;
     for (;;) {
-      const probe = (await ask(workers[0], { type: 'run', keys: ['probe'], perKey: 1, holdMs: 0, shared: true, waitTimeoutMs: 5000 }, 'ran')).stats as Stats;
+      const probe = (
+        await ask(workers[0], { type: 'run', keys: ['probe'], perKey: 1, holdMs: 0, shared: true, waitTimeoutMs: 5000 }, 'ran')
+      ).stats as Stats;
       if (probe.sections > sum(stats.slice(0, 1), 'sections')) {
         recoveryMs = Date.now() - faultAt;
         break;
@@ -280,8 +369,26 @@ export async function backendRestart(driver: 'redis' | 'postgres', sizes: Sizes,
     const closed = await closeAll(workers);
     const verdict = { ...(await ledger.verdict(keys)), overlaps: await ledger.overlaps() };
     const leaked = closed.leaked + (await leftovers(driver, keyPrefix, redis?.url));
-    const faultText = kind === 'restart' ? (driver === 'redis' ? 'throwaway redis-server killed and restarted (no persistence)' : 'TCP proxy cut + pg_terminate_backend of the lock sessions') : driver === 'redis' ? 'CLIENT KILL of the lock connections' : 'pg_terminate_backend of the lock sessions';
-    return row({ scenario: kind === 'restart' ? 'backend restart under load' : 'dropped session under load', provider: driver, load: `2 processes × ${keys.length} keys × ${perKey}, 20 ms holds`, faults: faultText, recoveryMs }, closed.stats.length ? closed.stats : stats, verdict, leaked);
+    const faultText =
+      kind === 'restart'
+        ? driver === 'redis'
+          ? 'throwaway redis-server killed and restarted (no persistence)'
+          : 'TCP proxy cut + pg_terminate_backend of the lock sessions'
+        : driver === 'redis'
+          ? 'CLIENT KILL of the lock connections'
+          : 'pg_terminate_backend of the lock sessions';
+    return row(
+      {
+        scenario: kind === 'restart' ? 'backend restart under load' : 'dropped session under load',
+        provider: driver,
+        load: `2 processes × ${keys.length} keys × ${perKey}, 20 ms holds`,
+        faults: faultText,
+        recoveryMs,
+      },
+      closed.stats.length ? closed.stats : stats,
+      verdict,
+      leaked,
+    );
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await redis?.stop();
@@ -291,7 +398,13 @@ export async function backendRestart(driver: 'redis' | 'postgres', sizes: Sizes,
 }
 
 /** One fault of the kind `backendRestart` injects. */
-export async function fault(driver: Driver, kind: 'restart' | 'drop', redis: ThrowawayRedis | undefined, proxy: TcpProxy | undefined, keyPrefix: string): Promise<void> {
+export async function fault(
+  driver: Driver,
+  kind: 'restart' | 'drop',
+  redis: ThrowawayRedis | undefined,
+  proxy: TcpProxy | undefined,
+  keyPrefix: string,
+): Promise<void> {
   if (driver === 'redis' && redis) {
     if (kind === 'restart') {
       await redis.stop();
@@ -322,27 +435,59 @@ export async function fault(driver: Driver, kind: 'restart' | 'drop', redis: Thr
 /** 1,000 duplicates on one key from one process: every one runs, alone, in arrival order. */
 export async function oneKeyDuplicates(driver: Driver, sizes: Sizes): Promise<ResultRow> {
   // The last of 1,000 waits for 999 sections: its wait budget grows with the queue (the order is what this checks).
-  return singleProcess(driver, 'duplicates on one key, served in arrival order', [`dup`], sizes.oneKeyDuplicates, `1 process, ${sizes.oneKeyDuplicates} duplicates on 1 key (waitTimeoutMs 120 s)`, true, 120_000);
+  return singleProcess(
+    driver,
+    'duplicates on one key, served in arrival order',
+    [`dup`],
+    sizes.oneKeyDuplicates,
+    `1 process, ${sizes.oneKeyDuplicates} duplicates on 1 key (waitTimeoutMs 120 s)`,
+    true,
+    120_000,
+  );
 }
 
 /** 10,000 keys × 8 from one process. */
 export async function manyKeys(driver: Driver, sizes: Sizes): Promise<ResultRow> {
   const keys = Array.from({ length: sizes.manyKeys }, (_, i) => `m${i}`);
-  return singleProcess(driver, `${sizes.manyKeys.toLocaleString('en-US')} keys × ${sizes.opsPerKey}`, keys, sizes.opsPerKey, `1 process, ${(sizes.manyKeys * sizes.opsPerKey).toLocaleString('en-US')} acquisitions at once (defaults)`, false);
+  return singleProcess(
+    driver,
+    `${sizes.manyKeys.toLocaleString('en-US')} keys × ${sizes.opsPerKey}`,
+    keys,
+    sizes.opsPerKey,
+    `1 process, ${(sizes.manyKeys * sizes.opsPerKey).toLocaleString('en-US')} acquisitions at once (defaults)`,
+    false,
+  );
 }
 
-async function singleProcess(driver: Driver, scenario: string, keys: string[], perKey: number, load: string, checkOrder: boolean, waitTimeoutMs?: number): Promise<ResultRow> {
+async function singleProcess(
+  driver: Driver,
+  scenario: string,
+  keys: string[],
+  perKey: number,
+  load: string,
+  checkOrder: boolean,
+  waitTimeoutMs?: number,
+): Promise<ResultRow> {
   const ledger = new Ledger();
   await ledger.open();
   const keyPrefix = prefix();
   const worker = await startWorker(scenario, workerEnv(ledger, driver, keyPrefix));
   try {
-    const ran = (await ask(worker, { type: 'run', keys, perKey, holdMs: 0, shared: false, checkOrder, waitTimeoutMs }, 'ran')).stats as Stats;
+    const ran = (await ask(worker, { type: 'run', keys, perKey, holdMs: 0, shared: false, checkOrder, waitTimeoutMs }, 'ran'))
+      .stats as Stats;
     const closed = await closeAll([worker]);
     const leaked = closed.leaked + (await leftovers(driver, keyPrefix));
     // Local detector: the values each key ended with against the sections that wrote.
     const notes = checkOrder ? `${ran.orderViolations} of ${perKey} served out of arrival order` : undefined;
-    return { ...row({ scenario, provider: driver, load, faults: '—', notes }, [ran], { lostUpdates: ran.localLost ?? 0, fencingViolations: ran.rejected }, leaked), orderViolations: ran.orderViolations };
+    return {
+      ...row(
+        { scenario, provider: driver, load, faults: '—', notes },
+        [ran],
+        { lostUpdates: ran.localLost ?? 0, fencingViolations: ran.rejected },
+        leaked,
+      ),
+      orderViolations: ran.orderViolations,
+    };
   } finally {
     await worker.stop();
     await ledger.close();
@@ -357,10 +502,14 @@ export async function soak(driver: 'redis' | 'postgres', sizes: Sizes): Promise<
   const keys = Array.from({ length: 8 }, (_, i) => `s${i}`);
   await ledger.seed([...keys, 'probe']);
   const redis = driver === 'redis' ? new ThrowawayRedis(await freePort()) : undefined;
-  const proxy = driver === 'postgres' ? new TcpProxy({ host: '127.0.0.1', port: Number(new URL(TEST_DATABASE_URL).port || 5432) }) : undefined;
+  const proxy =
+    driver === 'postgres' ? new TcpProxy({ host: '127.0.0.1', port: Number(new URL(TEST_DATABASE_URL).port || 5432) }) : undefined;
   await redis?.start();
   await proxy?.start();
-  const env = workerEnv(ledger, driver, keyPrefix, { ...(redis ? { REDIS_URL: redis.url } : { DATABASE_URL: proxy!.url(TEST_DATABASE_URL) }), NODE_OPTIONS: '--expose-gc' });
+  const env = workerEnv(ledger, driver, keyPrefix, {
+    ...(redis ? { REDIS_URL: redis.url } : { DATABASE_URL: proxy!.url(TEST_DATABASE_URL) }),
+    NODE_OPTIONS: '--expose-gc',
+  });
   const workers = [await startWorker('soak-a', env), await startWorker('soak-b', env)];
   try {
     const batch = { type: 'run', keys, perKey: 4, holdMs: 5, shared: true, waitTimeoutMs: 10_000 };

@@ -1,5 +1,15 @@
 import os from 'node:os';
-import { backendRestart, holderFault, manyKeys, oneKeyDuplicates, seedsRace, soak, type ControlRow, type ResultRow, type Sizes } from './reliability.scenarios';
+import {
+  backendRestart,
+  holderFault,
+  manyKeys,
+  oneKeyDuplicates,
+  seedsRace,
+  soak,
+  type ControlRow,
+  type ResultRow,
+  type Sizes,
+} from './reliability.scenarios';
 import { faultRun, FAULT_RUN_FULL, FAULT_RUN_SHORT, STUCK_AFTER_MS, type FaultRunResult } from './fault-run.scenario';
 import { startCpuHog } from './support/environment';
 import { transactionDuplicates, transactionPgBouncerRestart, transactionTerminatedSession } from './transaction.scenarios';
@@ -17,7 +27,12 @@ export interface SuiteResult {
  * Every scenario of the reliability suite, one after the other, each with a CPU hog
  * (a child spinning one core) beside it for the whole scenario.
  */
-export async function runSuite(sizes: Sizes, form: 'short' | 'full', log: (line: string) => void = () => undefined, only?: string[]): Promise<SuiteResult> {
+export async function runSuite(
+  sizes: Sizes,
+  form: 'short' | 'full',
+  log: (line: string) => void = () => undefined,
+  only?: string[],
+): Promise<SuiteResult> {
   const startedAt = new Date();
   const rows: ResultRow[] = [];
   const controls: ControlRow[] = [];
@@ -25,11 +40,14 @@ export async function runSuite(sizes: Sizes, form: 'short' | 'full', log: (line:
   const scenarios: [string, () => Promise<void>][] = [];
   const add = (name: string, make: () => Promise<ResultRow>) => scenarios.push([name, async () => void rows.push(await make())]);
   for (const driver of ['redis', 'postgres'] as const) {
-    scenarios.push([`seeds ${driver}`, async () => {
-      const { row, controls: c } = await seedsRace(driver, sizes);
-      rows.push(row);
-      controls.push(...c);
-    }]);
+    scenarios.push([
+      `seeds ${driver}`,
+      async () => {
+        const { row, controls: c } = await seedsRace(driver, sizes);
+        rows.push(row);
+        controls.push(...c);
+      },
+    ]);
   }
   for (const driver of ['redis', 'postgres'] as const) add(`SIGKILL ${driver}`, () => holderFault(driver, 'SIGKILL'));
   for (const driver of ['redis', 'postgres'] as const) add(`SIGSTOP ${driver}`, () => holderFault(driver, 'SIGSTOP'));
@@ -39,26 +57,37 @@ export async function runSuite(sizes: Sizes, form: 'short' | 'full', log: (line:
   for (const driver of ['memory', 'redis', 'postgres'] as const) add(`many keys ${driver}`, () => manyKeys(driver, sizes));
   for (const driver of ['redis', 'postgres'] as const) add(`soak ${driver}`, () => soak(driver, sizes));
   // Transaction mode (docs/transactions.md): the lock inside the app's TypeORM transaction.
-  scenarios.push(['tx duplicates', async () => {
-    const { row, control } = await transactionDuplicates(sizes.oneKeyDuplicates);
-    rows.push(row);
-    controls.push(control);
-  }]);
+  scenarios.push([
+    'tx duplicates',
+    async () => {
+      const { row, control } = await transactionDuplicates(sizes.oneKeyDuplicates);
+      rows.push(row);
+      controls.push(control);
+    },
+  ]);
   add('tx terminated', () => transactionTerminatedSession(5, sizes.seedDuplicates));
   add('tx pgbouncer restart', () => transactionPgBouncerRestart(6, sizes.seedDuplicates));
   const faultSize = form === 'full' ? FAULT_RUN_FULL : FAULT_RUN_SHORT;
-  for (const driver of ['redis', 'postgres', 'mysql'] as const) scenarios.push([`fault run ${driver}`, async () => void faultRuns.push(await faultRun(driver, faultSize, log))]);
+  for (const driver of ['redis', 'postgres', 'mysql'] as const)
+    scenarios.push([`fault run ${driver}`, async () => void faultRuns.push(await faultRun(driver, faultSize, log))]);
   // The naive control under the same kind of faults: stalls of a holder past its lease.
-  scenarios.push(['fault run naive', async () => {
-    const control = await faultRun('naive', { ...faultSize, faultMs: Math.min(faultSize.faultMs, 30_000), kinds: ['sigstop', 'block'], tail: false }, log);
-    controls.push({
-      scenario: 'naive SET NX PX lock, unfenced read-modify-write (randomized fault run)',
-      provider: 'redis',
-      load: `${faultSize.processes} processes × ${faultSize.loops} loops × ${faultSize.keys} keys, ${control.faults.length} faults (${control.faults.join(', ')})`,
-      outcome: `${control.unexplainedOverlaps} overlaps, ${control.lostUpdates} lost updates, ${control.holdersLeftUntold} of ${control.holdersOvertaken} holders whose key went to another left untold, in ${control.sections.toLocaleString('en-US')} sections`,
-      wrong: control.unexplainedOverlaps + control.lostUpdates,
-    });
-  }]);
+  scenarios.push([
+    'fault run naive',
+    async () => {
+      const control = await faultRun(
+        'naive',
+        { ...faultSize, faultMs: Math.min(faultSize.faultMs, 30_000), kinds: ['sigstop', 'block'], tail: false },
+        log,
+      );
+      controls.push({
+        scenario: 'naive SET NX PX lock, unfenced read-modify-write (randomized fault run)',
+        provider: 'redis',
+        load: `${faultSize.processes} processes × ${faultSize.loops} loops × ${faultSize.keys} keys, ${control.faults.length} faults (${control.faults.join(', ')})`,
+        outcome: `${control.unexplainedOverlaps} overlaps, ${control.lostUpdates} lost updates, ${control.holdersLeftUntold} of ${control.holdersOvertaken} holders whose key went to another left untold, in ${control.sections.toLocaleString('en-US')} sections`,
+        wrong: control.unexplainedOverlaps + control.lostUpdates,
+      });
+    },
+  ]);
   for (const [name, run] of scenarios.filter(([name]) => !only || only.includes(name))) {
     const hog = startCpuHog();
     const t = Date.now();
@@ -80,7 +109,10 @@ export function renderReport(result: SuiteResult): string {
     '# Reliability report',
     '',
     `Generated by \`npm run reliability\` (${result.form} form) on ${result.startedAt.toISOString()}, in ${Math.round(result.durationMs / 1000)} s, ` +
-      `on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node.js ${process.version}, load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}. ` +
+      `on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node.js ${process.version}, load average at the end ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' / ')}. ` +
       'Every scenario ran with a CPU hog (a child process spinning one core) beside it. What each scenario does and how to read it: [reliability.md](reliability.md#the-reliability-suite).',
     '',
     '| scenario | provider | load | faults | sections run | overlaps (holder told) | unexplained overlaps | fencing violations | lost updates | duplicate executions | 429s | 503s | leaked keys/sessions | recovery time |',
@@ -100,7 +132,7 @@ export function renderReport(result: SuiteResult): string {
     '',
     '## Controls: the naive endpoints under the same load',
     '',
-    'The example app\'s naive twins (no `@Serialized`) hit with the same duplicates at the same time, through the same two processes. They are expected to go wrong: that is the race the library closes.',
+    "The example app's naive twins (no `@Serialized`) hit with the same duplicates at the same time, through the same two processes. They are expected to go wrong: that is the race the library closes.",
     '',
     '| control | provider | load | outcome | wrong results |',
     '| --- | --- | --- | --- | ---: |',
@@ -119,7 +151,10 @@ export function renderFaultRuns(result: SuiteResult, alone = false): string[] {
     '',
     ...(alone
       ? [
-          `This section was regenerated on its own by \`npm run reliability -- --fault-runs\` (${result.form} form) on ${result.startedAt.toISOString()}, in ${Math.round(result.durationMs / 1000)} s, on ${os.cpus().length} cores, Node.js ${process.version}, load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}, each run with a CPU hog beside it; the rest of the report is from the run named at the top.`,
+          `This section was regenerated on its own by \`npm run reliability -- --fault-runs\` (${result.form} form) on ${result.startedAt.toISOString()}, in ${Math.round(result.durationMs / 1000)} s, on ${os.cpus().length} cores, Node.js ${process.version}, load average at the end ${os
+            .loadavg()
+            .map((l) => l.toFixed(1))
+            .join(' / ')}, each run with a CPU hog beside it; the rest of the report is from the run named at the top.`,
           '',
         ]
       : []),

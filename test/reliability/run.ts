@@ -27,13 +27,17 @@ async function main(): Promise<void> {
   console.log(`wrote ${path.relative(process.cwd(), out)}`);
   const bad = result.rows.filter((r) => r.overlaps || r.fencingViolations || r.lostUpdates || r.duplicates || r.orderViolations);
   if (bad.length) {
-    console.error(`rows with overlaps, fencing violations, lost updates, duplicates or out-of-order service: ${bad.map((r) => `${r.scenario} (${r.provider})`).join('; ')}`);
+    console.error(
+      `rows with overlaps, fencing violations, lost updates, duplicates or out-of-order service: ${bad.map((r) => `${r.scenario} (${r.provider})`).join('; ')}`,
+    );
     process.exitCode = 1;
   }
   const badRuns = result.faultRuns.filter((f) => faultRunProblems(f).length);
   if (badRuns.length) {
     const details = (f: (typeof badRuns)[number]) => [...f.fencingDetails, ...f.leftUntoldDetails];
-    console.error(`fault runs with problems: ${badRuns.map((f) => `${f.driver}: ${faultRunProblems(f).join(', ')}${details(f).length ? ` (${details(f).join('; ')})` : ''}`).join('; ')}`);
+    console.error(
+      `fault runs with problems: ${badRuns.map((f) => `${f.driver}: ${faultRunProblems(f).join(', ')}${details(f).length ? ` (${details(f).join('; ')})` : ''}`).join('; ')}`,
+    );
     process.exitCode = 1;
   }
   if (!result.controls.some((c) => c.scenario.includes('randomized fault run') && c.wrong > 0)) {

@@ -40,17 +40,27 @@ function rng(seed: number): () => number {
 const KINDS: readonly FailoverKind[] = ['sentinel', 'kill', 'sigstop'];
 
 /** One run on a group of its own (ports 6393-6395, 26393-26395), `acks` replica acknowledgements (0: off). */
-export async function sentinelFaultRun(acks: number, size: SentinelFaultRunSize, log: (line: string) => void = () => undefined): Promise<SentinelFaultRunResult> {
+export async function sentinelFaultRun(
+  acks: number,
+  size: SentinelFaultRunSize,
+  log: (line: string) => void = () => undefined,
+): Promise<SentinelFaultRunResult> {
   const random = rng(size.seed * 7919);
   // Every kind once in the first three (seeded order), then seeded picks.
   const order = [...KINDS].sort(() => random() - 0.5);
-  const kinds = Array.from({ length: size.failovers }, (_, i) => (i < order.length ? order[i] : KINDS[Math.floor(random() * KINDS.length)]));
+  const kinds = Array.from({ length: size.failovers }, (_, i) =>
+    i < order.length ? order[i] : KINDS[Math.floor(random() * KINDS.length)],
+  );
   const gaps = kinds.map(() => 3000 + Math.floor(random() * 5000));
   const started = Date.now();
   const group = await SentinelGroup.start({ basePort: 6393, sentinelBasePort: 26393, replicas: 2 });
   try {
     log(`sentinel fault run: acks ${acks}, seed ${size.seed}, fail-overs ${kinds.join(', ')}`);
-    const run = await failoverRun(group, { processes: size.processes, loops: size.loops, keys: size.keys, acks, kinds, gapMs: gaps, tailMs: 5000 }, log);
+    const run = await failoverRun(
+      group,
+      { processes: size.processes, loops: size.loops, keys: size.keys, acks, kinds, gapMs: gaps, tailMs: 5000 },
+      log,
+    );
     return { ...run, acks, seed: size.seed, durationMs: Date.now() - started };
   } finally {
     await group.stop();
@@ -59,7 +69,14 @@ export async function sentinelFaultRun(acks: number, size: SentinelFaultRunSize,
 
 /** What a run got wrong: tokens handed out twice, fencing-order inversions, overlaps, lost updates. */
 export function sentinelFaultRunProblems(run: SentinelFaultRunResult): string[] {
-  return ([['fencing tokens handed out twice', run.tokensTwice], ['fencing-order inversions (claims refused)', run.claimsRefused], ['overlaps', run.overlaps], ['lost updates', run.lostUpdates]] as const)
+  return (
+    [
+      ['fencing tokens handed out twice', run.tokensTwice],
+      ['fencing-order inversions (claims refused)', run.claimsRefused],
+      ['overlaps', run.overlaps],
+      ['lost updates', run.lostUpdates],
+    ] as const
+  )
     .filter(([, count]) => count > 0)
     .map(([what, count]) => `${count} ${what}`);
 }
@@ -74,7 +91,9 @@ export function renderSentinelFaultRuns(runs: readonly SentinelFaultRunResult[],
     '| `replicas` | seed | duration | fail-overs (old master demoted after; sections through the new master again after) | sections | fencing tokens handed out twice | fencing-order inversions | overlaps | lost updates | fenced writes refused | 503s | 429s | holders told they lost the lock |',
     '| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...runs.map((r) => {
-      const failovers = r.failovers.map((f) => `${f.kind} ${f.from}→${f.to} (${seconds(f.demotedAfterMs)}; ${seconds(f.servedAgainAfterMs)})`).join(', ');
+      const failovers = r.failovers
+        .map((f) => `${f.kind} ${f.from}→${f.to} (${seconds(f.demotedAfterMs)}; ${seconds(f.servedAgainAfterMs)})`)
+        .join(', ');
       return `| ${r.acks ? `{ acks: ${r.acks}, timeoutMs: 300 }` : 'none'} | ${r.seed} | ${Math.round(r.durationMs / 1000)} s | ${failovers} | ${n(r.sections)} | ${r.tokensTwice} | ${r.claimsRefused} | ${r.overlaps} | ${r.lostUpdates} | ${n(r.writesRefused)} | ${n(r.backendErrors)} | ${n(r.timeouts)} | ${r.lost} |`;
     }),
   ];

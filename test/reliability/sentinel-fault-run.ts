@@ -10,7 +10,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { checkServices } from '../setup/services-check';
-import { renderSentinelFaultRuns, sentinelFaultRun, sentinelFaultRunProblems, SENTINEL_FAULT_RUN_FULL, type SentinelFaultRunResult } from './sentinel-fault-run.scenario';
+import {
+  renderSentinelFaultRuns,
+  sentinelFaultRun,
+  sentinelFaultRunProblems,
+  SENTINEL_FAULT_RUN_FULL,
+  type SentinelFaultRunResult,
+} from './sentinel-fault-run.scenario';
 
 const BEGIN = '<!-- sentinel fail-over runs: written by npm run reliability:sentinel -->';
 const END = '<!-- end of sentinel fail-over runs -->';
@@ -31,14 +37,17 @@ async function main(): Promise<void> {
   const out = path.resolve(__dirname, '..', '..', 'docs', 'reliability-report.md');
   const report = fs.readFileSync(out, 'utf8');
   const at = report.indexOf(BEGIN);
-  const next = at < 0 ? `${report.trimEnd()}\n\n${section}\n` : `${report.slice(0, at)}${section}${report.slice(report.indexOf(END) + END.length)}`;
+  const next =
+    at < 0 ? `${report.trimEnd()}\n\n${section}\n` : `${report.slice(0, at)}${section}${report.slice(report.indexOf(END) + END.length)}`;
   fs.writeFileSync(out, next);
   console.log(section);
   // acks = the number of replicas must get nothing wrong; acks 1 of 2 has the documented hole (a replica that is
   // not promoted acknowledges the old master's grants until the Sentinels point it at the new one).
   const bad = runs.filter((r) => r.acks >= 2 && sentinelFaultRunProblems(r).length);
   if (bad.length) {
-    console.error(`runs with acks = replicas that got something wrong: ${bad.map((r) => `acks ${r.acks}: ${sentinelFaultRunProblems(r).join(', ')}`).join('; ')}`);
+    console.error(
+      `runs with acks = replicas that got something wrong: ${bad.map((r) => `acks ${r.acks}: ${sentinelFaultRunProblems(r).join(', ')}`).join('; ')}`,
+    );
     process.exitCode = 1;
   }
   // The control must show the hazard, or the run did not exercise what it claims to.

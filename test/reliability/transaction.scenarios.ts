@@ -40,12 +40,20 @@ async function deploy(via: 'direct' | 'pgbouncer', poolSize = 5): Promise<TxDepl
   const url = `${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}application_name=${appName}`;
   const workers = ['a', 'b'].map((name) =>
     WorkerProcess.start(`tx-${name}`, 'test/transaction/workers/transaction-app.worker.ts', {
-      ADAPTER: 'typeorm', DATABASE_URL: url, KEY_PREFIX: appName, TABLE: table, POOL_SIZE: String(poolSize),
+      ADAPTER: 'typeorm',
+      DATABASE_URL: url,
+      KEY_PREFIX: appName,
+      TABLE: table,
+      POOL_SIZE: String(poolSize),
     }),
   );
   const urls = (await Promise.all(workers.map((w) => w.waitFor((m) => m.type === 'ready', 60_000)))).map((m) => m.url as string);
   return {
-    urls, appName, table, pg, bouncer,
+    urls,
+    appName,
+    table,
+    pg,
+    bouncer,
     close: async () => {
       for (const worker of workers) if (worker.child.exitCode === null) worker.send({ type: 'close' });
       await Promise.all(workers.map((w) => w.exited));
@@ -68,7 +76,10 @@ async function burst(d: TxDeployment, path: string, count: number): Promise<Outc
   const statuses = await Promise.all(
     Array.from({ length: count }, (_, i) =>
       fetch(`${d.urls[i % d.urls.length]}${path}`, { method: 'POST' })
-        .then((r) => r.status, () => 0)
+        .then(
+          (r) => r.status,
+          () => 0,
+        )
         .then((status) => {
           at[i] = Date.now();
           return status;
@@ -79,7 +90,10 @@ async function burst(d: TxDeployment, path: string, count: number): Promise<Outc
 }
 
 async function claimsPerUser(d: TxDeployment, prefix: string): Promise<Map<string, number>> {
-  const { rows } = await d.pg.query<{ user_id: string; n: string }>(`SELECT user_id, count(*) AS n FROM ${d.table} WHERE user_id LIKE $1 GROUP BY user_id`, [`${prefix}%`]);
+  const { rows } = await d.pg.query<{ user_id: string; n: string }>(
+    `SELECT user_id, count(*) AS n FROM ${d.table} WHERE user_id LIKE $1 GROUP BY user_id`,
+    [`${prefix}%`],
+  );
   return new Map(rows.map((r) => [r.user_id, Number(r.n)]));
 }
 
@@ -95,8 +109,17 @@ async function leaked(d: TxDeployment): Promise<number> {
 
 function row(fields: Pick<ResultRow, 'scenario' | 'load' | 'faults'> & Partial<ResultRow>, statuses: number[]): ResultRow {
   return {
-    provider: 'postgres', sections: statuses.length, overlapsTold: 0, overlaps: 0, fencingViolations: 0, lostUpdates: 0, duplicates: 0,
-    r429: statuses.filter((s) => s === 429).length, r503: statuses.filter((s) => s === 503).length, leaked: 0, ...fields,
+    provider: 'postgres',
+    sections: statuses.length,
+    overlapsTold: 0,
+    overlaps: 0,
+    fencingViolations: 0,
+    lostUpdates: 0,
+    duplicates: 0,
+    r429: statuses.filter((s) => s === 429).length,
+    r503: statuses.filter((s) => s === 503).length,
+    leaked: 0,
+    ...fields,
   };
 }
 
@@ -106,7 +129,10 @@ export async function transactionDuplicates(duplicates: number): Promise<{ row: 
   try {
     const user = `dup-${randomUUID().slice(0, 6)}`;
     const naiveUser = `naive-${user}`;
-    const [serialized] = await Promise.all([burst(d, `/serialized/${user}`, duplicates), burst(d, `/naive/${naiveUser}`, Math.min(duplicates, 50))]);
+    const [serialized] = await Promise.all([
+      burst(d, `/serialized/${user}`, duplicates),
+      burst(d, `/naive/${naiveUser}`, Math.min(duplicates, 50)),
+    ]);
     const claims = (await claimsPerUser(d, user)).get(user) ?? 0;
     const naiveClaims = (await claimsPerUser(d, naiveUser)).get(naiveUser) ?? 0;
     const other = serialized.statuses.filter((s) => s !== 201).length;
@@ -124,8 +150,11 @@ export async function transactionDuplicates(duplicates: number): Promise<{ row: 
         serialized.statuses,
       ),
       control: {
-        scenario: 'naive daily reward in a TypeORM transaction (no lock)', provider: 'postgres', load: `2 processes × ${Math.min(duplicates, 50)} duplicates`,
-        outcome: `${naiveClaims} rewards claimed`, wrong: Math.max(0, naiveClaims - 1),
+        scenario: 'naive daily reward in a TypeORM transaction (no lock)',
+        provider: 'postgres',
+        load: `2 processes × ${Math.min(duplicates, 50)} duplicates`,
+        outcome: `${naiveClaims} rewards claimed`,
+        wrong: Math.max(0, naiveClaims - 1),
       },
     };
   } finally {

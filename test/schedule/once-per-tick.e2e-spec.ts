@@ -114,7 +114,9 @@ describe('@OncePerTick in one process (memory driver)', () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(SerializedConfigError);
-    expect((error as Error).message).toContain('@OncePerTick on Unscheduled#digest needs @Cron, @Interval or @Timeout of @nestjs/schedule on the same method');
+    expect((error as Error).message).toContain(
+      '@OncePerTick on Unscheduled#digest needs @Cron, @Interval or @Timeout of @nestjs/schedule on the same method',
+    );
   });
 
   it('refuses bad options when the decorator is applied, naming Class#method', () => {

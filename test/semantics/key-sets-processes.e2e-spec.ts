@@ -51,8 +51,13 @@ describe.each([['redis'], ['postgres'], ['mysql']])('key sets across OS processe
       await Promise.all(started.map((worker) => worker.waitForType('ready', 60_000)));
       started.forEach((worker) => worker.send({ type: 'go' }));
       const reports = await Promise.all(started.map((worker) => worker.waitFor((m) => m.type === 'done' || m.type === 'failed', 150_000)));
-      const { rows } = await pg.query<{ id: string; balance: number; inside: number }>(`SELECT id, balance, inside FROM ${table} ORDER BY id`);
-      return { reports: reports as (WorkerMessage & { transfers: number; overlaps: number; failures: string[]; maxCallMs: number })[], rows };
+      const { rows } = await pg.query<{ id: string; balance: number; inside: number }>(
+        `SELECT id, balance, inside FROM ${table} ORDER BY id`,
+      );
+      return {
+        reports: reports as (WorkerMessage & { transfers: number; overlaps: number; failures: string[]; maxCallMs: number })[],
+        rows,
+      };
     } finally {
       await pg.query(`DROP TABLE IF EXISTS ${table}`);
     }
@@ -82,7 +87,14 @@ describe.each([['redis'], ['postgres'], ['mysql']])('key sets across OS processe
 
     // The naive way on the same pair: each process nests run(from, run(to)). They wait for each other in a cycle,
     // which only the wait budget (or PostgreSQL's deadlock detector) ends: calls fail.
-    const nested = await runTransfers(['x', 'y'], [{ ...forward, HOW: 'nested', ITERATIONS: '8', CONCURRENCY: '1' }, { ...backward, HOW: 'nested', ITERATIONS: '8', CONCURRENCY: '1' }], 1000);
+    const nested = await runTransfers(
+      ['x', 'y'],
+      [
+        { ...forward, HOW: 'nested', ITERATIONS: '8', CONCURRENCY: '1' },
+        { ...backward, HOW: 'nested', ITERATIONS: '8', CONCURRENCY: '1' },
+      ],
+      1000,
+    );
     const failed = nested.reports.flatMap((report) => report.failures);
     expect(failed.length).toBeGreaterThan(0);
   }, 200_000);

@@ -32,7 +32,11 @@ describe('leaseMs where it has no effect: one debug note per provider instance (
       () => new PostgresLockProvider({ connectionString: TEST_DATABASE_URL, keyPrefix: uniqueId('lease-note') }),
       'PostgresLockProvider: leaseMs=5000',
     ],
-    ['Redis (a renewed lease: no note)', () => new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: uniqueId('lease-note') }), undefined],
+    [
+      'Redis (a renewed lease: no note)',
+      () => new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: uniqueId('lease-note') }),
+      undefined,
+    ],
   ];
 
   it.each(cases)('%s', async (_name, create, expected) => {

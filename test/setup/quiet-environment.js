@@ -19,7 +19,9 @@ class QuietEnvironment extends TestEnvironment {
       if (event.test.errors.length > 0) logs.flush(titleOf(event.test));
       else logs.clear();
     } else if (event.name === 'hook_failure') {
-      logs.flush(`the ${event.hook.type} hook of ${event.hook.parent.name === 'ROOT_DESCRIBE_BLOCK' ? 'the file' : `"${event.hook.parent.name}"`}`);
+      logs.flush(
+        `the ${event.hook.type} hook of ${event.hook.parent.name === 'ROOT_DESCRIBE_BLOCK' ? 'the file' : `"${event.hook.parent.name}"`}`,
+      );
     }
   }
 }

@@ -34,7 +34,8 @@ class BufferedLogger implements LoggerService {
 
   private add(level: Level, message: unknown, rest: unknown[]): void {
     const context = typeof rest[rest.length - 1] === 'string' ? `[${rest.pop() as string}] ` : '';
-    const text = message instanceof Error ? (message.stack ?? message.message) : typeof message === 'string' ? message : JSON.stringify(message);
+    const text =
+      message instanceof Error ? (message.stack ?? message.message) : typeof message === 'string' ? message : JSON.stringify(message);
     const extra = rest.map((part) => (part instanceof Error ? (part.stack ?? part.message) : String(part))).join(' ');
     // A bound keeps a test that logs in a loop from growing the buffer without end.
     if (this.lines.length < 5000) this.lines.push(`${level.toUpperCase().padStart(7)} ${context}${text}${extra ? ` ${extra}` : ''}`);

@@ -45,7 +45,9 @@ export class SentinelGroup {
       try {
         execFileSync(binary, ['--version'], { stdio: 'ignore' });
       } catch {
-        throw new Error(`${binary} not found: the Sentinel suites start a master, replicas and Sentinels with it (Debian: apt-get install redis-server).`);
+        throw new Error(
+          `${binary} not found: the Sentinel suites start a master, replicas and Sentinels with it (Debian: apt-get install redis-server).`,
+        );
       }
     }
     const replicas = options.replicas ?? 1;
@@ -56,10 +58,18 @@ export class SentinelGroup {
     // Leftovers of an interrupted run on these ports would join the group.
     await Promise.all([...dataPorts, ...sentinelPorts].map((port) => cli(port, 'shutdown', 'nosave').catch(() => undefined)));
     for (const port of dataPorts) group.startData(port, port === dataPorts[0] ? undefined : dataPorts[0]);
-    await waitUntil(async () => (await Promise.all(dataPorts.map(pings))).every(Boolean), 10_000, 'the master and replicas to accept connections');
+    await waitUntil(
+      async () => (await Promise.all(dataPorts.map(pings))).every(Boolean),
+      10_000,
+      'the master and replicas to accept connections',
+    );
     await waitUntil(() => group.replicasInSync(dataPorts[0], replicas), 15_000, 'the replicas to sync');
     for (const port of sentinelPorts) group.startSentinel(port, dataPorts[0]);
-    await waitUntil(() => group.sentinelsReady(replicas), 20_000, 'every Sentinel to know the master, its replicas and the other Sentinels');
+    await waitUntil(
+      () => group.sentinelsReady(replicas),
+      20_000,
+      'every Sentinel to know the master, its replicas and the other Sentinels',
+    );
     return group;
   }
 
@@ -94,7 +104,11 @@ export class SentinelGroup {
 
   /** Resolves once `port` runs as a replica (the Sentinels demoted a former master), or after `timeoutMs` (false). */
   async demoted(port: number, timeoutMs = 60_000): Promise<boolean> {
-    return waitUntil(async () => /role:slave/.test(await cli(port, 'info', 'replication').catch(() => '')), timeoutMs, `redis on ${port} to be demoted`).then(
+    return waitUntil(
+      async () => /role:slave/.test(await cli(port, 'info', 'replication').catch(() => '')),
+      timeoutMs,
+      `redis on ${port} to be demoted`,
+    ).then(
       () => true,
       () => false,
     );
@@ -122,32 +136,51 @@ export class SentinelGroup {
       child.kill('SIGCONT');
       child.kill('SIGKILL');
     }
-    await Promise.all([...this.processes.values()].map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => (child.ref(), child.once('exit', resolve))))));
+    await Promise.all(
+      [...this.processes.values()].map((child) =>
+        child.exitCode !== null || child.signalCode !== null
+          ? undefined
+          : new Promise((resolve) => (child.ref(), child.once('exit', resolve))),
+      ),
+    );
     this.processes.clear();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
   private startData(port: number, replicaOf: number | undefined): void {
     const conf = path.join(this.dir, `redis-${port}.conf`);
-    fs.writeFileSync(conf, [
-      `port ${port}`, `bind ${HOST}`, `dir ${this.dir}`, `dbfilename dump-${port}.rdb`, 'save ""', 'appendonly no',
-      // Replicas report their offset every second (the default); WAIT asks them at once.
-      ...(replicaOf === undefined ? [] : [`replicaof ${HOST} ${replicaOf}`]),
-      '',
-    ].join('\n'));
+    fs.writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        `bind ${HOST}`,
+        `dir ${this.dir}`,
+        `dbfilename dump-${port}.rdb`,
+        'save ""',
+        'appendonly no',
+        // Replicas report their offset every second (the default); WAIT asks them at once.
+        ...(replicaOf === undefined ? [] : [`replicaof ${HOST} ${replicaOf}`]),
+        '',
+      ].join('\n'),
+    );
     this.spawn(port, [conf]);
   }
 
   private startSentinel(port: number, master: number): void {
     const conf = path.join(this.dir, `sentinel-${port}.conf`);
-    fs.writeFileSync(conf, [
-      `port ${port}`, `bind ${HOST}`, `dir ${this.dir}`,
-      `sentinel monitor ${SENTINEL_MASTER_NAME} ${HOST} ${master} 2`,
-      `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${this.downAfterMs}`,
-      `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 10000`,
-      `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
-      '',
-    ].join('\n'));
+    fs.writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        `bind ${HOST}`,
+        `dir ${this.dir}`,
+        `sentinel monitor ${SENTINEL_MASTER_NAME} ${HOST} ${master} 2`,
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${this.downAfterMs}`,
+        `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 10000`,
+        `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
+        '',
+      ].join('\n'),
+    );
     this.spawn(port, [conf, '--sentinel']);
   }
 
@@ -163,12 +196,14 @@ export class SentinelGroup {
   }
 
   private async sentinelsReady(replicas: number): Promise<boolean> {
-    const states = await Promise.all(this.sentinelPorts.map(async (port) => {
-      const master = await cli(port, 'sentinel', 'master', SENTINEL_MASTER_NAME).catch(() => '');
-      const fields = master.trim().split('\n');
-      const field = (name: string) => fields[fields.indexOf(name) + 1];
-      return Number(field('num-slaves')) >= replicas && Number(field('num-other-sentinels')) >= 2;
-    }));
+    const states = await Promise.all(
+      this.sentinelPorts.map(async (port) => {
+        const master = await cli(port, 'sentinel', 'master', SENTINEL_MASTER_NAME).catch(() => '');
+        const fields = master.trim().split('\n');
+        const field = (name: string) => fields[fields.indexOf(name) + 1];
+        return Number(field('num-slaves')) >= replicas && Number(field('num-other-sentinels')) >= 2;
+      }),
+    );
     return states.every(Boolean);
   }
 }

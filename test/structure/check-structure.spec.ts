@@ -35,7 +35,13 @@ describe('scripts/check-structure.js', () => {
   it("fails on a waiter's phase or fence assigned outside redis-waiter.ts", () => {
     const result = check((lib) => {
       const file = path.join(lib, WAITERS);
-      writeFileSync(file, readFileSync(file, 'utf8').replace('    waiter.lead();\n', "    waiter.lead();\n    waiter.phase = 'queued';\n    waiter.fence += 1;\n"));
+      writeFileSync(
+        file,
+        readFileSync(file, 'utf8').replace(
+          '    waiter.lead();\n',
+          "    waiter.lead();\n    waiter.phase = 'queued';\n    waiter.fence += 1;\n",
+        ),
+      );
     });
     expect(result.status).toBe(1);
     expect(result.output).toContain(`waiter state assigned outside providers/redis/waiting/redis-waiter.ts: ${WAITERS}`);
@@ -44,13 +50,20 @@ describe('scripts/check-structure.js', () => {
   });
 
   it('fails on a new host interface in the Redis provider', () => {
-    const result = check((lib) => appendFileSync(path.join(lib, WAITERS), '\nexport interface GrantHost {\n  granted(token: string): void;\n}\n'));
+    const result = check((lib) =>
+      appendFileSync(path.join(lib, WAITERS), '\nexport interface GrantHost {\n  granted(token: string): void;\n}\n'),
+    );
     expect(result.status).toBe(1);
     expect(result.output).toContain(`new host interface GrantHost in ${WAITERS}`);
   });
 
   it('fails on an import cycle', () => {
-    const result = check((lib) => appendFileSync(path.join(lib, 'providers/redis/protocol/floor.ts'), "\nexport type { RedisWaiters } from '../waiting/redis-waiters';\n"));
+    const result = check((lib) =>
+      appendFileSync(
+        path.join(lib, 'providers/redis/protocol/floor.ts'),
+        "\nexport type { RedisWaiters } from '../waiting/redis-waiters';\n",
+      ),
+    );
     expect(result.status).toBe(1);
     expect(result.output).toContain('import cycle');
   });

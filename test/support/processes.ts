@@ -18,7 +18,10 @@ export class WorkerProcess {
   private readonly listeners = new Set<() => void>();
   private stderr = '';
 
-  private constructor(readonly name: string, readonly child: ChildProcess) {
+  private constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
     child.on('message', (message: WorkerMessage) => {
       this.messages.push(message);
       for (const listener of [...this.listeners]) listener();

@@ -28,7 +28,15 @@ describe('transaction mode with a key set (typeorm)', () => {
     await pg.query(`DROP TABLE IF EXISTS ${table}, ${accounts}`);
     await pg.query(`CREATE TABLE ${table} (id serial PRIMARY KEY, user_id text NOT NULL, token bigint)`);
     await pg.query(`CREATE TABLE ${accounts} (id text PRIMARY KEY, balance int NOT NULL)`);
-    ({ app } = await createTransactionApp({ adapter: 'typeorm', databaseUrl: TEST_DATABASE_URL, keyPrefix, table, accounts, poolSize: 6, waitTimeoutMs: 20_000 }));
+    ({ app } = await createTransactionApp({
+      adapter: 'typeorm',
+      databaseUrl: TEST_DATABASE_URL,
+      keyPrefix,
+      table,
+      accounts,
+      poolSize: 6,
+      waitTimeoutMs: 20_000,
+    }));
     await app.listen(0, '127.0.0.1');
     url = await app.getUrl();
   });
@@ -40,9 +48,11 @@ describe('transaction mode with a key set (typeorm)', () => {
   });
 
   const open = async (ids: string[]) => {
-    for (const id of ids) await pg.query(`INSERT INTO ${accounts} (id, balance) VALUES ($1, 1000) ON CONFLICT (id) DO UPDATE SET balance = 1000`, [id]);
+    for (const id of ids)
+      await pg.query(`INSERT INTO ${accounts} (id, balance) VALUES ($1, 1000) ON CONFLICT (id) DO UPDATE SET balance = 1000`, [id]);
   };
-  const total = async (ids: string[]) => Number((await pg.query<{ n: string }>(`SELECT sum(balance) AS n FROM ${accounts} WHERE id = ANY($1)`, [ids]))[0].n);
+  const total = async (ids: string[]) =>
+    Number((await pg.query<{ n: string }>(`SELECT sum(balance) AS n FROM ${accounts} WHERE id = ANY($1)`, [ids]))[0].n);
   const lockKey = (id: string) => advisoryLockKey(keyPrefix, `account:${id}`);
   /** Whether another session can take the transaction lock of account `id` now. */
   const freeForOthers = async (id: string) => {
@@ -61,7 +71,9 @@ describe('transaction mode with a key set (typeorm)', () => {
     const calls = Array.from({ length: 40 }, (_, i) => {
       const from = ids[Math.floor(Math.random() * 6)];
       const to = ids[(ids.indexOf(from) + 1 + Math.floor(Math.random() * 5)) % 6];
-      return (i % 3 ? request(url).post(`/transfer/${from}/${to}?amount=${1 + (i % 5)}`) : request(url).get(`/run-transfer/${from}/${to}`)).then((r) => r);
+      return (
+        i % 3 ? request(url).post(`/transfer/${from}/${to}?amount=${1 + (i % 5)}`) : request(url).get(`/run-transfer/${from}/${to}`)
+      ).then((r) => r);
     });
     const responses = await Promise.all(calls);
     expect(responses.map((r) => r.status).filter((status) => status >= 300)).toEqual([]);
@@ -76,7 +88,9 @@ describe('transaction mode with a key set (typeorm)', () => {
     await open(['ca', 'cb']);
     await other.query('BEGIN');
     await other.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey('ca')]);
-    const transfer = request(url).post('/transfer/cb/ca').then((r) => r);
+    const transfer = request(url)
+      .post('/transfer/cb/ca')
+      .then((r) => r);
     await new Promise((resolve) => setTimeout(resolve, 200));
     // 'ca' sorts first: the set waits for it and has taken nothing yet, so 'cb' is free.
     const [cb] = await pg.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS ok', [lockKey('cb')]);

@@ -19,7 +19,11 @@ describe('transaction mode: set-up and fencing', () => {
     @Module({ imports: [SerializedModule.forRoot({ driver: 'memory' })], controllers: [Claims] })
     class NoClsModule {}
     const failure = await NestFactory.create(NoClsModule, { logger: false, abortOnError: false }).then(
-      (app) => app.init().then(() => app.close().then(() => undefined), (error: unknown) => app.close().then(() => error)),
+      (app) =>
+        app.init().then(
+          () => app.close().then(() => undefined),
+          (error: unknown) => app.close().then(() => error),
+        ),
       (error: unknown) => error,
     );
     expect(failure).toBeInstanceOf(SerializedConfigError);
@@ -67,7 +71,14 @@ describe('transaction mode: set-up and fencing', () => {
     const table = `tx_fence_${process.pid}`;
     await pg.query(`DROP TABLE IF EXISTS ${table}`);
     await pg.query(`CREATE TABLE ${table} (id serial PRIMARY KEY, user_id text, token bigint, inside int)`);
-    const { app } = await createTransactionApp({ adapter: 'typeorm', databaseUrl: TEST_DATABASE_URL, keyPrefix, table, poolSize: 4, driver: 'postgres' });
+    const { app } = await createTransactionApp({
+      adapter: 'typeorm',
+      databaseUrl: TEST_DATABASE_URL,
+      keyPrefix,
+      table,
+      poolSize: 4,
+      driver: 'postgres',
+    });
     await app.init();
     try {
       const locks = app.get(LockService);

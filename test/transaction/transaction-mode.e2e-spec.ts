@@ -44,9 +44,17 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
     await holder.close();
   });
 
-  const claims = async (userId: string) => Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE user_id = $1`, [userId]))[0].n);
+  const claims = async (userId: string) =>
+    Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE user_id = $1`, [userId]))[0].n);
   const idleInTransaction = async () =>
-    Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'`, [appName]))[0].n);
+    Number(
+      (
+        await pg.query<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'`,
+          [appName],
+        )
+      )[0].n,
+    );
 
   it('20 duplicates: the naive twin claims more than once, the serialized handler exactly once', async () => {
     const server = url;
@@ -126,9 +134,13 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
     let second: Promise<request.Response>;
     try {
       // Behind another session: one caller waits in the server, the next in this process's line.
-      first = request(server).post('/hold/i1?ms=400').then((r) => r);
+      first = request(server)
+        .post('/hold/i1?ms=400')
+        .then((r) => r);
       await waitFor(async () => (await locks.inspect('reward:i1')).waitingHere === 1, 5000, 'one waiter');
-      second = request(server).post('/hold/i1?ms=0').then((r) => r);
+      second = request(server)
+        .post('/hold/i1?ms=0')
+        .then((r) => r);
       await waitFor(async () => (await locks.inspect('reward:i1')).waitingHere === 2, 5000, 'two waiters');
       expect(await locks.inspect('reward:i1')).toEqual({ key: 'reward:i1', holders: [], waiting: 2, waitingHere: 2 });
     } finally {
@@ -181,7 +193,7 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
     expect(await claims('w1')).toBe(0);
   });
 
-  it("joins an active READ COMMITTED transaction (held until it ends) and refuses a REPEATABLE READ one", async () => {
+  it('joins an active READ COMMITTED transaction (held until it ends) and refuses a REPEATABLE READ one', async () => {
     const locks = app.get(LockService);
     const txHost = app.get(TransactionHost);
     const run = runOf(adapter, txHost);
@@ -248,7 +260,13 @@ describe('transaction mode with the postgres driver: inspect', () => {
     table = `tx_inspect_${process.pid}`;
     await pg.query(`DROP TABLE IF EXISTS ${table}`);
     await pg.query(`CREATE TABLE ${table} (id serial PRIMARY KEY, user_id text NOT NULL, token bigint)`);
-    ({ app } = await createTransactionApp({ adapter: 'typeorm', databaseUrl: `${TEST_DATABASE_URL}?application_name=${keyPrefix}`, keyPrefix, table, driver: 'postgres' }));
+    ({ app } = await createTransactionApp({
+      adapter: 'typeorm',
+      databaseUrl: `${TEST_DATABASE_URL}?application_name=${keyPrefix}`,
+      keyPrefix,
+      table,
+      driver: 'postgres',
+    }));
   });
   afterAll(async () => {
     await app?.close();
@@ -267,7 +285,12 @@ describe('transaction mode with the postgres driver: inspect', () => {
       },
       { transaction: true },
     );
-    expect(seen.info).toEqual({ key: 'inspect', holders: [{ here: true, shared: false, fencingToken: seen.token, heldForMs: expect.any(Number) }], waiting: 0, waitingHere: 0 });
+    expect(seen.info).toEqual({
+      key: 'inspect',
+      holders: [{ here: true, shared: false, fencingToken: seen.token, heldForMs: expect.any(Number) }],
+      waiting: 0,
+      waitingHere: 0,
+    });
 
     // Held by a session of no provider here: PostgreSQL tells who.
     await pg.query('BEGIN');

@@ -7,7 +7,13 @@ import { transactionDuplicates, transactionPgBouncerRestart, transactionTerminat
 describe('transaction mode reliability rows (small sizes)', () => {
   it('duplicates over two processes: one claim, nothing left behind; the naive twin claims more', async () => {
     const { row, control } = await transactionDuplicates(100);
-    expect({ duplicates: row.duplicates, lost: row.lostUpdates, leaked: row.leaked, r503: row.r503, r429: row.r429 }).toEqual({ duplicates: 0, lost: 0, leaked: 0, r503: 0, r429: 0 });
+    expect({ duplicates: row.duplicates, lost: row.lostUpdates, leaked: row.leaked, r503: row.r503, r429: row.r429 }).toEqual({
+      duplicates: 0,
+      lost: 0,
+      leaked: 0,
+      r503: 0,
+      r429: 0,
+    });
     expect(control.wrong).toBeGreaterThan(0);
   }, 90_000);
 

@@ -6,7 +6,15 @@ import request from 'supertest';
 import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
-import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import {
+  EXPECTED,
+  inScenario,
+  leaksIn,
+  LockErrorsModule,
+  LockErrorsService,
+  SCENARIOS,
+  type Scenario,
+} from './support/lock-errors.fixture';
 
 /** An undecorated resolver: the lock errors come from the service it calls. */
 @Resolver()
@@ -45,7 +53,10 @@ async function start(options: SerializedModuleOptions = {}) {
   return { app, logs, service: app.get(LockErrorsService), server: app.getHttpServer() };
 }
 
-const mutation = (scenario: Scenario, id = uniqueId('k')) => ({ query: 'mutation Run($scenario: String!, $id: String!) { run(scenario: $scenario, id: $id) }', variables: { scenario, id } });
+const mutation = (scenario: Scenario, id = uniqueId('k')) => ({
+  query: 'mutation Run($scenario: String!, $id: String!) { run(scenario: $scenario, id: $id) }',
+  variables: { scenario, id },
+});
 
 describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
   let app: INestApplication | undefined;
@@ -76,7 +87,14 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
       expect([scenario, error.message]).toEqual([scenario, expected.message]);
       expect([scenario, leaksIn(response.body, id)]).toEqual([scenario, []]);
       // The detail is the server's: logged at debug level, with the lock key.
-      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(graphql\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
+      expect(
+        started.logs.containing(
+          new RegExp(
+            `Answered ${expected.status} ${expected.code} \\(graphql\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`,
+          ),
+          'debug',
+        ),
+      ).toHaveLength(1);
     }
     expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
     expect(started.logs.containing('ExceptionsHandler')).toEqual([]);
@@ -94,9 +112,16 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
     const id = uniqueId('k');
     const held = await started.service.hold('busy', id);
     try {
-      const response = await request(started.server).post('/graphql').send({ query: 'mutation Decorated($id: String!) { decorated(id: $id) }', variables: { id } });
+      const response = await request(started.server)
+        .post('/graphql')
+        .send({ query: 'mutation Decorated($id: String!) { decorated(id: $id) }', variables: { id } });
       expect(response.headers['retry-after']).toBe('1');
-      expect(response.body.errors[0].extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', status: 429, reason: 'LOCK_BUSY', body: { code: 'LOCK_BUSY' } });
+      expect(response.body.errors[0].extensions).toMatchObject({
+        code: 'TOO_MANY_REQUESTS',
+        status: 429,
+        reason: 'LOCK_BUSY',
+        body: { code: 'LOCK_BUSY' },
+      });
     } finally {
       await held?.release();
     }
@@ -107,6 +132,11 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
     app = started.app;
     const response = await request(started.server).post('/graphql').send(mutation('busy'));
     expect(response.headers['retry-after']).toBe('1');
-    expect(response.body.errors[0].extensions).toEqual({ code: 'TOO_MANY_REQUESTS', reason: 'LOCK_BUSY', status: 429, body: { failure: 'LockBusyError', status: 429 } });
+    expect(response.body.errors[0].extensions).toEqual({
+      code: 'TOO_MANY_REQUESTS',
+      reason: 'LOCK_BUSY',
+      status: 429,
+      body: { failure: 'LockBusyError', status: 429 },
+    });
   });
 });

@@ -21,7 +21,15 @@ import { SerializedError, SerializedExceptionFilter, type SerializedModuleOption
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
 import { ADAPTERS, type Adapter } from '../e2e/http-app';
-import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import {
+  EXPECTED,
+  inScenario,
+  leaksIn,
+  LockErrorsModule,
+  LockErrorsService,
+  SCENARIOS,
+  type Scenario,
+} from './support/lock-errors.fixture';
 
 class TeapotError extends Error {}
 
@@ -119,7 +127,9 @@ async function start(
     providers: filters.map((useClass) => ({ provide: APP_FILTER, useClass: useClass as new () => ExceptionFilter })),
   }).compile();
   const app: INestApplication =
-    adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: logs }) : moduleRef.createNestApplication({ logger: logs });
+    adapter === 'fastify'
+      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: logs })
+      : moduleRef.createNestApplication({ logger: logs });
   beforeInit(app);
   await app.init();
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
@@ -141,10 +151,22 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
       const id = uniqueId('k');
       const response = await request(started.server).post(`/errors/${scenario}/${id}`);
       expect([scenario, response.status, response.headers['retry-after']]).toEqual([scenario, expected.status, expected.retryAfter]);
-      expect(response.body).toEqual({ statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message });
+      expect(response.body).toEqual({
+        statusCode: expected.status,
+        error: expect.any(String),
+        code: expected.code,
+        message: expected.message,
+      });
       expect([scenario, leaksIn(response.body, id)]).toEqual([scenario, []]);
       // The detail is the server's: logged at debug level, with the lock key (or, for a bad key, the handler).
-      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(http\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
+      expect(
+        started.logs.containing(
+          new RegExp(
+            `Answered ${expected.status} ${expected.code} \\(http\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`,
+          ),
+          'debug',
+        ),
+      ).toHaveLength(1);
       // A second request against the dead backend: the outage is logged once, not per request.
       if (scenario === 'down') expect((await request(started.server).post(`/errors/down/${uniqueId('k')}`)).status).toBe(503);
     }
@@ -184,7 +206,9 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
 
   it('errorMapping.body changes what the client receives; status and Retry-After stay', async () => {
     const started = await start(adapter, {
-      errorMapping: { body: (error, status, defaultBody) => ({ failure: error.name, status, was: (defaultBody as { code: string }).code }) },
+      errorMapping: {
+        body: (error, status, defaultBody) => ({ failure: error.name, status, was: (defaultBody as { code: string }).code }),
+      },
     });
     app = started.app;
     const response = await request(started.server).post(`/errors/timeout/${uniqueId('k')}`);
@@ -211,7 +235,9 @@ describe.each(ADAPTERS.map((a) => [a]))('lock errors thrown anywhere in an HTTP 
     expect([taken.status, taken.body]).toEqual([599, { app: 'all' }]);
     await plain.app.close();
 
-    const delegating = await start(adapter, {}, [], (nest) => nest.useGlobalFilters(new CatchAllFilter(nest.get(SerializedExceptionFilter))));
+    const delegating = await start(adapter, {}, [], (nest) =>
+      nest.useGlobalFilters(new CatchAllFilter(nest.get(SerializedExceptionFilter))),
+    );
     app = delegating.app;
     const busy = await request(delegating.server).post(`/errors/busy/${uniqueId('k')}`);
     expect([busy.status, busy.headers['retry-after'], busy.body.code]).toEqual([429, '1', 'LOCK_BUSY']);

@@ -6,7 +6,15 @@ import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { freeLocalPort } from '../support/local-server';
 import { uniqueId } from '../support/timing';
-import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import {
+  EXPECTED,
+  inScenario,
+  leaksIn,
+  LockErrorsModule,
+  LockErrorsService,
+  SCENARIOS,
+  type Scenario,
+} from './support/lock-errors.fixture';
 
 /** An undecorated message handler: the lock errors come from the service it calls. */
 @Controller()
@@ -33,7 +41,11 @@ async function start(options: SerializedModuleOptions = {}) {
     imports: [LockErrorsModule.forRoot(uniqueId('transport-rpc'), options)],
     controllers: [ErrorsHandler],
   }).compile();
-  const app: INestMicroservice = moduleRef.createNestMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port }, logger: logs });
+  const app: INestMicroservice = moduleRef.createNestMicroservice({
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port },
+    logger: logs,
+  });
   await app.listen();
   const client: ClientProxy = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
   await client.connect();
@@ -64,9 +76,19 @@ describe('lock errors thrown anywhere in a microservice handler (TCP)', () => {
       const expected = EXPECTED[scenario];
       const id = uniqueId('k');
       const error = await errorOf(started.client, scenario, id);
-      expect([scenario, error]).toEqual([scenario, { statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message }]);
+      expect([scenario, error]).toEqual([
+        scenario,
+        { statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message },
+      ]);
       expect([scenario, leaksIn(error, id)]).toEqual([scenario, []]);
-      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(rpc\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
+      expect(
+        started.logs.containing(
+          new RegExp(
+            `Answered ${expected.status} ${expected.code} \\(rpc\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`,
+          ),
+          'debug',
+        ),
+      ).toHaveLength(1);
     }
     expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
     expect(started.logs.containing('RpcExceptionsHandler')).toEqual([]);

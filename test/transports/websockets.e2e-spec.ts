@@ -5,7 +5,15 @@ import { io, type Socket } from 'socket.io-client';
 import { Serialized, type SerializedModuleOptions } from 'nestjs-serialized';
 import { CapturingLogger } from '../support/capturing-logger';
 import { uniqueId } from '../support/timing';
-import { EXPECTED, inScenario, leaksIn, LockErrorsModule, LockErrorsService, SCENARIOS, type Scenario } from './support/lock-errors.fixture';
+import {
+  EXPECTED,
+  inScenario,
+  leaksIn,
+  LockErrorsModule,
+  LockErrorsService,
+  SCENARIOS,
+  type Scenario,
+} from './support/lock-errors.fixture';
 
 /** An undecorated gateway handler: the lock errors come from the service it calls. */
 @WebSocketGateway()
@@ -43,7 +51,11 @@ async function start(options: SerializedModuleOptions = {}) {
 }
 
 /** What the gateway answers to one `run` message: the `exception` event's payload, or `ran`. */
-function answerTo(socket: Socket, scenario: Scenario | 'decorated', id = uniqueId('k')): Promise<{ event: string; data: Record<string, unknown> }> {
+function answerTo(
+  socket: Socket,
+  scenario: Scenario | 'decorated',
+  id = uniqueId('k'),
+): Promise<{ event: string; data: Record<string, unknown> }> {
   return new Promise((resolve) => {
     const done = (event: string) => (data: Record<string, unknown>) => {
       socket.off('exception');
@@ -73,10 +85,18 @@ describe('lock errors thrown anywhere in a WebSocket gateway handler (socket.io)
       const answer = await answerTo(started.socket, scenario, id);
       expect([scenario, answer]).toEqual([
         scenario,
-        { event: 'exception', data: { statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message } },
+        {
+          event: 'exception',
+          data: { statusCode: expected.status, error: expect.any(String), code: expected.code, message: expected.message },
+        },
       ]);
       expect([scenario, leaksIn(answer, id)]).toEqual([scenario, []]);
-      expect(started.logs.containing(new RegExp(`Answered ${expected.status} ${expected.code} \\(ws\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`), 'debug')).toHaveLength(1);
+      expect(
+        started.logs.containing(
+          new RegExp(`Answered ${expected.status} ${expected.code} \\(ws\\): .*${scenario === 'badKey' ? 'LockErrorsService#badKey' : id}`),
+          'debug',
+        ),
+      ).toHaveLength(1);
     }
     expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
     expect(started.logs.containing('WsExceptionsHandler')).toEqual([]);
@@ -102,6 +122,9 @@ describe('lock errors thrown anywhere in a WebSocket gateway handler (socket.io)
 
   it('errorMapping.body is the payload', async () => {
     started = await start({ errorMapping: { body: (error, status) => ({ failure: error.name, status }) } });
-    expect(await answerTo(started.socket, 'badKey')).toEqual({ event: 'exception', data: { failure: 'SerializationKeyError', status: 400 } });
+    expect(await answerTo(started.socket, 'badKey')).toEqual({
+      event: 'exception',
+      data: { failure: 'SerializationKeyError', status: 400 },
+    });
   });
 });

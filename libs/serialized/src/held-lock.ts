@@ -49,7 +49,10 @@ export class HeldLock implements HeldKey {
     this.active = false;
     // Read before letting go: a lease that ran out by the clock is found lost here (see `Lock.lost`).
     const lost = this.lock.lost;
-    if (lost) this.logger.warn(`${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`);
+    if (lost)
+      this.logger.warn(
+        `${describe(this.lock.key, this.handler)} was lost while its holder ran: ${redactUrls(String(lost.message ?? lost))}`,
+      );
     // Counted as it is issued (run() does not wait for a release's reply).
     this.metrics?.released(this.lock.key, this.since, lost !== undefined);
     if (this.span) this.tracing!.released(this.span, this.lock.key, lost);
@@ -71,7 +74,9 @@ export class HeldLock implements HeldKey {
 
   private couldNotRelease(error: unknown): void {
     // The work is done; failing the call now would lose its result. The lease ends the lock.
-    this.logger.warn(`Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`);
+    this.logger.warn(
+      `Could not release ${describe(this.lock.key, this.handler)}: ${redactUrls(String((error as Error)?.message ?? error))}`,
+    );
   }
 }
 

@@ -17,7 +17,13 @@ export { Serialized } from './decorators/serialized.decorator';
 export { SkipSerialized } from './decorators/skip-serialized.decorator';
 export { SerializedLock } from './decorators/serialized-lock.decorator';
 export type { SerializedOptions } from './metadata/serialized-options.interface';
-export type { SerializationKey, SerializationKeyFn, SerializationKeyValue, SerializationKeysFn, SerializedKey } from './key/serialization-key';
+export type {
+  SerializationKey,
+  SerializationKeyFn,
+  SerializationKeyValue,
+  SerializationKeysFn,
+  SerializedKey,
+} from './key/serialization-key';
 // What @Serialized applies; public for apps that register it as APP_INTERCEPTOR.
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 

@@ -81,7 +81,12 @@ export function mayOutlive(context: LockContext | undefined): boolean {
  * (the store it had, which the caller read already): `AsyncLocalStorage.run`
  * without its second `getStore()`, rest arguments and `Reflect.apply`.
  */
-export function runWithContext<R>(storage: AsyncLocalStorage<LockContext>, context: LockContext, prior: LockContext | undefined, fn: () => R): R {
+export function runWithContext<R>(
+  storage: AsyncLocalStorage<LockContext>,
+  context: LockContext,
+  prior: LockContext | undefined,
+  fn: () => R,
+): R {
   storage.enterWith(context);
   try {
     return fn();

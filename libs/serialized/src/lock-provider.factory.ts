@@ -16,18 +16,21 @@ export function createLockProvider(options: ResolvedSerializedOptions): LockProv
     case 'memory':
       return new InMemoryLockProvider(memoryProviderOptions(options));
     case 'redis': {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { RedisLockProvider } = require('./providers/redis/redis-lock.provider') as typeof import('./providers/redis/redis-lock.provider');
+      const { RedisLockProvider } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        require('./providers/redis/redis-lock.provider') as typeof import('./providers/redis/redis-lock.provider');
       return RedisLockProvider.fromModuleOptions(options);
     }
     case 'postgres': {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { PostgresLockProvider } = require('./providers/postgres/postgres-lock.provider') as typeof import('./providers/postgres/postgres-lock.provider');
+      const { PostgresLockProvider } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        require('./providers/postgres/postgres-lock.provider') as typeof import('./providers/postgres/postgres-lock.provider');
       return PostgresLockProvider.fromModuleOptions(options);
     }
     case 'mysql': {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { MysqlLockProvider } = require('./providers/mysql/mysql-lock.provider') as typeof import('./providers/mysql/mysql-lock.provider');
+      const { MysqlLockProvider } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        require('./providers/mysql/mysql-lock.provider') as typeof import('./providers/mysql/mysql-lock.provider');
       return MysqlLockProvider.fromModuleOptions(options);
     }
   }

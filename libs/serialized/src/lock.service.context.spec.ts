@@ -14,7 +14,8 @@ function seen(service: LockService, ...keys: string[]): { current: bigint | unde
 /** The sections the current async context links to (innermost first): what it keeps alive. */
 function chainLength(service: LockService): number {
   let length = 0;
-  for (let at = (service as unknown as { context: { getStore(): LockContext | undefined } }).context.getStore(); at; at = at.outer) length++;
+  for (let at = (service as unknown as { context: { getStore(): LockContext | undefined } }).context.getStore(); at; at = at.outer)
+    length++;
   return length;
 }
 
@@ -145,10 +146,14 @@ describe('LockService: the async context of sections', () => {
         }
         return lock.fencingToken;
       });
-    const [a, b] = await Promise.all([section('a'), section('b'), (async () => {
-      await macrotask();
-      expect(seen(service, 'a', 'b')).toEqual({ current: undefined, held: [] });
-    })()]);
+    const [a, b] = await Promise.all([
+      section('a'),
+      section('b'),
+      (async () => {
+        await macrotask();
+        expect(seen(service, 'a', 'b')).toEqual({ current: undefined, held: [] });
+      })(),
+    ]);
     expect(seenInside.a).toEqual(Array(3).fill({ current: a, held: ['a'] }));
     expect(seenInside.b).toEqual(Array(3).fill({ current: b, held: ['b'] }));
   });

@@ -95,29 +95,43 @@ describe('Reentrancy follows the async context; reentrant: false opts out', () =
     service.reentrant = false;
     expect(await spawnInsideSection(service, 'k', {}, (record) => service.run('k', record))).toEqual(['holder done', 'spawned ran']);
     expect(
-      await spawnInsideSection(service, 'k', { reentrant: true }, (record) => service.run('k', record, { reentrant: true, waitTimeoutMs: 2000 })),
+      await spawnInsideSection(service, 'k', { reentrant: true }, (record) =>
+        service.run('k', record, { reentrant: true, waitTimeoutMs: 2000 }),
+      ),
     ).toEqual(['spawned ran', 'holder done']);
   });
 
   it('decorator option reentrant: false: the decorated method queues behind a holder of its key; without it, it joins', async () => {
     const totals = new Totals();
     (totals as unknown as Record<symbol, LockService>)[SERIALIZED_LOCK_SERVICE] = service;
-    expect(await spawnInsideSection(service, 'account:a1', {}, (record) => totals.flushAlone('a1', record))).toEqual(['holder done', 'spawned ran']);
-    expect(await spawnInsideSection(service, 'account:a1', {}, (record) => totals.flushJoining('a1', record))).toEqual(['spawned ran', 'holder done']);
+    expect(await spawnInsideSection(service, 'account:a1', {}, (record) => totals.flushAlone('a1', record))).toEqual([
+      'holder done',
+      'spawned ran',
+    ]);
+    expect(await spawnInsideSection(service, 'account:a1', {}, (record) => totals.flushJoining('a1', record))).toEqual([
+      'spawned ran',
+      'holder done',
+    ]);
   });
 
   it('the trade-off: an awaited nested call on its own key with reentrant: false waits for itself until waitTimeoutMs', async () => {
     const inner = jest.fn();
-    await expect(service.run('k', () => service.run('k', inner, { reentrant: false, waitTimeoutMs: 50 }))).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(service.run('k', () => service.run('k', inner, { reentrant: false, waitTimeoutMs: 50 }))).rejects.toBeInstanceOf(
+      LockTimeoutError,
+    );
     expect(inner).not.toHaveBeenCalled();
     expect(provider.activeKeys).toBe(0);
   });
 
   it('refuses a reentrant that is not a boolean, before anything runs', async () => {
     const fn = jest.fn();
-    await expect(service.run('k', fn, { reentrant: 'no' as unknown as boolean })).rejects.toThrow('reentrant="no" is invalid: accepts true or false');
+    await expect(service.run('k', fn, { reentrant: 'no' as unknown as boolean })).rejects.toThrow(
+      'reentrant="no" is invalid: accepts true or false',
+    );
     expect(fn).not.toHaveBeenCalled();
-    expect(() => Serialized('id', { reentrant: 1 as unknown as boolean })({}, 'm', { value: () => undefined })).toThrow(/reentrant=1 is invalid/);
+    expect(() => Serialized('id', { reentrant: 1 as unknown as boolean })({}, 'm', { value: () => undefined })).toThrow(
+      /reentrant=1 is invalid/,
+    );
   });
 });
 
@@ -126,12 +140,18 @@ describe('The module default reentrant', () => {
     expect(resolveSerializedOptions({}, {}).reentrant).toBe(true);
     expect(resolveSerializedOptions({}, { SERIALIZED_REENTRANT: 'false' }).reentrant).toBe(false);
     expect(resolveSerializedOptions({ reentrant: true }, { SERIALIZED_REENTRANT: 'false' }).reentrant).toBe(true);
-    expect(() => resolveSerializedOptions({}, { SERIALIZED_REENTRANT: 'no' })).toThrow('SERIALIZED_REENTRANT="no" is invalid: accepts true or false (default true)');
-    expect(() => resolveSerializedOptions({ reentrant: 'false' as unknown as boolean }, {})).toThrow('options.reentrant="false" is invalid');
+    expect(() => resolveSerializedOptions({}, { SERIALIZED_REENTRANT: 'no' })).toThrow(
+      'SERIALIZED_REENTRANT="no" is invalid: accepts true or false (default true)',
+    );
+    expect(() => resolveSerializedOptions({ reentrant: 'false' as unknown as boolean }, {})).toThrow(
+      'options.reentrant="false" is invalid',
+    );
   });
 
   it('SerializedModule.forRoot({ reentrant: false }) gives a LockService whose calls never join a holder', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [SerializedModule.forRoot({ driver: 'memory', reentrant: false })] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [SerializedModule.forRoot({ driver: 'memory', reentrant: false })],
+    }).compile();
     const service = moduleRef.get(LockService);
     expect(service.reentrant).toBe(false);
     expect(await spawnInsideSection(service, 'k', {}, (record) => service.run('k', record))).toEqual(['holder done', 'spawned ran']);

@@ -24,7 +24,11 @@ class Bank {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const errorOf = (promise: Promise<unknown>): Promise<unknown> => promise.then(() => undefined, (error: unknown) => error);
+const errorOf = (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 
 describe('LockService.run with a key set (several keys at once)', () => {
   let provider: InMemoryLockProvider;
@@ -71,21 +75,29 @@ describe('LockService.run with a key set (several keys at once)', () => {
   it('opposite-order sets never deadlock; two nested runs taken in opposite orders do (the naive way)', async () => {
     // The naive way: each call nests run(first, run(second)) in the order its arguments came.
     const nested = (first: string, second: string) =>
-      service.run(first, async () => {
-        await sleep(10);
-        return service.run(second, () => 'done', { waitTimeoutMs: 200 });
-      }, { waitTimeoutMs: 200 });
+      service.run(
+        first,
+        async () => {
+          await sleep(10);
+          return service.run(second, () => 'done', { waitTimeoutMs: 200 });
+        },
+        { waitTimeoutMs: 200 },
+      );
     const naive = await Promise.allSettled([nested('p', 'q'), nested('q', 'p')]);
     expect(naive.some((outcome) => outcome.status === 'rejected' && outcome.reason instanceof LockTimeoutError)).toBe(true);
 
     let inside = 0;
     let overlaps = 0;
     const transfer = async (from: string, to: string) =>
-      service.run([from, to], async () => {
-        if (++inside > 1) overlaps++;
-        await sleep(1);
-        inside--;
-      }, { waitTimeoutMs: 5000 });
+      service.run(
+        [from, to],
+        async () => {
+          if (++inside > 1) overlaps++;
+          await sleep(1);
+          inside--;
+        },
+        { waitTimeoutMs: 5000 },
+      );
     const started = Date.now();
     await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? transfer('p', 'q') : transfer('q', 'p'))));
     expect(overlaps).toBe(0);
@@ -191,11 +203,15 @@ describe('LockService.run with a key set (several keys at once)', () => {
   });
 
   it('reentrant: false: the set takes no part in the async context, but its section still sees its own locks', async () => {
-    await service.run(['a', 'b'], (locks) => {
-      expect(service.current('b')).toBe(locks[1]);
-      expect(service.currentSet()).toBe(locks);
-      expect(service.isHeld('a')).toBe(false);
-    }, { reentrant: false });
+    await service.run(
+      ['a', 'b'],
+      (locks) => {
+        expect(service.current('b')).toBe(locks[1]);
+        expect(service.currentSet()).toBe(locks);
+        expect(service.isHeld('a')).toBe(false);
+      },
+      { reentrant: false },
+    );
     expect(provider.activeKeys).toBe(0);
   });
 
@@ -207,7 +223,7 @@ describe('LockService.run with a key set (several keys at once)', () => {
     expect(provider.activeKeys).toBe(0);
   });
 
-  it('locks.signal aborts when any lock of the set is lost, with that lock\'s error', async () => {
+  it("locks.signal aborts when any lock of the set is lost, with that lock's error", async () => {
     const controllers = new Map<string, AbortController>();
     const fake = new (class extends LockProvider {
       acquire(key: string): Promise<Lock> {

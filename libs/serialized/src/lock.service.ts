@@ -144,12 +144,19 @@ export class LockService {
    * @throws LockOrderError the context holds some keys and the rest cannot be taken in canonical order
    */
   run<T>(keys: readonly string[], fn: (locks: LockSet) => Promise<T> | T, options?: RunOptions): Promise<T>;
-  run<T>(keyOrKeys: string | readonly string[], fnOfLocks: ((lock: Lock) => Promise<T> | T) | ((locks: LockSet) => Promise<T> | T), options: RunOptions = NO_OPTIONS): Promise<T> {
+  run<T>(
+    keyOrKeys: string | readonly string[],
+    fnOfLocks: ((lock: Lock) => Promise<T> | T) | ((locks: LockSet) => Promise<T> | T),
+    options: RunOptions = NO_OPTIONS,
+  ): Promise<T> {
     const key = keyOrKeys as string;
     const fn = fnOfLocks as (lock: Lock) => Promise<T> | T;
     const invalid = invalidCall(key, options, 'LockService#run');
     // A key set is not a string: it is told apart only on this (already failing) branch, so one key pays nothing for it.
-    if (invalid) return Array.isArray(keyOrKeys) ? this.runSet(keyOrKeys, fnOfLocks as (locks: LockSet) => Promise<T> | T, options) : Promise.reject(invalid);
+    if (invalid)
+      return Array.isArray(keyOrKeys)
+        ? this.runSet(keyOrKeys, fnOfLocks as (locks: LockSet) => Promise<T> | T, options)
+        : Promise.reject(invalid);
     const reentrant = options.reentrant ?? this.reentrant;
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
@@ -279,7 +286,11 @@ export class LockService {
     const inner = store.innermost;
     // The innermost section may be one that others cannot join (`reentrant: false`): it is not in the chain heldIn walks.
     const innerActive =
-      inner instanceof HeldLock ? inner.active : inner instanceof HeldSet ? inner.active : activeLock(heldIn(store, inner.lock.key)) === inner.lock;
+      inner instanceof HeldLock
+        ? inner.active
+        : inner instanceof HeldSet
+          ? inner.active
+          : activeLock(heldIn(store, inner.lock.key)) === inner.lock;
     if (key !== undefined) {
       if (innerActive && inner instanceof HeldSet) return inner.lockOf(key) ?? activeLock(heldIn(store, key));
       return innerActive && inner.lock.key === key ? inner.lock : activeLock(heldIn(store, key));
@@ -446,7 +457,10 @@ export class LockService {
     const since = this.metrics?.waiting(key);
     const wait = this.tracing?.waiting(key);
     const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant, wait), fn, store);
-    if (options.transaction) return runInTransaction(this.transactions, key, options, section, (error) => this.acquireFailed(key, since, error, options.handler, wait));
+    if (options.transaction)
+      return runInTransaction(this.transactions, key, options, section, (error) =>
+        this.acquireFailed(key, since, error, options.handler, wait),
+      );
     return this.acquireFromProvider(key, options).then(
       // The reaction runs in the caller's async context, where `store` was read.
       section,
@@ -512,13 +526,26 @@ export class LockService {
     }
   }
 
-  private holding(key: string, lock: Lock, since: number | undefined, handler: string | undefined, reentrant: boolean, wait: Span | undefined): HeldLock {
+  private holding(
+    key: string,
+    lock: Lock,
+    since: number | undefined,
+    handler: string | undefined,
+    reentrant: boolean,
+    wait: Span | undefined,
+  ): HeldLock {
     if (since !== undefined) this.metrics?.acquired(key, since);
     if (wait) this.tracing!.acquired(wait, lock);
     return new HeldLock(lock, handler, this.logger, reentrant, this.metrics, this.tracing);
   }
 
-  private acquireFailed(key: string, since: number | undefined, error: unknown, handler: string | undefined, wait: Span | undefined): never {
+  private acquireFailed(
+    key: string,
+    since: number | undefined,
+    error: unknown,
+    handler: string | undefined,
+    wait: Span | undefined,
+  ): never {
     if (since !== undefined) this.metrics?.failed(key, since, error);
     if (wait) this.tracing!.failed(wait, key, error);
     if (error instanceof SerializedError && handler) error.attachHandler(handler);
@@ -534,14 +561,16 @@ export class LockService {
 function invalidCall(key: string, options: RunOptions, where: string): Error | undefined {
   const invalid = options === NO_OPTIONS ? undefined : validateAcquireOptions(options, options?.handler ?? where);
   if (invalid) return invalid;
-  if (typeof key !== 'string' || key === '') return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
+  if (typeof key !== 'string' || key === '')
+    return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
   if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], options.handler);
   return undefined;
 }
 
 /** A key's own check: a string, not empty, without a lone surrogate. */
 function invalidKey(key: string, handler: string | undefined): Error | undefined {
-  if (typeof key !== 'string' || key === '') return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], handler);
+  if (typeof key !== 'string' || key === '')
+    return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], handler);
   if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], handler);
   return undefined;
 }

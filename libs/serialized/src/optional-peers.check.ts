@@ -41,7 +41,11 @@ export class OptionalPeersCheck implements OnModuleInit {
 
 function isSerializedProcessor(type: Type): boolean {
   const processor = Reflect.hasMetadata(BULLMQ_PROCESSOR_METADATA, type) || Reflect.hasMetadata(SERIALIZED_JOBS_OPTIONS_METADATA, type);
-  return processor && (Reflect.hasMetadata(SERIALIZED_OPTIONS_METADATA, type) || methodsOf(type).some((m) => Reflect.hasMetadata(SERIALIZED_OPTIONS_METADATA, m)));
+  return (
+    processor &&
+    (Reflect.hasMetadata(SERIALIZED_OPTIONS_METADATA, type) ||
+      methodsOf(type).some((m) => Reflect.hasMetadata(SERIALIZED_OPTIONS_METADATA, m)))
+  );
 }
 
 /** Whether `type`'s constructor or properties ask Nest for `dependency`. */

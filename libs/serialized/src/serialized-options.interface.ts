@@ -135,7 +135,12 @@ export interface ResolvedSerializedOptions extends Required<LockProviderCommonOp
   driver: SerializedDriver;
   provider?: LockProvider;
   redis: {
-    url?: string; client?: RedisClientLike; heartbeatMs: number; maxInFlight: number; handoff: HandOffMode; maxLocalHandOffs: number;
+    url?: string;
+    client?: RedisClientLike;
+    heartbeatMs: number;
+    maxInFlight: number;
+    handoff: HandOffMode;
+    maxLocalHandOffs: number;
     replicas?: RedisReplicaAcks;
   };
   postgres: {

@@ -61,7 +61,12 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       inject: [SERIALIZED_OPTIONS, ModuleRef],
       useFactory: (options: ResolvedSerializedOptions, moduleRef: ModuleRef) =>
         new TransactionLocks(
-          { ...options, fencingSequence: options.postgres.fencingSequence, createSchema: options.postgres.createSchema, query: options.transaction.query },
+          {
+            ...options,
+            fencingSequence: options.postgres.fencingSequence,
+            createSchema: options.postgres.createSchema,
+            query: options.transaction.query,
+          },
           new TransactionHostResolver(moduleRef),
         ),
     },
@@ -96,7 +101,8 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       // Nest skips a global enhancer whose factory returns null (errorMapping: false).
       provide: APP_FILTER,
       inject: [SERIALIZED_OPTIONS, SerializedExceptionFilter],
-      useFactory: (options: ResolvedSerializedOptions, filter: SerializedExceptionFilter) => (options.errorMapping === false ? null : filter),
+      useFactory: (options: ResolvedSerializedOptions, filter: SerializedExceptionFilter) =>
+        options.errorMapping === false ? null : filter,
     },
     // Costs nothing until used: @nestjs/terminus is loaded on the first check.
     SerializedHealthIndicator,

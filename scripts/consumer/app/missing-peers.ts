@@ -12,7 +12,11 @@ import { Serialized, SerializedConfigError, SerializedHealthIndicator, Serialize
 @Module({ imports: [SerializedModule.forRoot({ driver: 'redis', redis: { url: 'redis://127.0.0.1:6379' } })] })
 class RedisApp {}
 
-@Module({ imports: [SerializedModule.forRoot({ driver: 'postgres', postgres: { connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' } })] })
+@Module({
+  imports: [
+    SerializedModule.forRoot({ driver: 'postgres', postgres: { connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' } }),
+  ],
+})
 class PostgresApp {}
 
 @Injectable()
@@ -53,8 +57,16 @@ class TransactionApp {}
 const CASES: [string, Type, string][] = [
   ['ioredis', RedisApp, "driver 'redis' needs the optional peer dependency ioredis: npm install ioredis"],
   ['pg', PostgresApp, "driver 'postgres' needs the optional peer dependency pg: npm install pg"],
-  ['bullmq', BullmqApp, '@Serialized on the BullMQ processor ReportsProcessor needs the optional peer dependency bullmq: npm install bullmq @nestjs/bullmq'],
-  ['@nestjs/terminus', TerminusApp, 'SerializedHealthIndicator (injected into HealthService) needs the optional peer dependency @nestjs/terminus: npm install @nestjs/terminus'],
+  [
+    'bullmq',
+    BullmqApp,
+    '@Serialized on the BullMQ processor ReportsProcessor needs the optional peer dependency bullmq: npm install bullmq @nestjs/bullmq',
+  ],
+  [
+    '@nestjs/terminus',
+    TerminusApp,
+    'SerializedHealthIndicator (injected into HealthService) needs the optional peer dependency @nestjs/terminus: npm install @nestjs/terminus',
+  ],
   [
     '@nestjs-cls/transactional',
     TransactionApp,

@@ -15,7 +15,11 @@ export const modules = [
   SerializedModule.forRoot({ driver: 'redis', redis: { client: cluster } }),
   SerializedModule.forRoot({ driver: 'postgres', postgres: { pool } }),
 ];
-export const providers = [new RedisLockProvider({ client: redis }), new RedisLockProvider({ client: cluster }), new PostgresLockProvider({ pool })];
+export const providers = [
+  new RedisLockProvider({ client: redis }),
+  new RedisLockProvider({ client: cluster }),
+  new PostgresLockProvider({ pool }),
+];
 
 // @ts-expect-error a URL is not a client
 export const notAClient = SerializedModule.forRoot({ driver: 'redis', redis: { client: 'redis://127.0.0.1:6379' } });

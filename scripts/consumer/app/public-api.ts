@@ -102,7 +102,11 @@ export class NightlyDigest {
   async send(): Promise<void> {}
 }
 
-@Module({ imports: [SerializedModule.forRoot({ provider: new InMemoryLockProvider() })], controllers: [RewardsController], providers: [WalletService] })
+@Module({
+  imports: [SerializedModule.forRoot({ provider: new InMemoryLockProvider() })],
+  controllers: [RewardsController],
+  providers: [WalletService],
+})
 export class WithProviderModule {}
 
 @Module({
@@ -127,7 +131,10 @@ export async function health(indicator: SerializedHealthIndicator): Promise<'up'
 
 // The shapes of the clients an app may pass, without ioredis' or pg's typings.
 export function withClients(client: RedisClientLike, pool: PgPoolLike): SerializedModuleOptions[] {
-  return [{ driver: 'redis', redis: { client } }, { driver: 'postgres', postgres: { pool } }];
+  return [
+    { driver: 'redis', redis: { client } },
+    { driver: 'postgres', postgres: { pool } },
+  ];
 }
 
 export const enhancers = [SerializedInterceptor, SerializedExceptionFilter];

@@ -42,16 +42,25 @@ async function main(): Promise<void> {
     sealed = (error as { code?: string }).code === 'ERR_PACKAGE_PATH_NOT_EXPORTED';
   }
   check(sealed, 'a deep import (nestjs-serialized/lock.service) resolved: the exports map does not seal the package');
-  check(typeof SerializedTestingModule.forRoot === 'function' && typeof withInMemoryLocks === 'function', 'nestjs-serialized/testing is incomplete');
+  check(
+    typeof SerializedTestingModule.forRoot === 'function' && typeof withInMemoryLocks === 'function',
+    'nestjs-serialized/testing is incomplete',
+  );
 
   const app = await NestFactory.create(AppModule, { logger: ['error'] });
   await app.listen(0, '127.0.0.1');
   const url = `${await app.getUrl()}/users/42/rewards/daily`.replace('[::1]', '127.0.0.1');
   const responses = await Promise.all(Array.from({ length: 5 }, () => fetch(url, { method: 'POST' })));
   const bodies = (await Promise.all(responses.map((r) => r.json()))) as { userId: string; ran: number }[];
-  check(responses.every((r) => r.status === 201), `statuses ${responses.map((r) => r.status).join(',')}, expected 5 × 201`);
+  check(
+    responses.every((r) => r.status === 201),
+    `statuses ${responses.map((r) => r.status).join(',')}, expected 5 × 201`,
+  );
   check(overlaps === 0, `${overlaps} overlapping handler runs: the requests were not serialized`);
-  check(bodies.every((b) => b.userId === '42'), `bodies ${JSON.stringify(bodies)}`);
+  check(
+    bodies.every((b) => b.userId === '42'),
+    `bodies ${JSON.stringify(bodies)}`,
+  );
   check(app.get(LockService) instanceof LockService, 'LockService is not injectable');
   await app.close();
   console.log(`tarball smoke: ok — 5 concurrent POSTs for one key, 5 × 201, ran one at a time (${bodies.map((b) => b.ran).join(',')})`);

@@ -80,7 +80,9 @@ export class QueueHarness {
       `${count} finished jobs`,
     ).catch(async (error: Error) => {
       const counts = await this.queue.getJobCounts();
-      throw new Error(`${error.message}; counts ${JSON.stringify(counts)}; worker stderr:\n${this.workers.map((w) => w.errors).join('\n')}`);
+      throw new Error(
+        `${error.message}; counts ${JSON.stringify(counts)}; worker stderr:\n${this.workers.map((w) => w.errors).join('\n')}`,
+      );
     });
   }
 

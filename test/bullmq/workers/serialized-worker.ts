@@ -32,7 +32,14 @@ async function until(condition: () => Promise<boolean>): Promise<void> {
 const KEY: SerializationKey = env.KEY_FORM === 'function' ? (job: Job<TestJobData>) => job.data.key : 'data.key';
 
 async function record(job: Job<TestJobData>, e: JobEvent['e']): Promise<void> {
-  const event: JobEvent = { e, key: job.data.key ?? '', seq: job.data.seq, id: String(job.id), attempt: job.attemptsMade, pid: process.pid };
+  const event: JobEvent = {
+    e,
+    key: job.data.key ?? '',
+    seq: job.data.seq,
+    id: String(job.id),
+    attempt: job.attemptsMade,
+    pid: process.pid,
+  };
   await log.rpush(LOG_KEY, JSON.stringify(event));
   process.send?.({ type: e, ...event });
 }
@@ -57,10 +64,12 @@ class TestProcessor extends WorkerHost {
       await until(async () => Number(await log.get(`${LOG_KEY}:barrier:${barrier.group}`)) >= barrier.starts);
     }
     if (waitForEndOf) {
-      await until(async () => (await log.lrange(LOG_KEY, 0, -1)).some((line) => {
-        const event = JSON.parse(line) as JobEvent;
-        return event.key === waitForEndOf && event.e === 'end';
-      }));
+      await until(async () =>
+        (await log.lrange(LOG_KEY, 0, -1)).some((line) => {
+          const event = JSON.parse(line) as JobEvent;
+          return event.key === waitForEndOf && event.e === 'end';
+        }),
+      );
     }
     if (job.attemptsMade < failAttempts) {
       await record(job, 'fail');

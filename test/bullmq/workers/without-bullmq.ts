@@ -23,7 +23,11 @@ async function main(): Promise<void> {
   const greeting = await app.get(Greeter).greet({ userId: 'u1' });
   await app.close();
   const loaded = Object.keys(require.cache)
-    .map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? (/\/src\/bullmq\/(serialized-job\.runner|job-order\.\w+)\./.test(file) ? 'nestjs-serialized/bullmq-runner' : undefined))
+    .map(
+      (file) =>
+        /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ??
+        (/\/src\/bullmq\/(serialized-job\.runner|job-order\.\w+)\./.test(file) ? 'nestjs-serialized/bullmq-runner' : undefined),
+    )
     .filter((name): name is string => name !== undefined);
   process.send?.({ type: 'loaded', greeting, modules: [...new Set(loaded)] });
 }

@@ -38,7 +38,10 @@ async function main(): Promise<void> {
       // Write what was read + 1 (not counter + 1): a lost update would show. Log it, and leave.
       const next = Number(row.counter) + 1;
       await work.query(`INSERT INTO ${table}_log (token, counter) VALUES (?, ?)`, [lock.fencingToken.toString(), next]);
-      await work.query(`UPDATE ${table} SET counter = ?, last_token = ?, inside = inside - 1 WHERE id = 1`, [next, lock.fencingToken.toString()]);
+      await work.query(`UPDATE ${table} SET counter = ?, last_token = ?, inside = inside - 1 WHERE id = 1`, [
+        next,
+        lock.fencingToken.toString(),
+      ]);
     });
   }
   process.send!({ type: 'done', tokens, overlaps, fencingViolations });

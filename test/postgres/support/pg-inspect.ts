@@ -22,7 +22,9 @@ export class PgInspector {
 
   /** Sessions whose application_name is `applicationName`. */
   async sessions(applicationName: string): Promise<number> {
-    const [row] = await this.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [applicationName]);
+    const [row] = await this.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [
+      applicationName,
+    ]);
     return Number(row.n);
   }
 

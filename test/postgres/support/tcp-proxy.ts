@@ -63,11 +63,14 @@ class DelayedPipe {
 
   private schedule(): void {
     if (this.timer || this.queue.length === 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      while (this.queue.length && this.queue[0].dueAt <= Date.now()) this.write(this.queue.shift()!.chunk);
-      this.schedule();
-    }, Math.max(0, this.queue[0].dueAt - Date.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        while (this.queue.length && this.queue[0].dueAt <= Date.now()) this.write(this.queue.shift()!.chunk);
+        this.schedule();
+      },
+      Math.max(0, this.queue[0].dueAt - Date.now()),
+    );
   }
 
   private write(chunk: Buffer): void {
@@ -83,7 +86,13 @@ class DelayedPipe {
  * session staying alive), or refuse connections (server down).
  */
 export class TcpProxy {
-  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; upstreamClosed: boolean; toServer: DelayedPipe; toClient: DelayedPipe }>();
+  private readonly pairs = new Set<{
+    client: net.Socket;
+    upstream: net.Socket;
+    upstreamClosed: boolean;
+    toServer: DelayedPipe;
+    toClient: DelayedPipe;
+  }>();
   private server: net.Server | undefined;
   private silent = false;
   private latencyMs = 0;

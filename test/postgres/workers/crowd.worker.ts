@@ -43,7 +43,14 @@ async function main(): Promise<void> {
   }
   process.send!({ type: 'started' });
   await Promise.all(runs);
-  process.send!({ type: 'done', completed, failures: failures.slice(0, 5), failed: failures.length, maxInside, connections: provider.connections });
+  process.send!({
+    type: 'done',
+    completed,
+    failures: failures.slice(0, 5),
+    failed: failures.length,
+    maxInside,
+    connections: provider.connections,
+  });
   await provider.close();
   process.disconnect();
 }

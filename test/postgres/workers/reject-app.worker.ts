@@ -69,7 +69,11 @@ class GateModule {}
 async function main(): Promise<void> {
   const app = await createApp({
     config: { adapter: process.env.HTTP_ADAPTER as 'express' | 'fastify', store: 'memory' },
-    serialized: { driver: 'postgres', postgres: { connectionString: process.env.DATABASE_URL, lockPoolSize: 2 }, keyPrefix: process.env.KEY_PREFIX },
+    serialized: {
+      driver: 'postgres',
+      postgres: { connectionString: process.env.DATABASE_URL, lockPoolSize: 2 },
+      keyPrefix: process.env.KEY_PREFIX,
+    },
     imports: [GateModule],
     // What the app logs at error level (a 500's "ExceptionsHandler") goes to stderr, shown when a wait fails.
     logger: ['error'],

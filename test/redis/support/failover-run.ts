@@ -51,12 +51,23 @@ export interface FailoverRunOptions {
  * master fails over (issue 40); their counts and the ledger's say whether a key or a
  * fencing token was granted twice.
  */
-export async function failoverRun(group: SentinelGroup, options: FailoverRunOptions, log: (line: string) => void = () => undefined): Promise<FailoverRunResult> {
+export async function failoverRun(
+  group: SentinelGroup,
+  options: FailoverRunOptions,
+  log: (line: string) => void = () => undefined,
+): Promise<FailoverRunResult> {
   const ledgerPrefix = uniqueId('fo-ledger');
   const env = {
-    SENTINELS: JSON.stringify(group.sentinels), MASTER_NAME: SENTINEL_MASTER_NAME, KEY_PREFIX: uniqueId('fo'), KEYS: String(options.keys),
-    LOOPS: String(options.loops), LEASE_MS: String(options.leaseMs ?? 2000), REPLICA_ACKS: String(options.acks), REPLICA_TIMEOUT_MS: '300',
-    LEDGER_URL: TEST_REDIS_URL, LEDGER_PREFIX: ledgerPrefix,
+    SENTINELS: JSON.stringify(group.sentinels),
+    MASTER_NAME: SENTINEL_MASTER_NAME,
+    KEY_PREFIX: uniqueId('fo'),
+    KEYS: String(options.keys),
+    LOOPS: String(options.loops),
+    LEASE_MS: String(options.leaseMs ?? 2000),
+    REPLICA_ACKS: String(options.acks),
+    REPLICA_TIMEOUT_MS: '300',
+    LEDGER_URL: TEST_REDIS_URL,
+    LEDGER_PREFIX: ledgerPrefix,
   };
   const workers = Array.from({ length: options.processes }, (_, i) => WorkerProcess.start(`failover-${i}`, WORKER, env));
   const ledger = new Redis(TEST_REDIS_URL);
@@ -102,7 +113,18 @@ export async function failoverRun(group: SentinelGroup, options: FailoverRunOpti
     await sleep(options.tailMs);
     for (const w of workers) w.send({ type: 'stop' });
     const done = await Promise.all(workers.map((w) => w.waitForType('done', 60_000)));
-    const totals: FailoverCounts = { sections: 0, tokensTwice: 0, overlaps: 0, claimsRefused: 0, writesAccepted: 0, writesRefused: 0, backendErrors: 0, timeouts: 0, lost: 0, otherErrors: [] };
+    const totals: FailoverCounts = {
+      sections: 0,
+      tokensTwice: 0,
+      overlaps: 0,
+      claimsRefused: 0,
+      writesAccepted: 0,
+      writesRefused: 0,
+      backendErrors: 0,
+      timeouts: 0,
+      lost: 0,
+      otherErrors: [],
+    };
     for (const message of done) {
       const counts = message.counts as FailoverCounts;
       for (const name of Object.keys(totals) as (keyof FailoverCounts)[]) {

@@ -32,7 +32,12 @@ export class ThreeLockWorkers {
   ) {
     this.local = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix });
     this.workers = (['H', 'W', 'X'] as const).map((name) =>
-      WorkerProcess.start(name, WORKER, { REDIS_URL: TEST_REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: '30000', HEARTBEAT_MS: String(heartbeatMs) }),
+      WorkerProcess.start(name, WORKER, {
+        REDIS_URL: TEST_REDIS_URL,
+        KEY_PREFIX: prefix,
+        LEASE_MS: '30000',
+        HEARTBEAT_MS: String(heartbeatMs),
+      }),
     ) as [WorkerProcess, WorkerProcess, WorkerProcess];
   }
 
@@ -48,7 +53,12 @@ export class ThreeLockWorkers {
   }
 
   names(key: string): SectionNames {
-    return { key, insideKey: `${this.prefix}-data:inside`, overlapKey: `${this.prefix}-data:overlaps`, orderKey: `${this.prefix}-data:order` };
+    return {
+      key,
+      insideKey: `${this.prefix}-data:inside`,
+      overlapKey: `${this.prefix}-data:overlaps`,
+      orderKey: `${this.prefix}-data:order`,
+    };
   }
 
   queued(key: string, count: number): Promise<void> {

@@ -82,7 +82,6 @@ export class ThrowawayRedis {
   }
 }
 
-
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });

@@ -38,7 +38,10 @@ const send = (message: Command): void => {
 };
 
 async function burst(command: Command): Promise<void> {
-  const { key, count, insideKey, overlapKey, tokensKey, holdMs } = command as unknown as Record<string, string> & { count: number; holdMs: number };
+  const { key, count, insideKey, overlapKey, tokensKey, holdMs } = command as unknown as Record<string, string> & {
+    count: number;
+    holdMs: number;
+  };
   let longestWaitMs = 0;
   let failed = 0;
   await Promise.all(
@@ -67,7 +70,12 @@ async function burst(command: Command): Promise<void> {
 }
 
 async function acquire(command: Command): Promise<void> {
-  const { id, key, waitTimeoutMs, recordKey } = command as unknown as { id: string; key: string; waitTimeoutMs?: number; recordKey: string };
+  const { id, key, waitTimeoutMs, recordKey } = command as unknown as {
+    id: string;
+    key: string;
+    waitTimeoutMs?: number;
+    recordKey: string;
+  };
   try {
     const lock = await provider.acquire(key, { waitTimeoutMs });
     await data.rpush(recordKey, id);
@@ -110,4 +118,7 @@ provider
   .tryAcquire(`warm-up-${process.pid}`)
   .then((lock) => lock?.release())
   .then(() => data.ping())
-  .then(() => send({ type: 'ready', pid: process.pid }), (error) => send({ type: 'error', message: String(error) }));
+  .then(
+    () => send({ type: 'ready', pid: process.pid }),
+    (error) => send({ type: 'error', message: String(error) }),
+  );

@@ -74,12 +74,30 @@ if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('SET', KEYS[3], ARGV[3]
 return 0`,
 });
 type LedgerClient = Redis & {
-  enter(issued: string, inside: string, fence: string, counter: string, token: string, member: string): Promise<[number, number, number, number]>;
+  enter(
+    issued: string,
+    inside: string,
+    fence: string,
+    counter: string,
+    token: string,
+    member: string,
+  ): Promise<[number, number, number, number]>;
   leave(inside: string, fence: string, counter: string, token: string, member: string, value: number): Promise<number>;
 };
 const book = ledger as LedgerClient;
 
-const counts = { sections: 0, tokensTwice: 0, overlaps: 0, claimsRefused: 0, writesAccepted: 0, writesRefused: 0, backendErrors: 0, timeouts: 0, lost: 0, otherErrors: [] as string[] };
+const counts = {
+  sections: 0,
+  tokensTwice: 0,
+  overlaps: 0,
+  claimsRefused: 0,
+  writesAccepted: 0,
+  writesRefused: 0,
+  backendErrors: 0,
+  timeouts: 0,
+  lost: 0,
+  otherErrors: [] as string[],
+};
 let stopping = false;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,7 +112,14 @@ async function loop(index: number): Promise<void> {
       const token = lock.fencingToken.toString();
       const k = (what: string) => `${prefix}:${key}:${what}`;
       try {
-        const [issuedBefore, overlapped, claimed, value] = await book.enter(k('issued'), k('inside'), k('fence'), k('counter'), token, member);
+        const [issuedBefore, overlapped, claimed, value] = await book.enter(
+          k('issued'),
+          k('inside'),
+          k('fence'),
+          k('counter'),
+          token,
+          member,
+        );
         counts.tokensTwice += issuedBefore;
         counts.overlaps += overlapped;
         if (!claimed) counts.claimsRefused++;
@@ -133,4 +158,7 @@ process.on('disconnect', () => process.exit(0));
 provider
   .tryAcquire(`warm-up-${process.pid}`)
   .then((lock) => lock?.release())
-  .then(() => send({ type: 'ready' }), (error) => send({ type: 'failed', message: String(error?.stack ?? error) }));
+  .then(
+    () => send({ type: 'ready' }),
+    (error) => send({ type: 'failed', message: String(error?.stack ?? error) }),
+  );

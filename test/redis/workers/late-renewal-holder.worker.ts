@@ -19,7 +19,11 @@
  */
 import { LockService, RedisLockProvider } from 'nestjs-serialized';
 
-const env = (name: string): string => process.env[name] ?? (() => { throw new Error(`${name} is required`); })();
+const env = (name: string): string =>
+  process.env[name] ??
+  (() => {
+    throw new Error(`${name} is required`);
+  })();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function block(ms: number): void {

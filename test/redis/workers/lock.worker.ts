@@ -63,7 +63,13 @@ async function counter(command: Command): Promise<void> {
 }
 
 async function acquire(command: Command): Promise<void> {
-  const { id, key, waitTimeoutMs, hold, recordKey } = command as unknown as { id: string; key: string; waitTimeoutMs?: number; hold: number; recordKey?: string };
+  const { id, key, waitTimeoutMs, hold, recordKey } = command as unknown as {
+    id: string;
+    key: string;
+    waitTimeoutMs?: number;
+    hold: number;
+    recordKey?: string;
+  };
   try {
     const lock = await provider.acquire(key, { waitTimeoutMs });
     if (recordKey) await data.rpush(recordKey, id);
@@ -81,7 +87,9 @@ async function acquire(command: Command): Promise<void> {
 }
 
 async function section(command: Command): Promise<void> {
-  const { id, key, waitTimeoutMs, insideKey, overlapKey, orderKey } = command as unknown as Record<string, string> & { waitTimeoutMs?: number };
+  const { id, key, waitTimeoutMs, insideKey, overlapKey, orderKey } = command as unknown as Record<string, string> & {
+    waitTimeoutMs?: number;
+  };
   let lock: Lock;
   try {
     lock = await provider.acquire(key, { waitTimeoutMs });
@@ -153,4 +161,7 @@ provider
     return lock?.release();
   })
   .then(() => data.ping())
-  .then(() => send({ type: 'ready', pid: process.pid, session }), (error) => send({ type: 'error', message: String(error) }));
+  .then(
+    () => send({ type: 'ready', pid: process.pid, session }),
+    (error) => send({ type: 'error', message: String(error) }),
+  );

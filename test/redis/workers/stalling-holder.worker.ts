@@ -20,7 +20,11 @@ const capture: LoggerService = {
 };
 Logger.overrideLogger(capture);
 
-const env = (name: string): string => process.env[name] ?? (() => { throw new Error(`${name} is required`); })();
+const env = (name: string): string =>
+  process.env[name] ??
+  (() => {
+    throw new Error(`${name} is required`);
+  })();
 
 async function main(): Promise<void> {
   const provider = new RedisLockProvider({ url: env('REDIS_URL'), keyPrefix: env('KEY_PREFIX'), leaseMs: Number(env('LEASE_MS')) });

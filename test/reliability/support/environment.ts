@@ -48,7 +48,9 @@ export class ThrowawayRedis {
     return `redis://127.0.0.1:${this.port}`;
   }
   async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
     for (;;) {
       const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       probe.on('error', () => undefined); // not up yet: the loop tries again
@@ -84,7 +86,9 @@ export class Ledger {
   async open(): Promise<void> {
     await this.pg.connect();
     await this.pg.query(`CREATE SCHEMA ${this.schema}`);
-    await this.pg.query(`CREATE TABLE ${this.table} (key text PRIMARY KEY, value int NOT NULL DEFAULT 0, fence numeric NOT NULL DEFAULT 0)`);
+    await this.pg.query(
+      `CREATE TABLE ${this.table} (key text PRIMARY KEY, value int NOT NULL DEFAULT 0, fence numeric NOT NULL DEFAULT 0)`,
+    );
     await this.pg.query(`CREATE TABLE ${this.table}_writes (id bigserial PRIMARY KEY, key text NOT NULL, token numeric NOT NULL)`);
   }
 
@@ -116,7 +120,9 @@ export class Ledger {
    * (signal aborted; it wrote nothing or the fence refused it).
    */
   async overlaps(): Promise<{ overlaps: number; excused: number }> {
-    const entries = (await this.redis.lrange(`${this.detectorPrefix}:overlaps`, 0, -1)).map((e) => JSON.parse(e) as { key: string; others: string[] });
+    const entries = (await this.redis.lrange(`${this.detectorPrefix}:overlaps`, 0, -1)).map(
+      (e) => JSON.parse(e) as { key: string; others: string[] },
+    );
     const lost = new Set(await this.redis.smembers(`${this.detectorPrefix}:lost`));
     const excused = entries.filter((e) => e.others.every((other) => lost.has(`${e.key}:${other}`))).length;
     await this.redis.del(`${this.detectorPrefix}:overlaps`);
@@ -124,7 +130,12 @@ export class Ledger {
   }
 
   workerEnv(): Record<string, string> {
-    return { REL_LEDGER: this.table, REL_LEDGER_URL: TEST_DATABASE_URL, REL_DETECTOR: this.detectorPrefix, REL_DETECTOR_URL: TEST_REDIS_URL };
+    return {
+      REL_LEDGER: this.table,
+      REL_LEDGER_URL: TEST_DATABASE_URL,
+      REL_DETECTOR: this.detectorPrefix,
+      REL_DETECTOR_URL: TEST_REDIS_URL,
+    };
   }
 
   async close(): Promise<void> {

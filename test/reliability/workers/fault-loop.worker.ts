@@ -18,7 +18,16 @@
  */
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
-import { LockBackendError, LockBusyError, LockService, LockTimeoutError, MysqlLockProvider, PostgresLockProvider, RedisLockProvider, type LockProvider } from 'nestjs-serialized';
+import {
+  LockBackendError,
+  LockBusyError,
+  LockService,
+  LockTimeoutError,
+  MysqlLockProvider,
+  PostgresLockProvider,
+  RedisLockProvider,
+  type LockProvider,
+} from 'nestjs-serialized';
 
 const env = process.env;
 const DRIVER = env.SERIALIZED_DRIVER as 'redis' | 'postgres' | 'mysql' | 'naive';
@@ -75,11 +84,24 @@ const detector = new Redis(env.REL_DETECTOR_URL!, { maxRetriesPerRequest: 3 });
 const ledger = new Client({ connectionString: env.REL_LEDGER_URL!, application_name: `${env.REL_PREFIX}-ledger` });
 const ledgerReady = ledger.connect();
 
-const stats = { sections: 0, accepted: 0, rejected: 0, busy: 0, lost: 0, other: 0, backendAt: [] as number[], firstError: undefined as string | undefined };
+const stats = {
+  sections: 0,
+  accepted: 0,
+  rejected: 0,
+  busy: 0,
+  lost: 0,
+  other: 0,
+  backendAt: [] as number[],
+  firstError: undefined as string | undefined,
+};
 let stopping = false;
 
 /** The section: enter the detector, claim the row with the token, (hold), write if still ours, leave. */
-async function section(key: string, lock: { fencingToken: bigint; signal?: AbortSignal; readonly lost?: unknown }, holdMs: number): Promise<void> {
+async function section(
+  key: string,
+  lock: { fencingToken: bigint; signal?: AbortSignal; readonly lost?: unknown },
+  holdMs: number,
+): Promise<void> {
   stats.sections++;
   const token = lock.fencingToken.toString();
   const member = `${process.pid}:${token}`;
@@ -209,7 +231,7 @@ process.on('message', (message: { type: string; ms?: number }) => {
       await Promise.all(loops);
       // run() does not wait for a release's reply: let the last ones apply (bounded; what is left is a leak).
       const activeKeys = () => (provider as { activeKeys?: number } | undefined)?.activeKeys ?? 0;
-      for (const until = Date.now() + 10_000; activeKeys() > 0 && Date.now() < until; ) await sleep(20);
+      for (const until = Date.now() + 10_000; activeKeys() > 0 && Date.now() < until;) await sleep(20);
       // The invariant of issue 25: no advisory lock on a session of ours without an owner.
       const unowned = provider instanceof PostgresLockProvider ? await provider.auditLocks() : 0;
       process.send!({ type: 'quiet', stats, unowned, activeKeys: activeKeys() });

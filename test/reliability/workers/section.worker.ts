@@ -32,8 +32,10 @@ const FENCED_WRITE = `WITH w AS (UPDATE ${LEDGER} SET value = $2 WHERE key = $1 
 const DETECTOR = env.REL_DETECTOR!; // Redis key prefix of the shared detector
 
 function makeProvider(): LockProvider {
-  if (DRIVER === 'redis') return new RedisLockProvider({ url: env.REDIS_URL!, keyPrefix: env.REL_PREFIX!, leaseMs: Number(env.REL_LEASE_MS ?? 30_000) });
-  if (DRIVER === 'postgres') return new PostgresLockProvider({ connectionString: env.DATABASE_URL!, keyPrefix: env.REL_PREFIX!, applicationName: env.REL_PREFIX! });
+  if (DRIVER === 'redis')
+    return new RedisLockProvider({ url: env.REDIS_URL!, keyPrefix: env.REL_PREFIX!, leaseMs: Number(env.REL_LEASE_MS ?? 30_000) });
+  if (DRIVER === 'postgres')
+    return new PostgresLockProvider({ connectionString: env.DATABASE_URL!, keyPrefix: env.REL_PREFIX!, applicationName: env.REL_PREFIX! });
   return new InMemoryLockProvider();
 }
 
@@ -59,7 +61,19 @@ export interface Stats {
   tokens: string[];
 }
 
-const fresh = (): Stats => ({ sections: 0, overlaps: 0, duplicates: 0, accepted: 0, rejected: 0, busy: 0, backend: 0, lost: 0, other: 0, orderViolations: 0, tokens: [] });
+const fresh = (): Stats => ({
+  sections: 0,
+  overlaps: 0,
+  duplicates: 0,
+  accepted: 0,
+  rejected: 0,
+  busy: 0,
+  backend: 0,
+  lost: 0,
+  other: 0,
+  orderViolations: 0,
+  tokens: [],
+});
 let stats = fresh();
 const localInside = new Map<string, number>();
 // The section's key:token per request, so a lock reported lost at release is recorded too.
@@ -95,7 +109,10 @@ async function section(key: string, lock: Lock, requestId: string, holdMs: numbe
     // Told later, by the release (run() does not wait for its reply): still told.
     lock.signal.addEventListener('abort', () => void detector.sadd(`${DETECTOR}:lost`, `${key}:${token}`), { once: true });
     try {
-      const [[, added], [, members]] = (await detector.multi().sadd(inside, token).smembers(inside).exec()) as [[null, number], [null, string[]]];
+      const [[, added], [, members]] = (await detector.multi().sadd(inside, token).smembers(inside).exec()) as [
+        [null, number],
+        [null, string[]],
+      ];
       const others = members.filter((m) => m !== token);
       if (added && others.length) await detector.rpush(`${DETECTOR}:overlaps`, JSON.stringify({ key, token, others }));
       if ((await detector.sadd(`${DETECTOR}:runs`, requestId)) === 0) stats.duplicates++;
@@ -161,10 +178,14 @@ async function run(command: RunCommand): Promise<void> {
       const requestId = `${process.pid}:${key}:${i}:${Math.random()}`;
       calls.push(
         service
-          .run(key, async (lock) => {
-            if (command.checkOrder) (order.get(key) ?? order.set(key, []).get(key)!).push(i);
-            await section(key, lock, requestId, command.holdMs, command.shared);
-          }, { waitTimeoutMs: command.waitTimeoutMs })
+          .run(
+            key,
+            async (lock) => {
+              if (command.checkOrder) (order.get(key) ?? order.set(key, []).get(key)!).push(i);
+              await section(key, lock, requestId, command.holdMs, command.shared);
+            },
+            { waitTimeoutMs: command.waitTimeoutMs },
+          )
           .then(
             // Told after the section ended: recorded by the section's own listener on the signal.
             () => undefined,
@@ -234,7 +255,11 @@ process.on('message', (message: { type: string } & Record<string, unknown>) => {
       process.exit(0);
     } else if (message.type === 'heap') {
       if (global.gc) global.gc();
-      process.send!({ type: 'heap', heapUsed: process.memoryUsage().heapUsed, activeKeys: (provider as { activeKeys?: number }).activeKeys ?? 0 });
+      process.send!({
+        type: 'heap',
+        heapUsed: process.memoryUsage().heapUsed,
+        activeKeys: (provider as { activeKeys?: number }).activeKeys ?? 0,
+      });
     }
   })().catch((error: unknown) => process.send!({ type: 'error', message: (error as Error).message }));
 });

@@ -87,7 +87,7 @@ export function describeOncePerTick(driver: 'redis' | 'postgres'): void {
   });
 
   describe(`three instances on ${driver}, one killed mid-run`, () => {
-    it('runs the next tick after the lease on a survivor and never retries the dead instance\'s tick', async () => {
+    it("runs the next tick after the lease on a survivor and never retries the dead instance's tick", async () => {
       const cluster = await TickCluster.start(driver, ['crash'], [0, 0, 0]);
       try {
         const started = () => cluster.instances.flatMap((instance) => instance.messages.filter((m) => m.type === 'started'));

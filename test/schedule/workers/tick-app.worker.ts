@@ -107,7 +107,14 @@ class CrashJob {
   }
 }
 
-const GROUPS: Record<string, Type> = { fast: FastJob, naive: NaiveJob, long: LongJob, interval: IntervalJob, shared: SharedJobs, crash: CrashJob };
+const GROUPS: Record<string, Type> = {
+  fast: FastJob,
+  naive: NaiveJob,
+  long: LongJob,
+  interval: IntervalJob,
+  shared: SharedJobs,
+  crash: CrashJob,
+};
 
 @Module({})
 class TickAppModule {

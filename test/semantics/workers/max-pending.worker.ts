@@ -38,7 +38,8 @@ function caller(i: number): void {
     })
     .then(
       () => send({ type: 'released', i }),
-      (error: Error & { reason?: string }) => send({ type: 'refused', i, name: error?.name, reason: error?.reason, message: error?.message }),
+      (error: Error & { reason?: string }) =>
+        send({ type: 'refused', i, name: error?.name, reason: error?.reason, message: error?.message }),
     );
 }
 

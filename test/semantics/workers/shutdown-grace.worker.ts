@@ -60,8 +60,7 @@ async function main(): Promise<void> {
       send({ type: 'section-ended' });
     });
 
-  const take = (): Promise<void> =>
-    locks.run(key, (lock) => send({ type: 'took', token: lock.fencingToken.toString() }));
+  const take = (): Promise<void> => locks.run(key, (lock) => send({ type: 'took', token: lock.fencingToken.toString() }));
 
   const fail = (error: unknown): void =>
     send({ type: 'failed', name: (error as Error)?.name, message: String((error as Error)?.stack ?? error) });

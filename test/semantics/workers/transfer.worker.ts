@@ -56,7 +56,9 @@ async function main(): Promise<void> {
   let maxCallMs = 0;
   const failures: string[] = [];
   const section = async (from: string, to: string, amount: number) => {
-    const { rows } = await work.query(`UPDATE ${table} SET inside = inside + 1 WHERE id = ANY($1) RETURNING id, inside, balance`, [[from, to]]);
+    const { rows } = await work.query(`UPDATE ${table} SET inside = inside + 1 WHERE id = ANY($1) RETURNING id, inside, balance`, [
+      [from, to],
+    ]);
     overlaps += rows.filter((row) => row.inside !== 1).length;
     const balance = Object.fromEntries(rows.map((row) => [row.id, row.balance as number]));
     await new Promise((resolve) => setTimeout(resolve, 2)); // widen the race window
@@ -71,10 +73,14 @@ async function main(): Promise<void> {
     const started = performance.now();
     try {
       if (nested) {
-        await locks.run(from, async () => {
-          await new Promise((resolve) => setTimeout(resolve, 5));
-          await locks.run(to, () => section(from, to, amount), { waitTimeoutMs });
-        }, { waitTimeoutMs });
+        await locks.run(
+          from,
+          async () => {
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            await locks.run(to, () => section(from, to, amount), { waitTimeoutMs });
+          },
+          { waitTimeoutMs },
+        );
       } else {
         await locks.run([from, to], () => section(from, to, amount), { waitTimeoutMs });
       }

@@ -56,7 +56,9 @@ export class PgBouncer {
     }
     const ini = path.join(this.dir, 'pgbouncer.ini');
     if (!path.isAbsolute(BINARY) && !hasCommand(BINARY)) {
-      throw new Error('PgBouncer is not installed: the transaction-mode suites start a throwaway one. Install it (Debian: apt-get install -y pgbouncer; .ci/run does).');
+      throw new Error(
+        'PgBouncer is not installed: the transaction-mode suites start a throwaway one. Install it (Debian: apt-get install -y pgbouncer; .ci/run does).',
+      );
     }
     this.child =
       process.getuid?.() === 0

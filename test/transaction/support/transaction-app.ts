@@ -42,11 +42,14 @@ function drizzleSql(text: string, params: unknown[]): SQL {
 
 export function runOf(adapter: AdapterName, txHost: TransactionHost<never>): Run {
   if (adapter === 'typeorm') return (text, params = []) => (txHost.tx as unknown as DataSource['manager']).query(text, params);
-  return async (text, params = []) => (await (txHost.tx as unknown as NodePgDatabase).execute(drizzleSql(text, params))).rows as Record<string, unknown>[];
+  return async (text, params = []) =>
+    (await (txHost.tx as unknown as NodePgDatabase).execute(drizzleSql(text, params))).rows as Record<string, unknown>[];
 }
 
 /** Builds the app (not listening): rewards claimed in transaction mode, a naive twin, and probes. */
-export async function createTransactionApp(options: TransactionAppOptions): Promise<{ app: INestApplication; pool: () => { total: number; idle: number; waiting: number } }> {
+export async function createTransactionApp(
+  options: TransactionAppOptions,
+): Promise<{ app: INestApplication; pool: () => { total: number; idle: number; waiting: number } }> {
   const { table } = options;
   const max = options.poolSize ?? 10;
   let poolStats: () => { total: number; idle: number; waiting: number } = () => ({ total: 0, idle: 0, waiting: 0 });
@@ -166,8 +169,13 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
       return this.rewards.txHost.withTransaction(async () => {
         const error = await this.locks
           .run([`account:${from}`, `account:${to}`], () => 'ran', { transaction: true, mode: 'reject' })
-          .then(() => undefined, (e: unknown) => (e as Error).name);
-        const [row] = await this.rewards.run("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()");
+          .then(
+            () => undefined,
+            (e: unknown) => (e as Error).name,
+          );
+        const [row] = await this.rewards.run(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
+        );
         return { error, advisoryLocksHeld: Number(row.n) };
       });
     }

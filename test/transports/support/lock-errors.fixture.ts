@@ -1,13 +1,6 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
-import {
-  LockService,
-  RedisLockProvider,
-  Serialized,
-  SerializedModule,
-  type Lock,
-  type SerializedModuleOptions,
-} from 'nestjs-serialized';
+import { LockService, RedisLockProvider, Serialized, SerializedModule, type Lock, type SerializedModuleOptions } from 'nestjs-serialized';
 import { freeLocalPort } from '../../support/local-server';
 import { TEST_REDIS_URL } from '../../support/services';
 
@@ -21,8 +14,17 @@ export type Scenario = 'busy' | 'timeout' | 'down' | 'badKey' | 'lost';
 export const SCENARIOS: readonly Scenario[] = ['busy', 'timeout', 'down', 'badKey', 'lost'];
 
 /** What each scenario must answer, on every transport: the status, the stable code, the message a client may read. */
-export const EXPECTED: Record<Scenario, { status: number; code: string; graphqlCode: string; retryAfter: string | undefined; message: string }> = {
-  busy: { status: 429, code: 'LOCK_BUSY', graphqlCode: 'TOO_MANY_REQUESTS', retryAfter: '1', message: 'Another request with the same key is in progress; retry later' },
+export const EXPECTED: Record<
+  Scenario,
+  { status: number; code: string; graphqlCode: string; retryAfter: string | undefined; message: string }
+> = {
+  busy: {
+    status: 429,
+    code: 'LOCK_BUSY',
+    graphqlCode: 'TOO_MANY_REQUESTS',
+    retryAfter: '1',
+    message: 'Another request with the same key is in progress; retry later',
+  },
   timeout: {
     status: 429,
     code: 'LOCK_TIMEOUT',
@@ -30,9 +32,27 @@ export const EXPECTED: Record<Scenario, { status: number; code: string; graphqlC
     retryAfter: '1',
     message: 'Timed out after 300 ms waiting for another request with the same key to finish; retry later',
   },
-  down: { status: 503, code: 'LOCK_BACKEND_UNAVAILABLE', graphqlCode: 'SERVICE_UNAVAILABLE', retryAfter: '1', message: 'The lock backend is unavailable; retry later' },
-  badKey: { status: 400, code: 'SERIALIZATION_KEY_MISSING', graphqlCode: 'BAD_REQUEST', retryAfter: undefined, message: 'The key function returned nothing' },
-  lost: { status: 503, code: 'LOCK_LOST', graphqlCode: 'SERVICE_UNAVAILABLE', retryAfter: '1', message: 'The lock of this request was lost before it finished; retry later' },
+  down: {
+    status: 503,
+    code: 'LOCK_BACKEND_UNAVAILABLE',
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    retryAfter: '1',
+    message: 'The lock backend is unavailable; retry later',
+  },
+  badKey: {
+    status: 400,
+    code: 'SERIALIZATION_KEY_MISSING',
+    graphqlCode: 'BAD_REQUEST',
+    retryAfter: undefined,
+    message: 'The key function returned nothing',
+  },
+  lost: {
+    status: 503,
+    code: 'LOCK_LOST',
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    retryAfter: '1',
+    message: 'The lock of this request was lost before it finished; retry later',
+  },
 };
 
 /**
@@ -42,7 +62,9 @@ export const EXPECTED: Record<Scenario, { status: number; code: string; graphqlC
  */
 export function leaksIn(answer: unknown, id: string): string[] {
   const text = JSON.stringify(answer);
-  return [id, 'LockErrorsService', '#', 'busy:', 'down:', 'lost:', 'key:', 'Controller', 'Resolver', 'Gateway'].filter((word) => text.includes(word));
+  return [id, 'LockErrorsService', '#', 'busy:', 'down:', 'lost:', 'key:', 'Controller', 'Resolver', 'Gateway'].filter((word) =>
+    text.includes(word),
+  );
 }
 
 /** A LockService over a Redis provider pointed at a closed port; the provider closes with the app. */
@@ -151,7 +173,12 @@ export class LockErrorsModule {
 }
 
 /** Runs `call` for `scenario` with the key held by the other instance where the scenario needs it. */
-export async function inScenario<T>(service: LockErrorsService, scenario: Scenario, id: string, call: (arg: string) => Promise<T>): Promise<T> {
+export async function inScenario<T>(
+  service: LockErrorsService,
+  scenario: Scenario,
+  id: string,
+  call: (arg: string) => Promise<T>,
+): Promise<T> {
   const held = await service.hold(scenario, id);
   try {
     return await call(scenario === 'badKey' ? '' : id);

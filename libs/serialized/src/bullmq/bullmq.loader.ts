@@ -10,7 +10,8 @@ export function loadBullmq(handler: string): typeof Bullmq {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require('bullmq') as typeof Bullmq;
   } catch (error) {
-    if (isMissingPackage(error, 'bullmq')) throw missingPeerError(`@Serialized on ${handler} (a BullMQ job)`, 'bullmq', 'bullmq @nestjs/bullmq');
+    if (isMissingPackage(error, 'bullmq'))
+      throw missingPeerError(`@Serialized on ${handler} (a BullMQ job)`, 'bullmq', 'bullmq @nestjs/bullmq');
     throw error;
   }
 }

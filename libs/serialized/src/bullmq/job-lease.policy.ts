@@ -34,7 +34,7 @@ export function jobLeaseMs(job: Job, processor: object, leaseMs: number | undefi
  * `job.queue`; a `WorkerHost` also exposes it as `processor.worker`.
  */
 function workerLockDuration(job: Job, processor: object): number | undefined {
-  const fromJob = ((job as unknown as { queue?: WithLockDuration }).queue)?.opts?.lockDuration;
+  const fromJob = (job as unknown as { queue?: WithLockDuration }).queue?.opts?.lockDuration;
   if (isDuration(fromJob)) return fromJob;
   try {
     // `WorkerHost.worker` is a getter that throws before the worker exists.

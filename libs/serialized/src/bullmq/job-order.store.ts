@@ -37,8 +37,16 @@ export class JobOrderStore {
     const keys = jobOrderKeys(this.queue, lockKey);
     const reply = (await JOB_ORDER_SCRIPTS.enter.run(this.client, [
       // keys, then arguments
-      keys.active, keys.sequence, keys.order,
-      keys.jobPrefix, keys.orderPrefix, jobId, lockKey, JOB_LOCK_KEY_FIELD, ORDER_TTL_MS, ...known.flat(),
+      keys.active,
+      keys.sequence,
+      keys.order,
+      keys.jobPrefix,
+      keys.orderPrefix,
+      jobId,
+      lockKey,
+      JOB_LOCK_KEY_FIELD,
+      ORDER_TTL_MS,
+      ...known.flat(),
     ])) as [number, ...string[]];
     switch (Number(reply[0])) {
       case 0:

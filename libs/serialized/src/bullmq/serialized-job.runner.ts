@@ -85,7 +85,9 @@ class SerializedJobRun {
 
     const verdict = await this.enter();
     if (verdict.kind !== 'run') {
-      this.logger.debug(`Job ${this.job.id} (${this.call.handler}) parked: job ${verdict.kind === 'park' ? verdict.headId : '?'} goes first for "${this.lockKey}"`);
+      this.logger.debug(
+        `Job ${this.job.id} (${this.call.handler}) parked: job ${verdict.kind === 'park' ? verdict.headId : '?'} goes first for "${this.lockKey}"`,
+      );
       await this.park(this.options.recheckMs, true);
       throw new DelayedError();
     }
@@ -102,7 +104,9 @@ class SerializedJobRun {
         throw error;
       }
       // Held by an HTTP handler (or another app) sharing the scope: keep the head, try again later.
-      this.logger.debug(`Job ${this.job.id} (${this.call.handler}) parked for ${this.options.lockRetryMs} ms: lock "${this.lockKey}" is held`);
+      this.logger.debug(
+        `Job ${this.job.id} (${this.call.handler}) parked for ${this.options.lockRetryMs} ms: lock "${this.lockKey}" is held`,
+      );
       await this.park(this.options.lockRetryMs, false);
       throw new DelayedError();
     }

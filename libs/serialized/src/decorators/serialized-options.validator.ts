@@ -17,7 +17,9 @@ export function assertSerializedOptions(options: SerializedOptions, where: strin
   const problems = callOptionProblems(options);
   const scope: unknown = options.scope;
   if (scope !== undefined && (typeof scope !== 'string' || scope.trim() === '' || hasLoneSurrogate(scope))) {
-    problems.push(`scope=${showValue(scope)} is invalid: accepts a string that is not empty, not only white space, and well-formed Unicode`);
+    problems.push(
+      `scope=${showValue(scope)} is invalid: accepts a string that is not empty, not only white space, and well-formed Unicode`,
+    );
   }
   if (options.transform !== undefined && typeof options.transform !== 'function') {
     problems.push(`transform=${showValue(options.transform)} is invalid: accepts a function (value: string) => string | number`);

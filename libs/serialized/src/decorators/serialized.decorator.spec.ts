@@ -43,9 +43,7 @@ describe('@Serialized on a method that is not a route handler', () => {
 
   it('serializes calls per key read from the arguments, in call order', async () => {
     const jobs = withLocks();
-    const results = await Promise.all(
-      [1, 2, 3, 4].map((n) => jobs.process({ data: { userId: n % 2 ? 'a' : 'b', n } })),
-    );
+    const results = await Promise.all([1, 2, 3, 4].map((n) => jobs.process({ data: { userId: n % 2 ? 'a' : 'b', n } })));
     expect(results).toEqual([1, 2, 3, 4]);
     expect(jobs.order.filter((o) => o.startsWith('a:'))).toEqual(['a:1', 'a:3']);
     expect(jobs.maxInside).toBe(2); // a and b in parallel, never two of one key

@@ -85,7 +85,8 @@ function decorateMethod(
 
   const direct = async (instance: object, lockService: LockService, args: unknown[]): Promise<unknown> => {
     // A BullMQ job never waits for its key inside a worker slot: it is parked instead (docs/bullmq.md).
-    if (isBullmqJob(args[0])) return runSerializedJob({ lockService, metadata, handler, instance, method: original, decorated: serialized, args });
+    if (isBullmqJob(args[0]))
+      return runSerializedJob({ lockService, metadata, handler, instance, method: original, decorated: serialized, args });
     const value = await resolveArgumentsKeys(metadata.parsedKey, args, handler);
     const section = () => original.apply(instance, args);
     if (typeof value === 'string') return lockService.run(lockKeyOf(metadata, value), section, runOptionsOf(metadata, handler));

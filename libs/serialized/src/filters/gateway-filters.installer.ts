@@ -23,7 +23,11 @@ const GATEWAY_METADATA = 'websockets:is_gateway';
 export class GatewayFiltersInstaller implements OnApplicationShutdown {
   private readonly gateways: Type[] = [];
 
-  constructor(discovery: DiscoveryService, @Inject(SERIALIZED_OPTIONS) options: ResolvedSerializedOptions, private readonly filter: SerializedExceptionFilter) {
+  constructor(
+    discovery: DiscoveryService,
+    @Inject(SERIALIZED_OPTIONS) options: ResolvedSerializedOptions,
+    private readonly filter: SerializedExceptionFilter,
+  ) {
     if (options.errorMapping === false) return;
     for (const wrapper of discovery.getProviders()) {
       const gateway = wrapper.metatype as Type | null | undefined;
@@ -38,7 +42,11 @@ export class GatewayFiltersInstaller implements OnApplicationShutdown {
   onApplicationShutdown(): void {
     for (const gateway of this.gateways.splice(0)) {
       const filters: unknown[] = Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, gateway) ?? [];
-      Reflect.defineMetadata(EXCEPTION_FILTERS_METADATA, filters.filter((f) => f !== this.filter), gateway);
+      Reflect.defineMetadata(
+        EXCEPTION_FILTERS_METADATA,
+        filters.filter((f) => f !== this.filter),
+        gateway,
+      );
     }
   }
 }

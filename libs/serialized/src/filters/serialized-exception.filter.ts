@@ -43,7 +43,9 @@ export class SerializedExceptionFilter implements ExceptionFilter<SerializedErro
 
   catch(error: SerializedError, host: ArgumentsHost): unknown {
     const mapped = mapSerializedError(error, this.options);
-    this.logger.debug(`Answered ${mapped.status}${mapped.code ? ` ${mapped.code}` : ''} (${host.getType<string>()}): ${error.name}: ${redactUrls(error.message)}`);
+    this.logger.debug(
+      `Answered ${mapped.status}${mapped.code ? ` ${mapped.code}` : ''} (${host.getType<string>()}): ${error.name}: ${redactUrls(error.message)}`,
+    );
     // The detail of a 503 goes to the log, once per outage; Nest logs nothing.
     if (mapped.status === 503) this.outages.report(error, error.handler ?? 'a request handler');
     switch (host.getType<string>()) {

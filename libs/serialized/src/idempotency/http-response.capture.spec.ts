@@ -9,12 +9,14 @@ async function requestTo(handle: (res: http.ServerResponse) => void): Promise<st
   try {
     const { port } = server.address() as AddressInfo;
     return await new Promise<string>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolve(body));
-      }).on('error', reject);
+      http
+        .get({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve(body));
+        })
+        .on('error', reject);
     });
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -5,7 +5,10 @@ import { parseSfString, readIdempotentCall } from './idempotency-key.reader';
 import type { IdempotentMetadata, IdempotentOptions } from './idempotent-options.interface';
 
 const http = (request: object): ExecutionContext =>
-  ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => ({ method: 'POST', url: '/p', ...request }) }) }) as unknown as ExecutionContext;
+  ({
+    getType: () => 'http',
+    switchToHttp: () => ({ getRequest: () => ({ method: 'POST', url: '/p', ...request }) }),
+  }) as unknown as ExecutionContext;
 
 function metadata(options: IdempotentOptions = {}): IdempotentMetadata {
   return {
@@ -20,7 +23,7 @@ function metadata(options: IdempotentOptions = {}): IdempotentMetadata {
 }
 
 describe('reading an idempotency key', () => {
-  it('parses the draft\'s Structured Field string and refuses malformed ones', () => {
+  it("parses the draft's Structured Field string and refuses malformed ones", () => {
     expect(parseSfString('"abc-1"')).toBe('abc-1');
     expect(parseSfString('"a\\"b\\\\c"')).toBe('a"b\\c');
     for (const bad of ['"abc', '"a"b"', '"a\\nb"', '"é"', '"']) expect(parseSfString(bad)).toBeUndefined();
@@ -31,7 +34,8 @@ describe('reading an idempotency key', () => {
     const quoted = await readIdempotentCall(metadata(), { ctx: http({ headers: { 'idempotency-key': '"k1"' } }) });
     expect(bare?.key).toMatch(/^idempotent:Pay\.create:[A-Za-z0-9_-]{43}$/);
     expect(quoted).toEqual(bare);
-    const scoped = (user: string) => readIdempotentCall(metadata({ scope: 'user.id' }), { ctx: http({ user: { id: user }, headers: { 'idempotency-key': 'k1' } }) });
+    const scoped = (user: string) =>
+      readIdempotentCall(metadata({ scope: 'user.id' }), { ctx: http({ user: { id: user }, headers: { 'idempotency-key': 'k1' } }) });
     expect((await scoped('alice'))!.key).not.toBe((await scoped('bob'))!.key);
   });
 
@@ -51,7 +55,9 @@ describe('reading an idempotency key', () => {
   });
 
   it('asks for a key on a method that has no Idempotency-Key header', async () => {
-    await expect(readIdempotentCall(metadata(), { args: [{ data: {} }], isJob: true })).rejects.toThrow("give the key elsewhere ({ key: 'data.paymentId' })");
+    await expect(readIdempotentCall(metadata(), { args: [{ data: {} }], isJob: true })).rejects.toThrow(
+      "give the key elsewhere ({ key: 'data.paymentId' })",
+    );
   });
 
   it('leaves the fingerprint out with fingerprint: false and hashes a custom one', async () => {

@@ -78,13 +78,23 @@ function readHeader(metadata: IdempotentMetadata, ctx: ExecutionContext): string
   if (value.startsWith('"')) {
     const parsed = parseSfString(value);
     if (parsed === undefined) {
-      throw new IdempotencyKeyError(text, 'invalid', 'The Idempotency-Key header is not a valid Structured Field string.', metadata.handler);
+      throw new IdempotencyKeyError(
+        text,
+        'invalid',
+        'The Idempotency-Key header is not a valid Structured Field string.',
+        metadata.handler,
+      );
     }
     value = parsed;
   }
   if (value.trim() === '') throw new IdempotencyKeyError(text, 'empty', 'The Idempotency-Key header is empty.', metadata.handler);
   if (value.length > SERIALIZED_DEFAULTS.maxKeyLength) {
-    throw new IdempotencyKeyError(text, 'too-long', `The Idempotency-Key header is longer than ${SERIALIZED_DEFAULTS.maxKeyLength} characters.`, metadata.handler);
+    throw new IdempotencyKeyError(
+      text,
+      'too-long',
+      `The Idempotency-Key header is longer than ${SERIALIZED_DEFAULTS.maxKeyLength} characters.`,
+      metadata.handler,
+    );
   }
   return value;
 }
@@ -126,7 +136,12 @@ function keyError(metadata: IdempotentMetadata, error: SerializationKeyError, wh
     case 'missing':
       return new IdempotencyKeyError(text, 'missing', `${what} is missing or empty.`, metadata.handler);
     case 'too-long':
-      return new IdempotencyKeyError(text, 'too-long', `${what} is longer than ${SERIALIZED_DEFAULTS.maxKeyLength} characters.`, metadata.handler);
+      return new IdempotencyKeyError(
+        text,
+        'too-long',
+        `${what} is longer than ${SERIALIZED_DEFAULTS.maxKeyLength} characters.`,
+        metadata.handler,
+      );
     default:
       return new IdempotencyKeyError(text, 'invalid', `${what} is not a valid value (a string or a number).`, metadata.handler);
   }
@@ -136,7 +151,10 @@ async function fingerprintOf(metadata: IdempotentMetadata, source: CallSource): 
   const option = metadata.options.fingerprint;
   if (option === false) return undefined;
   if (option === undefined) return 'ctx' in source ? contextFingerprint(source.ctx) : argumentsFingerprint(source.args, source.isJob);
-  const value = await ('ctx' in source ? (option as (c: ExecutionContext) => unknown)(source.ctx) : (option as (...a: unknown[]) => unknown)(...source.args));
-  if (typeof value !== 'string') throw new TypeError(`@Idempotent on ${metadata.handler}: the fingerprint function must return a string, got ${typeof value}`);
+  const value = await ('ctx' in source
+    ? (option as (c: ExecutionContext) => unknown)(source.ctx)
+    : (option as (...a: unknown[]) => unknown)(...source.args));
+  if (typeof value !== 'string')
+    throw new TypeError(`@Idempotent on ${metadata.handler}: the fingerprint function must return a string, got ${typeof value}`);
   return digest(value);
 }

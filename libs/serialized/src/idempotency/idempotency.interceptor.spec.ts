@@ -31,7 +31,11 @@ describe('IdempotencyInterceptor on RPC handlers', () => {
   const interceptor = new IdempotencyInterceptor(service, new IdempotentMetadataAccessor(new Reflector()), new HttpAdapterHost());
   let runs = 0;
   const handler = (values: unknown[], ms = 20): CallHandler => ({
-    handle: () => timer(ms).pipe(map(() => ++runs), map((n) => values.map((v) => ({ v, n })))),
+    handle: () =>
+      timer(ms).pipe(
+        map(() => ++runs),
+        map((n) => values.map((v) => ({ v, n }))),
+      ),
   });
 
   it('runs the handler once per key and replays what it emitted, concurrent or late', async () => {
@@ -46,7 +50,9 @@ describe('IdempotencyInterceptor on RPC handlers', () => {
   it("answers a duplicate with IdempotencyConflictError (its transport's 409) in mode 'reject' while the first runs", async () => {
     const first = firstValueFrom(interceptor.intercept(rpc('payOrReject', { paymentId: 'p2' }), handler(['x'], 100)));
     await new Promise((resolve) => setTimeout(resolve, 10));
-    const error = await firstValueFrom(interceptor.intercept(rpc('payOrReject', { paymentId: 'p2' }), { handle: () => of('never') })).catch((e: unknown) => e);
+    const error = await firstValueFrom(interceptor.intercept(rpc('payOrReject', { paymentId: 'p2' }), { handle: () => of('never') })).catch(
+      (e: unknown) => e,
+    );
     // Without @nestjs/microservices installed the transport-neutral error passes as is.
     expect(error).toBeInstanceOf(IdempotencyConflictError);
     await first;

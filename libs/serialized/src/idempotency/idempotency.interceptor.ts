@@ -133,7 +133,8 @@ class FirstRun {
     const raw = response?.raw ?? response;
     // HTTP: what is stored is what goes out, recorded from before the handler runs.
     // The record is stored before the response's last bytes leave, the key released after.
-    this.capture = raw && typeof raw.on === 'function' ? captureResponse(raw, this.maxBytes, (captured) => this.storeHttp(captured)) : undefined;
+    this.capture =
+      raw && typeof raw.on === 'function' ? captureResponse(raw, this.maxBytes, (captured) => this.storeHttp(captured)) : undefined;
     void this.capture?.done.then(() => this.releaseHttp());
   }
 

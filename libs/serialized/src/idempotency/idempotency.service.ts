@@ -85,7 +85,9 @@ export class IdempotencyService implements OnApplicationShutdown {
     try {
       await this.store.set(call.key, record, metadata.options.ttlMs ?? this.defaultTtlMs);
     } catch (error) {
-      this.logger.error(`@Idempotent on ${metadata.handler}: could not store the response (${(error as Error).message}); a duplicate will run the handler again`);
+      this.logger.error(
+        `@Idempotent on ${metadata.handler}: could not store the response (${(error as Error).message}); a duplicate will run the handler again`,
+      );
     }
   }
 

@@ -23,7 +23,10 @@ export class IdempotentMetadataAccessor {
 
   /** Whether `handler` is an HTTP route (`@Get()`, `@Post()`, ...). */
   isRoute(handler: object): boolean {
-    return this.reflector.get(PATH_METADATA, handler as never) !== undefined && this.reflector.get<RequestMethod>(METHOD_METADATA, handler as never) !== undefined;
+    return (
+      this.reflector.get(PATH_METADATA, handler as never) !== undefined &&
+      this.reflector.get<RequestMethod>(METHOD_METADATA, handler as never) !== undefined
+    );
   }
 
   /** Whether `handler` is a server-sent events route (`@Sse()`). */

@@ -27,7 +27,12 @@ export async function runIdempotentMethod(
     const again = await service.find(call, metadata);
     if (again) return replayedValue(again);
     const value = await service.locks.runHolding(held, () => method.apply(instance, args));
-    const record: StoredResponse = { fingerprint: call.fingerprint, kind: 'values', values: value === undefined ? [] : [value], storedAt: Date.now() };
+    const record: StoredResponse = {
+      fingerprint: call.fingerprint,
+      kind: 'values',
+      values: value === undefined ? [] : [value],
+      storedAt: Date.now(),
+    };
     if (Buffer.byteLength(encodeStoredResponse(record)) > (metadata.options.maxResponseBytes ?? IDEMPOTENCY_DEFAULTS.maxResponseBytes)) {
       service.warnOversize(metadata);
     } else {

@@ -34,7 +34,10 @@ export class IdempotentRoutesChecker implements OnModuleInit {
         decorated++;
         if (!controllers.has(wrapper.metatype)) continue;
         const why = this.unreplayable(type, name, handler as object);
-        if (why) problems.push(`@Idempotent on ${type.name}#${name}: ${why}, which cannot be stored and replayed; remove @Idempotent, or return the response from the handler instead`);
+        if (why)
+          problems.push(
+            `@Idempotent on ${type.name}#${name}: ${why}, which cannot be stored and replayed; remove @Idempotent, or return the response from the handler instead`,
+          );
       }
     }
     if (decorated > 0) {

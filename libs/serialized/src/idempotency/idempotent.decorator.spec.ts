@@ -21,7 +21,10 @@ describe('@Idempotent on a method that is not a route handler', () => {
   const withService = (): Payments => {
     const payments = new Payments();
     const provider = new InMemoryLockProvider();
-    (payments as unknown as Record<symbol, IdempotencyService>)[IDEMPOTENCY_SERVICE] = new IdempotencyService(new LockService(provider), provider);
+    (payments as unknown as Record<symbol, IdempotencyService>)[IDEMPOTENCY_SERVICE] = new IdempotencyService(
+      new LockService(provider),
+      provider,
+    );
     return payments;
   };
 
@@ -42,17 +45,26 @@ describe('@Idempotent on a method that is not a route handler', () => {
   });
 
   it('says what to do when the instance was not created by Nest with the module imported', async () => {
-    await expect(new Payments().charge({ paymentId: 'p', amount: 1 })).rejects.toThrow('@Idempotent on Payments#charge: no IdempotencyService on this instance');
+    await expect(new Payments().charge({ paymentId: 'p', amount: 1 })).rejects.toThrow(
+      '@Idempotent on Payments#charge: no IdempotencyService on this instance',
+    );
   });
 
   it('keeps its metadata on the method and refuses bad options when applied', () => {
-    expect(Reflect.getMetadata(IDEMPOTENT_METADATA, Payments.prototype.charge)).toMatchObject({ route: 'Payments.charge', handler: 'Payments#charge' });
+    expect(Reflect.getMetadata(IDEMPOTENT_METADATA, Payments.prototype.charge)).toMatchObject({
+      route: 'Payments.charge',
+      handler: 'Payments#charge',
+    });
     expect(() => Idempotent({ mode: 'later' as never })).toThrow(SerializedConfigError);
     expect(() => Idempotent({ mode: 'later' as never })).toThrow('@Idempotent: mode="later" is invalid: accepts one of wait, reject');
-    expect(() => Idempotent({ ttlMs: 5 })).toThrow('@Idempotent: ttlMs=5 is invalid: accepts an integer number of milliseconds from 100 to');
+    expect(() => Idempotent({ ttlMs: 5 })).toThrow(
+      '@Idempotent: ttlMs=5 is invalid: accepts an integer number of milliseconds from 100 to',
+    );
     expect(() => Idempotent({ headers: ['bad header'] })).toThrow('headers=["bad header"] is invalid: accepts an array of header names');
     expect(() => Idempotent({ key: 'a..b' })).toThrow('key="a..b" is invalid: accepts a name or a dotted path');
-    expect(() => Idempotent({ fingerprint: 'x' as never })).toThrow('fingerprint="x" is invalid: accepts a function returning the request fingerprint, or false');
+    expect(() => Idempotent({ fingerprint: 'x' as never })).toThrow(
+      'fingerprint="x" is invalid: accepts a function returning the request fingerprint, or false',
+    );
     expect(() => Idempotent({ waitTimeoutMs: -1, required: 'yes' as never })).toThrow(
       /waitTimeoutMs=-1 is invalid: accepts an integer number of milliseconds >= 0\n.*required="yes" is invalid: accepts true or false/,
     );

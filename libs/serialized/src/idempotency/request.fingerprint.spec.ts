@@ -22,9 +22,13 @@ describe('request fingerprints', () => {
 
   it('differs when the method, the URL or the body differs', () => {
     const base = { method: 'POST', url: '/p', body: { amount: 1 } };
-    const prints = [base, { ...base, method: 'PUT' }, { ...base, url: '/q' }, { ...base, body: { amount: 2 } }, { ...base, body: '{"amount":1}' }].map((r) =>
-      contextFingerprint(http(r)),
-    );
+    const prints = [
+      base,
+      { ...base, method: 'PUT' },
+      { ...base, url: '/q' },
+      { ...base, body: { amount: 2 } },
+      { ...base, body: '{"amount":1}' },
+    ].map((r) => contextFingerprint(http(r)));
     expect(new Set(prints).size).toBe(prints.length);
   });
 });

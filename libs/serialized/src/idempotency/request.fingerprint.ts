@@ -25,7 +25,9 @@ export function canonicalJson(value: unknown): string {
     try {
       if (typeof object.toJSON === 'function') return walk(object.toJSON());
       if (Array.isArray(object)) return `[${object.map(walk).join(',')}]`;
-      const keys = Object.keys(object).filter((k) => object[k] !== undefined).sort();
+      const keys = Object.keys(object)
+        .filter((k) => object[k] !== undefined)
+        .sort();
       return `{${keys.map((k) => `${JSON.stringify(k)}:${walk(object[k])}`).join(',')}}`;
     } finally {
       seen.delete(object);

@@ -5,17 +5,27 @@ describe('BackendOutageLog', () => {
   const setup = () => {
     const lines: string[] = [];
     let now = 0;
-    const log = new BackendOutageLog({ error: (m: string) => lines.push(`error ${m}`), log: (m: string) => lines.push(`log ${m}`) }, 60_000, () => now);
+    const log = new BackendOutageLog(
+      { error: (m: string) => lines.push(`error ${m}`), log: (m: string) => lines.push(`log ${m}`) },
+      60_000,
+      () => now,
+    );
     return { lines, log, advance: (ms: number) => (now += ms) };
   };
   const refused = (key: string, handler: string) =>
-    new LockBackendError('Redis is unreachable: connect ECONNREFUSED 10.0.0.1:6379', { key, handler, cause: new Error('connect ECONNREFUSED 10.0.0.1:6379') });
+    new LockBackendError('Redis is unreachable: connect ECONNREFUSED 10.0.0.1:6379', {
+      key,
+      handler,
+      cause: new Error('connect ECONNREFUSED 10.0.0.1:6379'),
+    });
 
   it('logs an outage once, whatever the lock keys and handlers of the requests it fails', () => {
     const { lines, log } = setup();
     for (let n = 0; n < 50; n++) log.report(refused(`scope:${n}`, n % 2 ? 'A#a' : 'B#b'), n % 2 ? 'A#a' : 'B#b');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^error Lock backend unavailable: B#b answered 503\. LockBackendError: Redis is unreachable: connect ECONNREFUSED 10\.0\.0\.1:6379/);
+    expect(lines[0]).toMatch(
+      /^error Lock backend unavailable: B#b answered 503\. LockBackendError: Redis is unreachable: connect ECONNREFUSED 10\.0\.0\.1:6379/,
+    );
   });
 
   it('logs a different error at once, and the same one again after a request got through', () => {

@@ -41,7 +41,8 @@ export class BackendOutageLog {
       this.repeats++;
       return;
     }
-    const since = signature === this.current && this.repeats > 0 ? ` (${this.repeats} more 503s with this error since it was last logged)` : '';
+    const since =
+      signature === this.current && this.repeats > 0 ? ` (${this.repeats} more 503s with this error since it was last logged)` : '';
     this.current = signature;
     this.loggedAt = now;
     this.repeats = 0;
@@ -54,7 +55,8 @@ export class BackendOutageLog {
   /** A request got through: the next failure is news again. */
   recovered(): void {
     if (this.current === undefined) return;
-    if (this.repeats > 0) this.logger.log(`Lock backend usable again; ${this.repeats} more requests were answered 503 after the error logged last`);
+    if (this.repeats > 0)
+      this.logger.log(`Lock backend usable again; ${this.repeats} more requests were answered 503 after the error logged last`);
     this.current = undefined;
     this.repeats = 0;
   }

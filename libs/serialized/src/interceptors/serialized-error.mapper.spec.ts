@@ -29,7 +29,13 @@ describe('serialized error mapping', () => {
 
   it('gives a 429 its Retry-After, GraphQL code and a body with the code, naming no lock key or handler', () => {
     const mapped = mapSerializedError(new LockTimeoutError('Orders.place:user-42', 10, 'OrdersController#place'));
-    expect(mapped).toMatchObject({ status: 429, retryAfterSeconds: 1, graphqlCode: 'TOO_MANY_REQUESTS', code: 'LOCK_TIMEOUT', contentType: undefined });
+    expect(mapped).toMatchObject({
+      status: 429,
+      retryAfterSeconds: 1,
+      graphqlCode: 'TOO_MANY_REQUESTS',
+      code: 'LOCK_TIMEOUT',
+      contentType: undefined,
+    });
     expect(mapped.body).toEqual({
       statusCode: 429,
       error: 'Too Many Requests',
@@ -37,7 +43,9 @@ describe('serialized error mapping', () => {
       message: 'Timed out after 10 ms waiting for another request with the same key to finish; retry later',
     });
     for (const reason of ['held', 'max-pending', 'max-pending-total', 'shutting-down'] as const) {
-      const busy = JSON.stringify(mapSerializedError(new LockBusyError('Orders.place:user-42', reason, { maxPending: 3, handler: 'OrdersController#place' })).body);
+      const busy = JSON.stringify(
+        mapSerializedError(new LockBusyError('Orders.place:user-42', reason, { maxPending: 3, handler: 'OrdersController#place' })).body,
+      );
       expect(busy).toContain('"code":"LOCK_BUSY"');
       expect(busy).not.toMatch(/user-42|Orders|place/);
     }
@@ -51,18 +59,34 @@ describe('serialized error mapping', () => {
       code: 'SERIALIZATION_KEY_INVALID',
       message: 'Serialization key "user.id" is longer than 512 characters (looked in user.id)',
     });
-    const fromFunction = mapSerializedError(new SerializationKeyError('function tenantOf', 'missing', ['the value returned by the key function'], 'A#b'));
+    const fromFunction = mapSerializedError(
+      new SerializationKeyError('function tenantOf', 'missing', ['the value returned by the key function'], 'A#b'),
+    );
     expect(fromFunction.message).toBe('The key function returned nothing');
     const givenToRun = mapSerializedError(new SerializationKeyError('wallet:\ud800', 'unencodable', [], 'LockService#run'));
-    expect(givenToRun).toMatchObject({ code: 'SERIALIZATION_KEY_INVALID', message: 'The lock key is not well-formed Unicode (it has a lone surrogate)' });
-    expect(mapSerializedError(new SerializationKeyError('id', 'blank', ['params.id'])).message).toBe('Serialization key "id" is only white space (looked in params.id)');
+    expect(givenToRun).toMatchObject({
+      code: 'SERIALIZATION_KEY_INVALID',
+      message: 'The lock key is not well-formed Unicode (it has a lone surrogate)',
+    });
+    expect(mapSerializedError(new SerializationKeyError('id', 'blank', ['params.id'])).message).toBe(
+      'Serialization key "id" is only white space (looked in params.id)',
+    );
   });
 
   it('answers 503 with Retry-After and a body that says only that the backend is unavailable, or that the lock was lost', () => {
-    const down = mapSerializedError(new LockBackendError('Redis is unreachable: connect ECONNREFUSED 127.0.0.1:6399', { key: 'scope:42', handler: 'A#b' }));
+    const down = mapSerializedError(
+      new LockBackendError('Redis is unreachable: connect ECONNREFUSED 127.0.0.1:6399', { key: 'scope:42', handler: 'A#b' }),
+    );
     expect(down).toMatchObject({ status: 503, retryAfterSeconds: 1, graphqlCode: 'SERVICE_UNAVAILABLE', message: UNAVAILABLE_MESSAGE });
-    expect(down.body).toEqual({ statusCode: 503, error: 'Service Unavailable', code: 'LOCK_BACKEND_UNAVAILABLE', message: UNAVAILABLE_MESSAGE });
-    const lost = mapSerializedError(new LockLostError('scope:42', 'PostgreSQL session ended: role "nosuchrole" does not exist', undefined, 'A#b'));
+    expect(down.body).toEqual({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      code: 'LOCK_BACKEND_UNAVAILABLE',
+      message: UNAVAILABLE_MESSAGE,
+    });
+    const lost = mapSerializedError(
+      new LockLostError('scope:42', 'PostgreSQL session ended: role "nosuchrole" does not exist', undefined, 'A#b'),
+    );
     expect(lost).toMatchObject({ status: 503, retryAfterSeconds: 1, graphqlCode: 'SERVICE_UNAVAILABLE' });
     expect(lost.body).toEqual({
       statusCode: 503,
@@ -74,7 +98,12 @@ describe('serialized error mapping', () => {
 
   it("keeps @Idempotent's problem details (and their content type) unless the hook replaces them", () => {
     const conflict = mapSerializedError(new IdempotencyConflictError('k'));
-    expect(conflict).toMatchObject({ status: 409, retryAfterSeconds: 1, graphqlCode: 'CONFLICT', contentType: 'application/problem+json; charset=utf-8' });
+    expect(conflict).toMatchObject({
+      status: 409,
+      retryAfterSeconds: 1,
+      graphqlCode: 'CONFLICT',
+      contentType: 'application/problem+json; charset=utf-8',
+    });
     expect(conflict.body).toMatchObject({ status: 409, type: 'urn:nestjs-serialized:problem:idempotency-request-in-progress' });
     const replaced = mapSerializedError(new IdempotencyMismatchError('k'), { body: (error, status) => ({ failure: error.name, status }) });
     expect(replaced).toMatchObject({ status: 422, contentType: undefined, body: { failure: 'IdempotencyMismatchError', status: 422 } });

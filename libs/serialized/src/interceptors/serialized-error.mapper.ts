@@ -43,12 +43,7 @@ export function statusOf(error: SerializedError): number {
  * limiter's by it alone.
  */
 export type SerializedErrorCode =
-  | 'SERIALIZATION_KEY_MISSING'
-  | 'SERIALIZATION_KEY_INVALID'
-  | 'LOCK_BUSY'
-  | 'LOCK_TIMEOUT'
-  | 'LOCK_BACKEND_UNAVAILABLE'
-  | 'LOCK_LOST';
+  'SERIALIZATION_KEY_MISSING' | 'SERIALIZATION_KEY_INVALID' | 'LOCK_BUSY' | 'LOCK_TIMEOUT' | 'LOCK_BACKEND_UNAVAILABLE' | 'LOCK_LOST';
 
 /**
  * All a client learns when the lock backend cannot be used: no host, port, role,
@@ -141,7 +136,9 @@ function keyMessageOf(error: SerializationKeyError): string {
   // A key function's name, and a key given to LockService.run (a lock key itself), stay in the log.
   if (error.lookedIn.length === 0) return `The lock key ${KEY_PROBLEMS[error.problem]}`;
   if (error.key?.startsWith('function ')) {
-    return error.problem === 'missing' ? 'The key function returned nothing' : `The value the key function returned ${KEY_PROBLEMS[error.problem]}`;
+    return error.problem === 'missing'
+      ? 'The key function returned nothing'
+      : `The value the key function returned ${KEY_PROBLEMS[error.problem]}`;
   }
   return `Serialization key "${error.key}" ${KEY_PROBLEMS[error.problem]} (looked in ${error.lookedIn.join(', ')})`;
 }

@@ -96,7 +96,9 @@ describe('SerializedCall', () => {
     const events: string[] = [];
     const free = new Subject<unknown>();
     const done = new Promise<void>((resolve) =>
-      new Observable<unknown>((subscriber) => new SerializedCall(host, plan, context, handler(events, free), subscriber)).subscribe({ complete: resolve }),
+      new Observable<unknown>((subscriber) => new SerializedCall(host, plan, context, handler(events, free), subscriber)).subscribe({
+        complete: resolve,
+      }),
     );
     expect(watched).toEqual([]); // taken at once: the connection was never watched
     free.complete();
@@ -105,7 +107,9 @@ describe('SerializedCall', () => {
     const holder = await provider.acquire('s:a');
     const queued = new Subject<unknown>();
     const second = new Promise<void>((resolve) =>
-      new Observable<unknown>((subscriber) => new SerializedCall(host, plan, context, handler(events, queued), subscriber)).subscribe({ complete: resolve }),
+      new Observable<unknown>((subscriber) => new SerializedCall(host, plan, context, handler(events, queued), subscriber)).subscribe({
+        complete: resolve,
+      }),
     );
     expect(watched).toEqual(['close']); // waiting: a client that leaves leaves the queue
     expect(response.listenerCount('close')).toBe(1);
@@ -123,7 +127,9 @@ describe('SerializedCall', () => {
     const asyncPlan: SerializedRoutePlan = { ...plan, resolveKey: () => new Promise<string>((resolve) => (resolveKey = resolve)) };
     const events: string[] = [];
     const errors: unknown[] = [];
-    new Observable<unknown>((subscriber) => new SerializedCall(host, asyncPlan, context, handler(events, new Subject()), subscriber)).subscribe({
+    new Observable<unknown>(
+      (subscriber) => new SerializedCall(host, asyncPlan, context, handler(events, new Subject()), subscriber),
+    ).subscribe({
       error: (error: unknown) => errors.push(error),
     });
     gone();

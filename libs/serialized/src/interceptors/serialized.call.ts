@@ -149,7 +149,11 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
       return;
     }
     this.held = held;
-    this.inner = this.host.lockService.runHolding(held, () => this.callHandler.handle().subscribe(this), new HandlerHandshake(this.ctx.getHandler()));
+    this.inner = this.host.lockService.runHolding(
+      held,
+      () => this.callHandler.handle().subscribe(this),
+      new HandlerHandshake(this.ctx.getHandler()),
+    );
   }
 
   /**
@@ -169,7 +173,11 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
         this.abandon = reject;
         const observer = { next: (value: unknown) => values.push(value), error: reject, complete: () => resolve() };
         const held = isLockSet(taken) ? joinedSet(taken) : { lock: taken, reentrant: true, release: () => DONE };
-        this.inner = lockService.runHolding(held, () => this.callHandler.handle().subscribe(observer), new HandlerHandshake(this.ctx.getHandler()));
+        this.inner = lockService.runHolding(
+          held,
+          () => this.callHandler.handle().subscribe(observer),
+          new HandlerHandshake(this.ctx.getHandler()),
+        );
       });
     const options = { ...this.plan.runOptions, signal: this.wait() };
     const ran = typeof key === 'string' ? lockService.run(key, section, options) : lockService.run(key, section, options);

@@ -1,11 +1,4 @@
-import {
-  Injectable,
-  Logger,
-  Optional,
-  type CallHandler,
-  type ExecutionContext,
-  type NestInterceptor,
-} from '@nestjs/common';
+import { Injectable, Logger, Optional, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { SerializedError } from '../errors';
 import { LockService } from '../lock.service';

@@ -19,6 +19,8 @@ export class IgnoredLeaseNote {
   check(leaseMs: number | undefined, key: string): void {
     if (leaseMs === undefined || this.said) return;
     this.said = true;
-    this.logger.debug(`${this.provider}: leaseMs=${leaseMs} (first seen for lock "${key}") has no effect here: ${this.why}. Said once; see docs/lease.md.`);
+    this.logger.debug(
+      `${this.provider}: leaseMs=${leaseMs} (first seen for lock "${key}") has no effect here: ${this.why}. Said once; see docs/lease.md.`,
+    );
   }
 }

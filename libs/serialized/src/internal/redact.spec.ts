@@ -21,7 +21,12 @@ describe('redactUrls', () => {
   });
 
   it('leaves text without credentials as it is', () => {
-    for (const text of ['redis://127.0.0.1:6379', 'connect ECONNREFUSED 127.0.0.1:6399', 'mail me at someone@example.com', 'password authentication failed for user "app"']) {
+    for (const text of [
+      'redis://127.0.0.1:6379',
+      'connect ECONNREFUSED 127.0.0.1:6399',
+      'mail me at someone@example.com',
+      'password authentication failed for user "app"',
+    ]) {
       expect(redactUrls(text)).toBe(text);
     }
   });

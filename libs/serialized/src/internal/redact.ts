@@ -15,7 +15,9 @@ const PASSWORD_SETTING = /\b(password\s*=\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*
 /** `text` with every URL's password (or lone userinfo) replaced by `***`. */
 export function redactUrls(text: string): string {
   if (!text.includes('@') && !/password/i.test(text)) return text;
-  return text.replace(URL_USERINFO, (_match, scheme: string, userinfo: string) => `${scheme}${redactUserinfo(userinfo)}@`).replace(PASSWORD_SETTING, '$1***');
+  return text
+    .replace(URL_USERINFO, (_match, scheme: string, userinfo: string) => `${scheme}${redactUserinfo(userinfo)}@`)
+    .replace(PASSWORD_SETTING, '$1***');
 }
 
 /** `user:password` → `user:***`; a userinfo without `:` may be a password alone (`redis://secret@host`) → `***`. */

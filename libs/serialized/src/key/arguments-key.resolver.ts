@@ -27,7 +27,11 @@ export async function resolveArgumentsKey(key: ParsedSerializedKey, args: readon
  * array key, or a key function returning an array) — its values, distinct, in
  * the order found.
  */
-export async function resolveArgumentsKeys(key: ParsedSerializedKey, args: readonly unknown[], handler: string): Promise<string | readonly string[]> {
+export async function resolveArgumentsKeys(
+  key: ParsedSerializedKey,
+  args: readonly unknown[],
+  handler: string,
+): Promise<string | readonly string[]> {
   if (key.kind === 'set') {
     const values = await Promise.all(key.members.map((member) => resolveArgumentsKeys(member, args, handler)));
     return distinctKeys(values.flat(), key.text, [], handler);

@@ -1,6 +1,12 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { SerializationKeyError } from '../errors/serialization-key.error';
-import { NAME_LOOKUP_ORDER, REQUEST_SOURCES, type ParsedSerializationKey, type ParsedSerializedKey, type RequestSource } from './serialization-key';
+import {
+  NAME_LOOKUP_ORDER,
+  REQUEST_SOURCES,
+  type ParsedSerializationKey,
+  type ParsedSerializedKey,
+  type RequestSource,
+} from './serialization-key';
 import { keySetValuesOf, keyValueOf, readPath } from './key-value';
 import { distinctKeys } from './key-set';
 
@@ -13,7 +19,8 @@ import { distinctKeys } from './key-set';
 export async function resolveContextKey(key: ParsedSerializationKey, ctx: ExecutionContext, handler: string): Promise<string> {
   const value = await contextKeyResolver(key, handler)(ctx);
   // One key only here (`@Idempotent`): a key function's array is not a value.
-  if (typeof value !== 'string') throw new SerializationKeyError(key.text, 'not-scalar', ['the value returned by the key function'], handler);
+  if (typeof value !== 'string')
+    throw new SerializationKeyError(key.text, 'not-scalar', ['the value returned by the key function'], handler);
   return value;
 }
 
@@ -31,12 +38,18 @@ export type ContextKeyResolver = (ctx: ExecutionContext) => string | readonly st
  * looked in, the path's source — is worked out here rather than on every request.
  */
 export function contextKeyResolver(key: ParsedSerializedKey, handler: string): ContextKeyResolver {
-  if (key.kind === 'set') return keySetResolver(key.text, key.members.map((member) => contextKeyResolver(member, handler)), handler);
+  if (key.kind === 'set')
+    return keySetResolver(
+      key.text,
+      key.members.map((member) => contextKeyResolver(member, handler)),
+      handler,
+    );
   if (key.kind === 'function') {
     const fn = key.fn as (c: ExecutionContext) => unknown;
     const lookedIn = ['the value returned by the key function'];
     // A key function may name a key set by returning an array.
-    const valueOf = (value: unknown) => (Array.isArray(value) ? keySetValuesOf(key, [{ key, value, lookedIn }], handler) : keyValueOf(key, value, lookedIn, handler));
+    const valueOf = (value: unknown) =>
+      Array.isArray(value) ? keySetValuesOf(key, [{ key, value, lookedIn }], handler) : keyValueOf(key, value, lookedIn, handler);
     return (ctx) => {
       const value = fn(ctx);
       return isThenable(value) ? Promise.resolve(value).then(valueOf) : valueOf(value);

@@ -43,15 +43,27 @@ describe('key resolution', () => {
     await expect(resolveArgumentsKey(key('data.userId'), [job], 'T#h')).resolves.toBe('u1');
     await expect(resolveArgumentsKey(key('1.userId'), ['x', { userId: 'u2' }], 'T#h')).resolves.toBe('u2');
     await expect(resolveArgumentsKey(key('0'), ['u3'], 'T#h')).resolves.toBe('u3');
-    await expect(resolveArgumentsKey(key((a: string, b: number) => `${a}-${b}`), ['x', 4], 'T#h')).resolves.toBe('x-4');
-    const missing = await resolveArgumentsKey(key(() => null), [], 'Jobs#process').catch((e) => e);
+    await expect(
+      resolveArgumentsKey(
+        key((a: string, b: number) => `${a}-${b}`),
+        ['x', 4],
+        'T#h',
+      ),
+    ).resolves.toBe('x-4');
+    const missing = await resolveArgumentsKey(
+      key(() => null),
+      [],
+      'Jobs#process',
+    ).catch((e) => e);
     expect(missing.message).toContain('Jobs#process');
   });
 
   it('canonicalizes with transform, on a route handler and on a method alike, and checks what it returns', async () => {
     const byNumber = parseSerializationKey('userId', 'T#h', Number);
     await expect(resolveContextKey(byNumber, http({ params: { userId: '0042' } }), 'T#h')).resolves.toBe('42');
-    await expect(resolveArgumentsKey(parseSerializationKey('data.userId', 'T#h', Number), [{ data: { userId: '042' } }], 'T#h')).resolves.toBe('42');
+    await expect(
+      resolveArgumentsKey(parseSerializationKey('data.userId', 'T#h', Number), [{ data: { userId: '042' } }], 'T#h'),
+    ).resolves.toBe('42');
     const lower = parseSerializationKey('body.email', 'T#h', async (v) => v.toLowerCase());
     await expect(resolveContextKey(lower, http({ body: { email: 'A@B.example' } }), 'T#h')).resolves.toBe('a@b.example');
     const nan = await resolveContextKey(byNumber, http({ params: { userId: 'x' } }), 'T#h').catch((e) => e);
@@ -60,7 +72,11 @@ describe('key resolution', () => {
   });
 
   it('refuses values of only white space and values with a lone surrogate', async () => {
-    for (const [value, problem] of [[' \t', 'blank'], ['\ud800', 'unencodable'], ['x\udc00', 'unencodable']] as const) {
+    for (const [value, problem] of [
+      [' \t', 'blank'],
+      ['\ud800', 'unencodable'],
+      ['x\udc00', 'unencodable'],
+    ] as const) {
       const error = await resolveContextKey(key('body.id'), http({ body: { id: value } }), 'T#h').catch((e) => e);
       expect(error).toBeInstanceOf(SerializationKeyError);
       expect(error.problem).toBe(problem);
@@ -85,14 +101,50 @@ describe('key sets', () => {
   });
 
   it('takes an array from a key function as a set, and checks each value', async () => {
-    await expect(contextKeyResolver(set(() => ['b', 'a', 'b']), 'T#h')(http({}))).toEqual(['b', 'a']);
-    await expect(contextKeyResolver(set(async () => [1, 2]), 'T#h')(http({}))).resolves.toEqual(['1', '2']);
-    await expect(resolveArgumentsKeys(set((a: string, b: string) => [a, b]), ['p', 'q'], 'T#h')).resolves.toEqual(['p', 'q']);
-    expect(() => contextKeyResolver(set(() => []), 'T#h')(http({}))).toThrow(expect.objectContaining({ problem: 'missing' }));
-    expect(() => contextKeyResolver(set(() => ['a', ' ']), 'T#h')(http({}))).toThrow(expect.objectContaining({ problem: 'blank' }));
+    await expect(
+      contextKeyResolver(
+        set(() => ['b', 'a', 'b']),
+        'T#h',
+      )(http({})),
+    ).toEqual(['b', 'a']);
+    await expect(
+      contextKeyResolver(
+        set(async () => [1, 2]),
+        'T#h',
+      )(http({})),
+    ).resolves.toEqual(['1', '2']);
+    await expect(
+      resolveArgumentsKeys(
+        set((a: string, b: string) => [a, b]),
+        ['p', 'q'],
+        'T#h',
+      ),
+    ).resolves.toEqual(['p', 'q']);
+    expect(() =>
+      contextKeyResolver(
+        set(() => []),
+        'T#h',
+      )(http({})),
+    ).toThrow(expect.objectContaining({ problem: 'missing' }));
+    expect(() =>
+      contextKeyResolver(
+        set(() => ['a', ' ']),
+        'T#h',
+      )(http({})),
+    ).toThrow(expect.objectContaining({ problem: 'blank' }));
     const many = Array.from({ length: 17 }, (_, i) => `v${i}`);
-    expect(() => contextKeyResolver(set(() => many), 'T#h')(http({}))).toThrow(expect.objectContaining({ problem: 'too-many' }));
-    expect(contextKeyResolver(set(() => [...many.slice(0, 16), 'v0']), 'T#h')(http({}))).toHaveLength(16);
+    expect(() =>
+      contextKeyResolver(
+        set(() => many),
+        'T#h',
+      )(http({})),
+    ).toThrow(expect.objectContaining({ problem: 'too-many' }));
+    expect(
+      contextKeyResolver(
+        set(() => [...many.slice(0, 16), 'v0']),
+        'T#h',
+      )(http({})),
+    ).toHaveLength(16);
   });
 
   it('a missing member is a 400 naming it', () => {
@@ -109,8 +161,20 @@ describe('key sets', () => {
   });
 
   it('keeps one-key readers one-key: an array from an @Idempotent key function is not a value', async () => {
-    await expect(resolveContextKey(key(() => ['a'] as never), http({}), 'T#h')).rejects.toMatchObject({ problem: 'not-scalar' });
-    await expect(resolveArgumentsKey(key(() => ['a'] as never), [], 'T#h')).rejects.toMatchObject({ problem: 'not-scalar' });
+    await expect(
+      resolveContextKey(
+        key(() => ['a'] as never),
+        http({}),
+        'T#h',
+      ),
+    ).rejects.toMatchObject({ problem: 'not-scalar' });
+    await expect(
+      resolveArgumentsKey(
+        key(() => ['a'] as never),
+        [],
+        'T#h',
+      ),
+    ).rejects.toMatchObject({ problem: 'not-scalar' });
   });
 
   it('refuses an empty array key, or one of more than 16 keys, when the decorator is applied', () => {

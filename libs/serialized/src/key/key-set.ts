@@ -9,7 +9,12 @@ import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
  * An empty set is `missing` (SERIALIZATION_KEY_MISSING); more than 16 distinct
  * members `too-many` (SERIALIZATION_KEY_INVALID).
  */
-export function distinctKeys(keys: readonly string[], keyText: string, lookedIn: readonly string[], handler: string | undefined): readonly string[] {
+export function distinctKeys(
+  keys: readonly string[],
+  keyText: string,
+  lookedIn: readonly string[],
+  handler: string | undefined,
+): readonly string[] {
   if (keys.length === 0) throw new SerializationKeyError(keyText, 'missing', lookedIn, handler);
   const distinct = keys.length === 1 ? keys : [...new Set(keys)];
   if (distinct.length > SERIALIZED_DEFAULTS.maxKeysPerSet) throw new SerializationKeyError(keyText, 'too-many', lookedIn, handler);

@@ -33,9 +33,13 @@ export type SerializationKey = string | SerializationKeyFn;
  * more than 16 distinct values a 400 "invalid") or a single value.
  */
 export type SerializationKeysFn =
-  | ((context: ExecutionContext) => SerializationKeyValue | readonly SerializationKeyValue[] | Promise<SerializationKeyValue | readonly SerializationKeyValue[]>)
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  | ((...args: any[]) => SerializationKeyValue | readonly SerializationKeyValue[] | Promise<SerializationKeyValue | readonly SerializationKeyValue[]>);
+  | ((
+      context: ExecutionContext,
+    ) => SerializationKeyValue | readonly SerializationKeyValue[] | Promise<SerializationKeyValue | readonly SerializationKeyValue[]>)
+  | ((
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      ...args: any[]
+    ) => SerializationKeyValue | readonly SerializationKeyValue[] | Promise<SerializationKeyValue | readonly SerializationKeyValue[]>);
 
 /**
  * What `@Serialized` accepts: one key ({@link SerializationKey}), several at once
@@ -62,8 +66,7 @@ export type SerializationKeyTransform = (value: string) => SerializationKeyValue
 
 /** A key as checked once, when the decorator is applied. */
 export type ParsedSerializationKey = (
-  | { kind: 'function'; text: string; fn: SerializationKeyFn }
-  | { kind: 'path'; text: string; segments: readonly string[] }
+  { kind: 'function'; text: string; fn: SerializationKeyFn } | { kind: 'path'; text: string; segments: readonly string[] }
 ) & { transform?: SerializationKeyTransform };
 
 /** A key set as checked once, when the decorator is applied: its members, each a key of its own. */
@@ -86,7 +89,8 @@ export function parseSerializedKey(key: SerializedKey, where: string, transform?
   if (!Array.isArray(key)) return parseSerializationKey(key as SerializationKey, where, transform);
   const members = key as readonly SerializationKey[];
   if (members.length === 0) throw new TypeError(`@Serialized on ${where}: an array key names at least one key, got []`);
-  if (members.length > MAX_KEYS_PER_SET) throw new TypeError(`@Serialized on ${where}: an array key names at most ${MAX_KEYS_PER_SET} keys, got ${members.length}`);
+  if (members.length > MAX_KEYS_PER_SET)
+    throw new TypeError(`@Serialized on ${where}: an array key names at most ${MAX_KEYS_PER_SET} keys, got ${members.length}`);
   const parsed = members.map((member) => parseSerializationKey(member, where, transform));
   return { kind: 'set', text: `[${parsed.map((member) => member.text).join(', ')}]`, members: parsed };
 }

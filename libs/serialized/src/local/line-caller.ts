@@ -62,7 +62,9 @@ export class LineCaller<L> implements LinedDeadline {
     readonly handoff: HandOffMode | undefined,
   ) {
     settling = this as LineCaller<unknown>;
-    this.promise = new Promise<L | null>(captureResolvers as (resolve: (value: L | null) => void, reject: (error: unknown) => void) => void);
+    this.promise = new Promise<L | null>(
+      captureResolvers as (resolve: (value: L | null) => void, reject: (error: unknown) => void) => void,
+    );
     settling = undefined;
   }
 

@@ -144,7 +144,7 @@ describe('LockLines (the local layer)', () => {
     expect(lines.activeKeys).toBe(0);
   });
 
-  it('a try waits for its own process\'s release in flight, then finds the key free; with a waiter it is refused', async () => {
+  it("a try waits for its own process's release in flight, then finds the key free; with a waiter it is refused", async () => {
     const { backend, lines } = make();
     backend.asyncRelease = true;
     const first = lines.acquire('k', {});

@@ -168,17 +168,38 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (line === undefined) {
       if (this.inProcess) return Promise.resolve(this.takenNow(this.backend.takeNow!(key, options.leaseMs)));
       const fresh = this.open(key, Turn.Asking);
-      const caller = new LineCaller<L>(this, key, 'wait', waitTimeoutMs, performance.now(), signal, maxPending, options.leaseMs, options.handoff);
+      const caller = new LineCaller<L>(
+        this,
+        key,
+        'wait',
+        waitTimeoutMs,
+        performance.now(),
+        signal,
+        maxPending,
+        options.leaseMs,
+        options.handoff,
+      );
       this.ask(fresh, caller);
       return caller.promise as Promise<L>;
     }
     if (waitTimeoutMs <= 0) return Promise.reject(this.backend.timeoutError(key, waitTimeoutMs));
     // The holder is not a waiter; a caller asking the backend that waits there behind another process is one.
     const lined = line instanceof LockLine;
-    if ((lined ? line.waiting + (line.behind ? 1 : 0) : 0) >= maxPending) return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
+    if ((lined ? line.waiting + (line.behind ? 1 : 0) : 0) >= maxPending)
+      return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
     if (!this.budget.take()) return Promise.reject(this.budget.busyError(key));
     const own = lined ? line : this.open(key, Turn.Held, line);
-    const caller = new LineCaller<L>(this, key, 'wait', waitTimeoutMs, performance.now(), signal, maxPending, options.leaseMs, options.handoff);
+    const caller = new LineCaller<L>(
+      this,
+      key,
+      'wait',
+      waitTimeoutMs,
+      performance.now(),
+      signal,
+      maxPending,
+      options.leaseMs,
+      options.handoff,
+    );
     own.join(caller);
     this.deadlines.addInLine(caller, waitTimeoutMs);
     if (!signal) return caller.promise as Promise<L>;
@@ -213,7 +234,17 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     }
     if (this.inProcess) return this.takenNow(this.backend.takeNow!(key, options.leaseMs));
     const fresh = this.open(key, Turn.Asking);
-    const caller = new LineCaller<L>(this, key, 'try', options.waitTimeoutMs ?? this.waitTimeoutMs, performance.now(), options.signal, Infinity, options.leaseMs, options.handoff);
+    const caller = new LineCaller<L>(
+      this,
+      key,
+      'try',
+      options.waitTimeoutMs ?? this.waitTimeoutMs,
+      performance.now(),
+      options.signal,
+      Infinity,
+      options.leaseMs,
+      options.handoff,
+    );
     this.ask(fresh, caller);
     return caller.promise;
   }
@@ -230,7 +261,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (line instanceof LockLine && line !== HELD) {
       line.waitsBehind();
       let place = 1;
-      for (let waiter = line.head; waiter; ) {
+      for (let waiter = line.head; waiter;) {
         const next = waiter.next;
         if (place < waiter.maxPending) place++;
         else if (this.leave(waiter)) waiter.reject(new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }));

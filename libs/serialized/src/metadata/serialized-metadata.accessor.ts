@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ONCE_PER_TICK_METADATA, SERIALIZED_LOCK_PARAMETER_METADATA, SERIALIZED_OPTIONS_METADATA, SKIP_SERIALIZED_METADATA } from '../serialized.constants';
+import {
+  ONCE_PER_TICK_METADATA,
+  SERIALIZED_LOCK_PARAMETER_METADATA,
+  SERIALIZED_OPTIONS_METADATA,
+  SKIP_SERIALIZED_METADATA,
+} from '../serialized.constants';
 import type { OncePerTickMetadata } from './once-per-tick-options.interface';
 import type { ScheduleMetadata } from './schedule-metadata.interface';
 import type { SerializedMetadata } from './serialized-options.interface';

@@ -37,9 +37,15 @@ describe('SerializedMetrics.create', () => {
     expect(await service.run('cart:1', () => 'one')).toBe('one');
     expect(await service.run('cart:2', () => service.run('cart:2', () => 'reentrant'))).toBe('reentrant');
     const { resourceMetrics } = await reader.collect();
-    const byName = new Map(resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics.map((metric) => [metric.descriptor.name, metric.dataPoints as DataPoint<unknown>[]] as const)));
+    const byName = new Map(
+      resourceMetrics.scopeMetrics.flatMap((scope) =>
+        scope.metrics.map((metric) => [metric.descriptor.name, metric.dataPoints as DataPoint<unknown>[]] as const),
+      ),
+    );
     // Two acquisitions: the reentrant call records nothing.
-    expect(byName.get('serialized.lock.acquired')?.map((point) => [point.attributes, point.value])).toEqual([[{ scope: 'cart', driver: 'memory' }, 2]]);
+    expect(byName.get('serialized.lock.acquired')?.map((point) => [point.attributes, point.value])).toEqual([
+      [{ scope: 'cart', driver: 'memory' }, 2],
+    ]);
     expect(byName.get('serialized.lock.hold.duration')?.map((point) => [point.attributes, (point.value as Histogram).count])).toEqual([
       [{ scope: 'cart', driver: 'memory', outcome: 'released' }, 2],
     ]);

@@ -57,13 +57,25 @@ export class SerializedMetrics {
     private readonly driver: string,
   ) {
     const duration = { unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } };
-    this.waitDuration = meter.createHistogram('serialized.lock.wait.duration', { ...duration, description: 'Time from asking for a lock to getting it or giving up' });
-    this.holdDuration = meter.createHistogram('serialized.lock.hold.duration', { ...duration, description: 'Time a lock was held (outcome: released or lost)' });
+    this.waitDuration = meter.createHistogram('serialized.lock.wait.duration', {
+      ...duration,
+      description: 'Time from asking for a lock to getting it or giving up',
+    });
+    this.holdDuration = meter.createHistogram('serialized.lock.hold.duration', {
+      ...duration,
+      description: 'Time a lock was held (outcome: released or lost)',
+    });
     const acquired = meter.createObservableCounter('serialized.lock.acquired', { description: 'Locks acquired' });
-    const busy = meter.createObservableCounter('serialized.lock.busy', { description: 'Acquisitions refused at once: reject mode or maxPending' });
-    const timeouts = meter.createObservableCounter('serialized.lock.timeouts', { description: 'Acquisitions that waited waitTimeoutMs in vain' });
+    const busy = meter.createObservableCounter('serialized.lock.busy', {
+      description: 'Acquisitions refused at once: reject mode or maxPending',
+    });
+    const timeouts = meter.createObservableCounter('serialized.lock.timeouts', {
+      description: 'Acquisitions that waited waitTimeoutMs in vain',
+    });
     const lost = meter.createObservableCounter('serialized.lock.lost', { description: 'Locks lost while their holder ran' });
-    const backendErrors = meter.createObservableCounter('serialized.lock.backend_errors', { description: 'Acquisitions failed because the backend could not be used' });
+    const backendErrors = meter.createObservableCounter('serialized.lock.backend_errors', {
+      description: 'Acquisitions failed because the backend could not be used',
+    });
     const waiters = meter.createObservableUpDownCounter('serialized.lock.waiters', { description: 'Callers waiting for a lock right now' });
     const observables: Observable[] = [acquired, busy, timeouts, lost, backendErrors, waiters];
     meter.addBatchObservableCallback((result: BatchObservableResult) => {

@@ -22,7 +22,12 @@ describe('SerializedTracing', () => {
     service.traceWith(SerializedTracing.create(provider, 'auto', tracerProvider));
     return service;
   };
-  const summary = (span: ReadableSpan) => ({ name: span.name, parent: span.parentSpanContext?.spanId, attributes: span.attributes, status: span.status.code });
+  const summary = (span: ReadableSpan) => ({
+    name: span.name,
+    parent: span.parentSpanContext?.spanId,
+    attributes: span.attributes,
+    status: span.status.code,
+  });
 
   it("'auto' makes nothing while no TracerProvider is registered; 'on' records through the global one", () => {
     const provider = new InMemoryLockProvider();
@@ -42,12 +47,45 @@ describe('SerializedTracing', () => {
       expect(await second).toBe(2n);
     });
     parent.end();
-    const spans = exporter.getFinishedSpans().filter((span) => span.name !== 'request').map(summary);
+    const spans = exporter
+      .getFinishedSpans()
+      .filter((span) => span.name !== 'request')
+      .map(summary);
     const id = parent.spanContext().spanId;
     expect(spans).toEqual([
-      { name: 'serialized.hold', parent: id, attributes: { 'serialized.scope': 'cart', 'serialized.driver': 'memory', 'serialized.fencing_token': '1', 'serialized.outcome': 'released' }, status: SpanStatusCode.UNSET },
-      { name: 'serialized.wait', parent: id, attributes: { 'serialized.scope': 'cart', 'serialized.driver': 'memory', 'serialized.fencing_token': '2', 'serialized.outcome': 'acquired' }, status: SpanStatusCode.UNSET },
-      { name: 'serialized.hold', parent: id, attributes: { 'serialized.scope': 'cart', 'serialized.driver': 'memory', 'serialized.fencing_token': '2', 'serialized.outcome': 'released' }, status: SpanStatusCode.UNSET },
+      {
+        name: 'serialized.hold',
+        parent: id,
+        attributes: {
+          'serialized.scope': 'cart',
+          'serialized.driver': 'memory',
+          'serialized.fencing_token': '1',
+          'serialized.outcome': 'released',
+        },
+        status: SpanStatusCode.UNSET,
+      },
+      {
+        name: 'serialized.wait',
+        parent: id,
+        attributes: {
+          'serialized.scope': 'cart',
+          'serialized.driver': 'memory',
+          'serialized.fencing_token': '2',
+          'serialized.outcome': 'acquired',
+        },
+        status: SpanStatusCode.UNSET,
+      },
+      {
+        name: 'serialized.hold',
+        parent: id,
+        attributes: {
+          'serialized.scope': 'cart',
+          'serialized.driver': 'memory',
+          'serialized.fencing_token': '2',
+          'serialized.outcome': 'released',
+        },
+        status: SpanStatusCode.UNSET,
+      },
     ]);
   });
 
@@ -63,7 +101,8 @@ describe('SerializedTracing', () => {
       ['timeout', SpanStatusCode.ERROR, ['exception']],
     ]);
     // Neither attributes, events (the errors' messages) nor status name the key's value.
-    for (const span of exporter.getFinishedSpans()) expect(JSON.stringify([span.attributes, span.events, span.status])).not.toContain('secret-7');
+    for (const span of exporter.getFinishedSpans())
+      expect(JSON.stringify([span.attributes, span.events, span.status])).not.toContain('secret-7');
     expect(waits[0].events[0].attributes?.['exception.message']).toContain('wallet:…');
   });
 });

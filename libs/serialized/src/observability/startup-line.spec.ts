@@ -32,7 +32,7 @@ describe('describeBackend (the start-up line)', () => {
     }
   });
 
-  it("redacts the password of a pool built from a connection string", async () => {
+  it('redacts the password of a pool built from a connection string', async () => {
     const pool = new Pool({ connectionString: 'postgres://app:pool-secret@db.internal:5432/shop' });
     try {
       const line = describeBackend(resolveSerializedOptions({ driver: 'postgres', postgres: { pool } }));

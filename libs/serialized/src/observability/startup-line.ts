@@ -38,7 +38,14 @@ export function describeBackend(options: ResolvedSerializedOptions): string {
 interface RedisClientShape {
   isCluster?: boolean;
   startupNodes?: Array<string | number | { host?: string; port?: number }>;
-  options?: { host?: string; port?: number; db?: number; path?: string; name?: string; sentinels?: Array<{ host?: string; port?: number }> };
+  options?: {
+    host?: string;
+    port?: number;
+    db?: number;
+    path?: string;
+    name?: string;
+    sentinels?: Array<{ host?: string; port?: number }>;
+  };
 }
 
 function redisAddress(redis: ResolvedSerializedOptions['redis']): string {
@@ -46,7 +53,9 @@ function redisAddress(redis: ResolvedSerializedOptions['redis']): string {
   const client = redis.client as RedisClientShape | undefined;
   if (!client) return '(no address)';
   if (client.isCluster) {
-    const nodes = (client.startupNodes ?? []).map((node) => (typeof node === 'object' ? `${node.host ?? '127.0.0.1'}:${node.port ?? 6379}` : String(node)));
+    const nodes = (client.startupNodes ?? []).map((node) =>
+      typeof node === 'object' ? `${node.host ?? '127.0.0.1'}:${node.port ?? 6379}` : String(node),
+    );
     return `a Redis Cluster (${nodes.join(', ')}; the app's client)`;
   }
   const options = client.options ?? {};
@@ -59,7 +68,8 @@ function redisAddress(redis: ResolvedSerializedOptions['redis']): string {
 
 function postgresAddress(postgres: ResolvedSerializedOptions['postgres']): string {
   if (postgres.connectionString) return postgres.connectionString;
-  const pool = postgres.pool as { options?: { connectionString?: string; host?: string; port?: number; database?: string; user?: string } } | undefined;
+  const pool = postgres.pool as
+    { options?: { connectionString?: string; host?: string; port?: number; database?: string; user?: string } } | undefined;
   const options = pool?.options;
   if (!options) return '(no address)';
   if (options.connectionString) return `${options.connectionString} (the app's pool)`;
@@ -70,7 +80,8 @@ function postgresAddress(postgres: ResolvedSerializedOptions['postgres']): strin
 
 function mysqlAddress(mysql: ResolvedSerializedOptions['mysql']): string {
   if (mysql.url) return mysql.url;
-  const pool = mysql.pool as { config?: { connectionConfig?: MysqlConfigShape }; pool?: { config?: { connectionConfig?: MysqlConfigShape } } } | undefined;
+  const pool = mysql.pool as
+    { config?: { connectionConfig?: MysqlConfigShape }; pool?: { config?: { connectionConfig?: MysqlConfigShape } } } | undefined;
   const config = pool?.config?.connectionConfig ?? pool?.pool?.config?.connectionConfig;
   if (!config) return '(no address)';
   // The user goes outside the URL: a lone userinfo reads as a password to the redaction.

@@ -8,7 +8,8 @@ import type { TickSchedule } from './tick.schedule';
  */
 export class AlignedTickSchedule implements TickSchedule {
   constructor(readonly periodMs: number) {
-    if (!Number.isFinite(periodMs) || periodMs <= 0) throw new RangeError(`a period must be a positive number of milliseconds, got ${periodMs}`);
+    if (!Number.isFinite(periodMs) || periodMs <= 0)
+      throw new RangeError(`a period must be a positive number of milliseconds, got ${periodMs}`);
   }
 
   tickAt(now: number): number {

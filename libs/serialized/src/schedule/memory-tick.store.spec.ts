@@ -3,7 +3,8 @@ import { MemoryTickStore } from './memory-tick.store';
 describe('MemoryTickStore (the claim rules every store follows)', () => {
   let now = 10_000;
   const store = new MemoryTickStore(() => now);
-  const claim = (tick: number, owner: string, leaseMs = 1000, maxAheadMs = 1000) => store.claim({ name: 'job', tick, owner, leaseMs, maxAheadMs });
+  const claim = (tick: number, owner: string, leaseMs = 1000, maxAheadMs = 1000) =>
+    store.claim({ name: 'job', tick, owner, leaseMs, maxAheadMs });
 
   beforeEach(() => {
     now = 10_000;
@@ -20,23 +21,35 @@ describe('MemoryTickStore (the claim rules every store follows)', () => {
     const other = new MemoryTickStore(() => now);
     expect((await other.claim({ name: 'n', tick: 1000, owner: 'a', leaseMs: 1500, maxAheadMs: 1000 })).claimed).toBe(true);
     now += 1000;
-    expect(await other.claim({ name: 'n', tick: 2000, owner: 'b', leaseMs: 1500, maxAheadMs: 1000 })).toMatchObject({ claimed: false, reason: 'overlap' });
+    expect(await other.claim({ name: 'n', tick: 2000, owner: 'b', leaseMs: 1500, maxAheadMs: 1000 })).toMatchObject({
+      claimed: false,
+      reason: 'overlap',
+    });
     // Renewed while running: the lease moves on.
     expect(await other.renew('n', 'a', 1500)).toBe(true);
     now += 1000;
-    expect(await other.claim({ name: 'n', tick: 3000, owner: 'c', leaseMs: 1500, maxAheadMs: 1000 })).toMatchObject({ claimed: false, reason: 'overlap' });
+    expect(await other.claim({ name: 'n', tick: 3000, owner: 'c', leaseMs: 1500, maxAheadMs: 1000 })).toMatchObject({
+      claimed: false,
+      reason: 'overlap',
+    });
     // The holder died: no renewal, its lease runs out, the next tick runs.
     now += 1600;
     expect((await other.claim({ name: 'n', tick: 4000, owner: 'd', leaseMs: 1500, maxAheadMs: 1000 })).claimed).toBe(true);
     // The dead run's owner no longer renews or finishes anything.
     expect(await other.renew('n', 'a', 1500)).toBe(false);
     await other.finish('n', 'a');
-    expect(await other.claim({ name: 'n', tick: 5000, owner: 'e', leaseMs: 1500, maxAheadMs: 1000 })).toMatchObject({ claimed: false, reason: 'overlap' });
+    expect(await other.claim({ name: 'n', tick: 5000, owner: 'e', leaseMs: 1500, maxAheadMs: 1000 })).toMatchObject({
+      claimed: false,
+      reason: 'overlap',
+    });
   });
 
   it('refuses a tick more than maxAheadMs ahead of its clock', async () => {
     const other = new MemoryTickStore(() => now);
-    expect(await other.claim({ name: 'n', tick: now + 1001, owner: 'a', leaseMs: 100, maxAheadMs: 1000 })).toMatchObject({ claimed: false, reason: 'clock_ahead' });
+    expect(await other.claim({ name: 'n', tick: now + 1001, owner: 'a', leaseMs: 100, maxAheadMs: 1000 })).toMatchObject({
+      claimed: false,
+      reason: 'clock_ahead',
+    });
     expect((await other.claim({ name: 'n', tick: now + 1000, owner: 'a', leaseMs: 100, maxAheadMs: 1000 })).claimed).toBe(true);
   });
 });

@@ -26,8 +26,18 @@ describe('@OncePerTick', () => {
   }
 
   it('keeps the schedule readable on the method in either order', () => {
-    expect(accessor.scheduleOf(Jobs.prototype.above)).toEqual({ kind: 'cron', cronTime: '0 0 3 * * *', timeZone: 'Europe/Paris', utcOffset: undefined });
-    expect(accessor.scheduleOf(Jobs.prototype.below)).toEqual({ kind: 'cron', cronTime: '*/5 * * * * *', timeZone: undefined, utcOffset: undefined });
+    expect(accessor.scheduleOf(Jobs.prototype.above)).toEqual({
+      kind: 'cron',
+      cronTime: '0 0 3 * * *',
+      timeZone: 'Europe/Paris',
+      utcOffset: undefined,
+    });
+    expect(accessor.scheduleOf(Jobs.prototype.below)).toEqual({
+      kind: 'cron',
+      cronTime: '*/5 * * * * *',
+      timeZone: undefined,
+      utcOffset: undefined,
+    });
     expect(accessor.scheduleOf(Jobs.prototype.interval)).toEqual({ kind: 'interval', ms: 500 });
     expect(accessor.scheduleOf(Jobs.prototype.timeout)).toEqual({ kind: 'timeout', ms: 50 });
   });
@@ -51,12 +61,18 @@ describe('@OncePerTick', () => {
       return Bad;
     };
     expect(decorate({ leaseMs: 10 })).toThrow(SerializedConfigError);
-    expect(decorate({ leaseMs: 10 })).toThrow('@OncePerTick on Bad#job: leaseMs=10 is invalid: accepts an integer number of milliseconds from 100 to 86400000');
-    expect(decorate({ name: ' ' })).toThrow('@OncePerTick on Bad#job: name=" " is invalid: accepts a string of 1 to 200 characters, not only white space');
+    expect(decorate({ leaseMs: 10 })).toThrow(
+      '@OncePerTick on Bad#job: leaseMs=10 is invalid: accepts an integer number of milliseconds from 100 to 86400000',
+    );
+    expect(decorate({ name: ' ' })).toThrow(
+      '@OncePerTick on Bad#job: name=" " is invalid: accepts a string of 1 to 200 characters, not only white space',
+    );
     expect(decorate({ every: 1 })).toThrow('@OncePerTick on Bad#job: unknown option every (accepted: name, maxClockSkewMs, leaseMs)');
   });
 
   it('fails a call on an instance Nest did not create, saying what to do', async () => {
-    await expect(new Jobs().above()).rejects.toThrow('@OncePerTick on Jobs#above: no TickRunner on this instance. Import SerializedModule.forRoot()');
+    await expect(new Jobs().above()).rejects.toThrow(
+      '@OncePerTick on Jobs#above: no TickRunner on this instance. Import SerializedModule.forRoot()',
+    );
   });
 });

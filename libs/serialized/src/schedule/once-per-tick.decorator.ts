@@ -42,7 +42,9 @@ export function OncePerTick(options: OncePerTickOptions = {}): MethodDecorator {
       const runner = this?.[SERIALIZED_TICK_RUNNER];
       if (!runner) {
         return Promise.reject(
-          new Error(`@OncePerTick on ${handler}: no TickRunner on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`),
+          new Error(
+            `@OncePerTick on ${handler}: no TickRunner on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`,
+          ),
         );
       }
       return runner.fire(metadata, () => original.apply(this, args));

@@ -93,7 +93,8 @@ export class PostgresTickStore implements TickStore {
       const { rows } = await client.query({ text: TICK_STATEMENTS.exists, values: [TICK_STATEMENTS.table], rowMode: 'array' });
       if (rows[0][0] === true) return;
       const table = ONCE_PER_TICK_DEFAULTS.pgTable;
-      if (!this.options.createSchema) throw new Error(`the tick table ${table} is missing and createSchema is off; create it once with:\n${TICK_STATEMENTS.schema}`);
+      if (!this.options.createSchema)
+        throw new Error(`the tick table ${table} is missing and createSchema is off; create it once with:\n${TICK_STATEMENTS.schema}`);
       try {
         await client.query('BEGIN');
         await client.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`);
@@ -101,7 +102,10 @@ export class PostgresTickStore implements TickStore {
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
-        throw new Error(`cannot create the tick table ${table} (${(error as Error).message}); create it once with:\n${TICK_STATEMENTS.schema}`, { cause: error });
+        throw new Error(
+          `cannot create the tick table ${table} (${(error as Error).message}); create it once with:\n${TICK_STATEMENTS.schema}`,
+          { cause: error },
+        );
       }
     } finally {
       client.release();

@@ -29,17 +29,18 @@ export class RedisTickStore implements TickStore {
 
   async claim({ name, tick, owner, leaseMs, maxAheadMs }: TickClaimRequest): Promise<TickClaim> {
     const retention = Math.max(this.retentionMs, 2 * leaseMs);
-    const [outcome, now] = (await this.call(TICK_SCRIPTS.claim.run(this.backend.client, [this.backend.recordKeyOf(name), tick, leaseMs, owner, maxAheadMs, retention]))) as [
-      string,
-      string,
-    ];
+    const [outcome, now] = (await this.call(
+      TICK_SCRIPTS.claim.run(this.backend.client, [this.backend.recordKeyOf(name), tick, leaseMs, owner, maxAheadMs, retention]),
+    )) as [string, string];
     const backendNow = Number(now);
     return outcome === 'claimed' ? { claimed: true, backendNow } : { claimed: false, reason: outcome as TickRefusal, backendNow };
   }
 
   async renew(name: string, owner: string, leaseMs: number): Promise<boolean> {
     const retention = Math.max(this.retentionMs, 2 * leaseMs);
-    return (await this.call(TICK_SCRIPTS.renew.run(this.backend.client, [this.backend.recordKeyOf(name), owner, leaseMs, retention]))) === 1;
+    return (
+      (await this.call(TICK_SCRIPTS.renew.run(this.backend.client, [this.backend.recordKeyOf(name), owner, leaseMs, retention]))) === 1
+    );
   }
 
   async finish(name: string, owner: string): Promise<void> {

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+  type Type,
+} from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { canLoad, missingPeerProblem } from '../config/optional-peer';
 import { SerializedConfigError } from '../config/serialized-config.error';
@@ -66,7 +74,9 @@ export class TickRunner implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const problems: string[] = [];
     const found = this.findMethods();
     if (found.length && !canLoad('@nestjs/schedule')) {
-      throw new SerializedConfigError([missingPeerProblem(`@OncePerTick on ${found.map((m) => m.metadata.handler).join(', ')}`, '@nestjs/schedule')]);
+      throw new SerializedConfigError([
+        missingPeerProblem(`@OncePerTick on ${found.map((m) => m.metadata.handler).join(', ')}`, '@nestjs/schedule'),
+      ]);
     }
     for (const { metadata, method } of found) {
       if (this.plans.has(metadata)) continue;
@@ -89,7 +99,9 @@ export class TickRunner implements OnModuleInit, BeforeApplicationShutdown, OnAp
     if (this.plans.size && !problems.length) {
       this.store = createTickStore(this.provider, this.options);
       if (!this.store) {
-        problems.push(`@OncePerTick (on ${[...this.plans.keys()].map((m) => m.handler).join(', ')}) needs the memory, redis or postgres driver; the active provider is ${driverOf(this.provider)}`);
+        problems.push(
+          `@OncePerTick (on ${[...this.plans.keys()].map((m) => m.handler).join(', ')}) needs the memory, redis or postgres driver; the active provider is ${driverOf(this.provider)}`,
+        );
       }
     }
     if (problems.length) throw new SerializedConfigError(problems);
@@ -104,7 +116,9 @@ export class TickRunner implements OnModuleInit, BeforeApplicationShutdown, OnAp
   async fire(metadata: OncePerTickMetadata, run: () => unknown): Promise<unknown> {
     const plan = this.plans.get(metadata);
     if (!plan || !this.store) {
-      throw new Error(`@OncePerTick on ${metadata.handler}: its schedule is unknown to this app (the start-up check saw no such method on a provider Nest created)`);
+      throw new Error(
+        `@OncePerTick on ${metadata.handler}: its schedule is unknown to this app (the start-up check saw no such method on a provider Nest created)`,
+      );
     }
     if (this.closing) return undefined;
     const store = this.store;
@@ -119,7 +133,12 @@ export class TickRunner implements OnModuleInit, BeforeApplicationShutdown, OnAp
       return undefined;
     }
     if (!claim.claimed) {
-      this.skipped(metadata, tick, claim.reason, claim.reason === 'clock_ahead' ? ` (the backend's clock reads ${new Date(claim.backendNow).toISOString()})` : '');
+      this.skipped(
+        metadata,
+        tick,
+        claim.reason,
+        claim.reason === 'clock_ahead' ? ` (the backend's clock reads ${new Date(claim.backendNow).toISOString()})` : '',
+      );
       return undefined;
     }
     this.warnedAhead.delete(name);
@@ -131,9 +150,13 @@ export class TickRunner implements OnModuleInit, BeforeApplicationShutdown, OnAp
       try {
         return await run();
       } finally {
-        await tickRun.finish().catch((error: unknown) =>
-          this.logger.warn(`@OncePerTick on ${handler}: the end of the run of tick ${new Date(tick).toISOString()} was not recorded (${(error as Error)?.message ?? error}); the next tick waits for its lease`),
-        );
+        await tickRun
+          .finish()
+          .catch((error: unknown) =>
+            this.logger.warn(
+              `@OncePerTick on ${handler}: the end of the run of tick ${new Date(tick).toISOString()} was not recorded (${(error as Error)?.message ?? error}); the next tick waits for its lease`,
+            ),
+          );
       }
     })();
     this.inFlight.add(running);
@@ -179,7 +202,8 @@ export class TickRunner implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const seen = new Set<object>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance = wrapper.instance as object | undefined;
-      const prototype = instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : (wrapper.metatype as Type | undefined)?.prototype;
+      const prototype =
+        instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : (wrapper.metatype as Type | undefined)?.prototype;
       if (!prototype || seen.has(prototype)) continue;
       seen.add(prototype);
       const names = new Set<string>();

@@ -7,7 +7,9 @@
 export type TickRefusal = 'already_run' | 'overlap' | 'clock_ahead';
 
 /** A claim's outcome, with the backend's clock when it decided (ms since the epoch). */
-export type TickClaim = { readonly claimed: true; readonly backendNow: number } | { readonly claimed: false; readonly reason: TickRefusal; readonly backendNow: number };
+export type TickClaim =
+  | { readonly claimed: true; readonly backendNow: number }
+  | { readonly claimed: false; readonly reason: TickRefusal; readonly backendNow: number };
 
 /** One claim attempt: `owner` is unique to it, and names the run its renewals and finish belong to. */
 export interface TickClaimRequest {

@@ -33,10 +33,15 @@ export class TransactionHandlersChecker implements OnModuleInit {
       if (onClass?.options.transaction) this.check(onClass, type.name, problems);
       for (const name of this.scanner.getAllMethodNames(type.prototype)) {
         const method = (type.prototype as Record<string, unknown>)[name];
-        const metadata = typeof method === 'function' ? (Reflect.getMetadata(SERIALIZED_OPTIONS_METADATA, method) as SerializedMetadata | undefined) : undefined;
+        const metadata =
+          typeof method === 'function'
+            ? (Reflect.getMetadata(SERIALIZED_OPTIONS_METADATA, method) as SerializedMetadata | undefined)
+            : undefined;
         if (!metadata?.options.transaction) continue;
         if (Reflect.hasMetadata(BULLMQ_PROCESSOR_METADATA, type)) {
-          problems.add(`@Serialized(…, { transaction }) on ${type.name}#${name}: transaction mode does not apply to BullMQ jobs (they are parked, not run in a request); open the transaction inside the job instead`);
+          problems.add(
+            `@Serialized(…, { transaction }) on ${type.name}#${name}: transaction mode does not apply to BullMQ jobs (they are parked, not run in a request); open the transaction inside the job instead`,
+          );
         } else {
           this.check(metadata, `${type.name}#${name}`, problems);
         }
@@ -50,7 +55,9 @@ export class TransactionHandlersChecker implements OnModuleInit {
     try {
       const host = this.transactions.host(metadata.options.transaction!, feature);
       if (!this.transactions.canQuery(host)) {
-        problems.add(`${feature}: the library does not recognise the adapter's transaction object; pass SerializedModule.forRoot({ transaction: { query: (tx, sql, params) => rows } })`);
+        problems.add(
+          `${feature}: the library does not recognise the adapter's transaction object; pass SerializedModule.forRoot({ transaction: { query: (tx, sql, params) => rows } })`,
+        );
       }
     } catch (error) {
       if (!(error instanceof SerializedConfigError)) throw error;

@@ -38,7 +38,9 @@ describe('transaction option', () => {
         }
       })();
       expect(error).toBeInstanceOf(SerializedConfigError);
-      expect(error!.problems).toEqual([`transaction mode (X#y) needs the optional peer dependency ${pkg}: npm install @nestjs-cls/transactional nestjs-cls`]);
+      expect(error!.problems).toEqual([
+        `transaction mode (X#y) needs the optional peer dependency ${pkg}: npm install @nestjs-cls/transactional nestjs-cls`,
+      ]);
     }
   });
 });

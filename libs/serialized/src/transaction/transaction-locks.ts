@@ -76,7 +76,11 @@ export class TransactionLocks {
     private readonly settings: TransactionLocksSettings,
     private readonly hosts: TransactionHostResolver,
   ) {
-    const backend = new InMemoryBackend({ released: (lock) => this.local.released(lock) }, new Logger(SERIALIZED_LOGGER_CONTEXT), 'transaction mode');
+    const backend = new InMemoryBackend(
+      { released: (lock) => this.local.released(lock) },
+      new Logger(SERIALIZED_LOGGER_CONTEXT),
+      'transaction mode',
+    );
     this.local = new LockLines<InMemoryLock>(backend, {
       waitTimeoutMs: settings.waitTimeoutMs,
       maxPending: settings.maxPending,
@@ -115,7 +119,11 @@ export class TransactionLocks {
    * begun here, or in a joined transaction by `ROLLBACK TO SAVEPOINT` (which
    * releases transaction-level advisory locks taken after the savepoint).
    */
-  async runSet<T>(keys: readonly string[], options: TransactionRunOptions, section: (locks: readonly Lock[]) => Promise<T> | T): Promise<T> {
+  async runSet<T>(
+    keys: readonly string[],
+    options: TransactionRunOptions,
+    section: (locks: readonly Lock[]) => Promise<T> | T,
+  ): Promise<T> {
     const handler = options.handler ?? 'LockService#run';
     const host = this.host(options.transaction, `transaction mode (${handler})`);
     const startedAt = performance.now();
@@ -124,7 +132,8 @@ export class TransactionLocks {
     await this.sequenceOf(host, key);
     const locals = await this.queueHere(keys, options, waitTimeoutMs, startedAt);
     try {
-      if (host.isTransactionActive()) return await this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, true, section, { phase: Phase.Locking });
+      if (host.isTransactionActive())
+        return await this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, true, section, { phase: Phase.Locking });
       const state = { phase: Phase.Locking, sectionError: undefined as unknown };
       try {
         return await host.withTransaction(() => this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, false, section, state));
@@ -145,7 +154,12 @@ export class TransactionLocks {
    * This process's place in the local line of every key of `keys`, taken in that
    * order within the one budget; on a failure, those taken are let go first.
    */
-  private async queueHere(keys: readonly string[], options: TransactionRunOptions, waitTimeoutMs: number, startedAt: number): Promise<InMemoryLock[]> {
+  private async queueHere(
+    keys: readonly string[],
+    options: TransactionRunOptions,
+    waitTimeoutMs: number,
+    startedAt: number,
+  ): Promise<InMemoryLock[]> {
     const locals: InMemoryLock[] = [];
     try {
       for (const key of keys) {
@@ -160,7 +174,8 @@ export class TransactionLocks {
       return locals;
     } catch (error) {
       await Promise.all(locals.map((local) => local.release()));
-      if (error instanceof LockTimeoutError && error.waitTimeoutMs !== waitTimeoutMs) throw new LockTimeoutError(error.key ?? keys[0], waitTimeoutMs, undefined, { reason: 'key-held' });
+      if (error instanceof LockTimeoutError && error.waitTimeoutMs !== waitTimeoutMs)
+        throw new LockTimeoutError(error.key ?? keys[0], waitTimeoutMs, undefined, { reason: 'key-held' });
       throw error;
     }
   }
@@ -278,15 +293,22 @@ export class TransactionLocks {
       throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
     }
     const savepoint = joined && keys.length > 1;
-    if (savepoint) await query(tx, SET_SAVEPOINT, []).catch((error: unknown) => Promise.reject(this.lockError(key, error, waitTimeoutMs, 'the savepoint failed')));
+    if (savepoint)
+      await query(tx, SET_SAVEPOINT, []).catch((error: unknown) =>
+        Promise.reject(this.lockError(key, error, waitTimeoutMs, 'the savepoint failed')),
+      );
     try {
-      for (const each of keys) locks.push(await this.lock(query, tx, each, options, waitTimeoutMs, waitTimeoutMs - (performance.now() - startedAt), joined));
+      for (const each of keys)
+        locks.push(await this.lock(query, tx, each, options, waitTimeoutMs, waitTimeoutMs - (performance.now() - startedAt), joined));
     } catch (error) {
       if (savepoint) await query(tx, ROLLBACK_TO_SAVEPOINT, []).catch(() => undefined);
       locks.length = 0;
       throw error;
     }
-    if (savepoint) await query(tx, RELEASE_SAVEPOINT, []).catch((error: unknown) => Promise.reject(this.lockError(key, error, waitTimeoutMs, 'the savepoint failed')));
+    if (savepoint)
+      await query(tx, RELEASE_SAVEPOINT, []).catch((error: unknown) =>
+        Promise.reject(this.lockError(key, error, waitTimeoutMs, 'the savepoint failed')),
+      );
   }
 
   /** The lock statement of `key` in `tx`: the lock, granted, with its token; or the error the caller gets. */
@@ -302,7 +324,10 @@ export class TransactionLocks {
     const advisoryKey = advisoryLockKey(this.settings.keyPrefix, key);
     let rows: readonly Record<string, unknown>[];
     try {
-      rows = options.mode === 'reject' ? await query(tx, this.statements.tryLock, [advisoryKey]) : await query(tx, this.statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
+      rows =
+        options.mode === 'reject'
+          ? await query(tx, this.statements.tryLock, [advisoryKey])
+          : await query(tx, this.statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
     } catch (error) {
       throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
     }
@@ -315,7 +340,8 @@ export class TransactionLocks {
 
   /** An error before the section ran, as the caller sees it: 429 for a wait that ran out, 503 for the backend. */
   private lockError(key: string, error: unknown, waitTimeoutMs: number, what: string): unknown {
-    if (error instanceof SerializedError || error instanceof SerializedConfigError || error instanceof TransactionIsolationError) return error;
+    if (error instanceof SerializedError || error instanceof SerializedConfigError || error instanceof TransactionIsolationError)
+      return error;
     if (sqlStateOf(error) === LOCK_NOT_AVAILABLE) return new LockTimeoutError(key, waitTimeoutMs, undefined, { reason: 'key-held' });
     return new LockBackendError(`Transaction mode: ${what}: ${describe(error)}`, { key, cause: error });
   }
@@ -336,17 +362,19 @@ export class TransactionLocks {
 
   private async createSequence(host: TransactionHostLike): Promise<void> {
     const propagation = this.hosts.module('transaction mode').Propagation.RequiresNew;
-    await host.withTransaction(propagation, async () => {
-      const query = this.settings.query ?? recognisedQuery(host.tx);
-      if (!query) return; // reported by the first call, with its handler
-      try {
-        await query(host.tx, this.statements.createSequence, []);
-      } catch (error) {
+    await host
+      .withTransaction(propagation, async () => {
+        const query = this.settings.query ?? recognisedQuery(host.tx);
+        if (!query) return; // reported by the first call, with its handler
+        try {
+          await query(host.tx, this.statements.createSequence, []);
+        } catch (error) {
+          if (!isAlreadyCreated(error)) throw error;
+        }
+      })
+      .catch((error: unknown) => {
         if (!isAlreadyCreated(error)) throw error;
-      }
-    }).catch((error: unknown) => {
-      if (!isAlreadyCreated(error)) throw error;
-    });
+      });
   }
 }
 
@@ -391,6 +419,9 @@ export function runInTransaction<T>(
     began = true;
     return (section as (taken: Lock | readonly Lock[]) => Promise<T> | T)(taken);
   };
-  const ran = typeof key === 'string' ? transactions.run(key, options as TransactionRunOptions, enter) : transactions.runSet(key, options as TransactionRunOptions, enter);
+  const ran =
+    typeof key === 'string'
+      ? transactions.run(key, options as TransactionRunOptions, enter)
+      : transactions.runSet(key, options as TransactionRunOptions, enter);
   return ran.catch((error: unknown) => (began ? Promise.reject(error) : failed(error)));
 }

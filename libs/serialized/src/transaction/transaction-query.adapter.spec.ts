@@ -5,10 +5,12 @@ describe('recognisedQuery', () => {
 
   it('sends through each adapter by its shape, and reads the rows back', async () => {
     const calls: unknown[][] = [];
-    const record = (result: unknown) => (...args: unknown[]) => {
-      calls.push(args);
-      return Promise.resolve(result);
-    };
+    const record =
+      (result: unknown) =>
+      (...args: unknown[]) => {
+        calls.push(args);
+        return Promise.resolve(result);
+      };
     const knex = Object.assign(() => undefined, { raw: record({ rows }), isTransaction: true });
     const shapes: [string, unknown, unknown[]][] = [
       ['prisma', { $queryRawUnsafe: record(rows) }, ['SELECT $1, $2', 'a', 'b']],
@@ -31,7 +33,10 @@ describe('recognisedQuery', () => {
     const kysely = { selectFrom: () => undefined, executeQuery: (q: unknown) => (compiled.push(q), Promise.resolve({ rows })) };
     await expect(recognisedQuery(kysely)!(kysely, 'SELECT $1', [1])).resolves.toEqual(rows);
     expect(compiled[0]).toMatchObject({ sql: 'SELECT $1', parameters: [1], query: { kind: 'RawNode' } });
-    const drizzle = { execute: () => undefined, session: { client: { query: (text: string, values: unknown[]) => Promise.resolve({ rows: [{ text, values }] }) } } };
+    const drizzle = {
+      execute: () => undefined,
+      session: { client: { query: (text: string, values: unknown[]) => Promise.resolve({ rows: [{ text, values }] }) } },
+    };
     await expect(recognisedQuery(drizzle)!(drizzle, 'SELECT $1', [2])).resolves.toEqual([{ text: 'SELECT $1', values: [2] }]);
   });
 

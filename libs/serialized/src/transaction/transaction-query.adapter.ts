@@ -21,10 +21,12 @@ export function recognisedQuery(tx: unknown): TransactionQuery | undefined {
   if (tx === null || (typeof tx !== 'object' && typeof tx !== 'function')) return undefined;
   const t = tx as Shape;
   // Prisma: an interactive transaction client.
-  if (isFn(t.$queryRawUnsafe)) return (c, sql, params) => Promise.resolve((c as Shape & { $queryRawUnsafe: AnyFn }).$queryRawUnsafe(sql, ...params)).then(rowsOf);
+  if (isFn(t.$queryRawUnsafe))
+    return (c, sql, params) => Promise.resolve((c as Shape & { $queryRawUnsafe: AnyFn }).$queryRawUnsafe(sql, ...params)).then(rowsOf);
   // Knex: the transaction is a function with raw(); its placeholders are `?`.
   if (typeof tx === 'function' && isFn(t.raw) && 'isTransaction' in t) {
-    return (c, sql, params) => Promise.resolve((c as unknown as Shape & { raw: AnyFn }).raw(sql.replace(/\$\d+/g, '?'), params)).then(rowsOf);
+    return (c, sql, params) =>
+      Promise.resolve((c as unknown as Shape & { raw: AnyFn }).raw(sql.replace(/\$\d+/g, '?'), params)).then(rowsOf);
   }
   // Kysely: a Transaction runs a compiled query (the shape of CompiledQuery.raw).
   if (isFn(t.executeQuery) && isFn(t.selectFrom)) {
@@ -42,11 +44,16 @@ export function recognisedQuery(tx: unknown): TransactionQuery | undefined {
   const session = t.session as Shape | undefined;
   if (isFn(t.execute) && session && typeof session === 'object') {
     const client = session.client as Shape | undefined;
-    if (client && isFn(client.query)) return (c, sql, params) => Promise.resolve(((c as Shape).session as { client: { query: AnyFn } }).client.query(sql, params)).then(rowsOf);
-    if (client && isFn(client.unsafe)) return (c, sql, params) => Promise.resolve(((c as Shape).session as { client: { unsafe: AnyFn } }).client.unsafe(sql, params)).then(rowsOf);
+    if (client && isFn(client.query))
+      return (c, sql, params) =>
+        Promise.resolve(((c as Shape).session as { client: { query: AnyFn } }).client.query(sql, params)).then(rowsOf);
+    if (client && isFn(client.unsafe))
+      return (c, sql, params) =>
+        Promise.resolve(((c as Shape).session as { client: { unsafe: AnyFn } }).client.unsafe(sql, params)).then(rowsOf);
   }
   // pg-promise: a task/transaction context.
-  if (isFn(t.any) && isFn(t.none) && isFn(t.oneOrNone)) return (c, sql, params) => Promise.resolve((c as Shape & { any: AnyFn }).any(sql, params)).then(rowsOf);
+  if (isFn(t.any) && isFn(t.none) && isFn(t.oneOrNone))
+    return (c, sql, params) => Promise.resolve((c as Shape & { any: AnyFn }).any(sql, params)).then(rowsOf);
   // TypeORM's EntityManager and a pg client both answer query(text, values): rows, or a result with rows.
   if (isFn(t.query)) return (c, sql, params) => Promise.resolve((c as Shape & { query: AnyFn }).query(sql, params)).then(rowsOf);
   return undefined;

@@ -20,7 +20,8 @@ export function loadTransactional(feature: string, load: (id: string) => unknown
   try {
     return load('@nestjs-cls/transactional') as TransactionalModule;
   } catch (error) {
-    if (isMissingPackage(error, '@nestjs-cls/transactional')) throw missingPeerError(feature, '@nestjs-cls/transactional', TRANSACTIONAL_PEERS);
+    if (isMissingPackage(error, '@nestjs-cls/transactional'))
+      throw missingPeerError(feature, '@nestjs-cls/transactional', TRANSACTIONAL_PEERS);
     if (isMissingPackage(error, 'nestjs-cls')) throw missingPeerError(feature, 'nestjs-cls', TRANSACTIONAL_PEERS);
     throw error;
   }

@@ -28,7 +28,9 @@ export interface IdempotencyStatements {
 export function idempotencyStatements(tableName: string = IDEMPOTENCY_DEFAULTS.pgTable): IdempotencyStatements {
   const parts = tableName.split('.');
   if (parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-    throw new Error(`idempotencyTable ${JSON.stringify(tableName)} is invalid: expected "name" or "schema.name" made of letters, digits, _ and $`);
+    throw new Error(
+      `idempotencyTable ${JSON.stringify(tableName)} is invalid: expected "name" or "schema.name" made of letters, digits, _ and $`,
+    );
   }
   const table = parts.map((part) => `"${part}"`).join('.');
   const index = `"${`${parts[parts.length - 1]}_expires_at`.slice(0, 63)}"`;

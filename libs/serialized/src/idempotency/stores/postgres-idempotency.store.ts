@@ -89,7 +89,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       const { rows } = await client.query({ text: this.statements.exists, values: [this.statements.table], rowMode: 'array' });
       if (rows[0][0] === true) return;
       if (!this.options.createSchema) {
-        throw new Error(`the idempotency table ${tableName} is missing and createSchema is off; create it once with:\n${this.statements.schema}`);
+        throw new Error(
+          `the idempotency table ${tableName} is missing and createSchema is off; create it once with:\n${this.statements.schema}`,
+        );
       }
       try {
         await client.query('BEGIN');
@@ -98,9 +100,12 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
-        throw new Error(`cannot create the idempotency table ${tableName} (${(error as Error).message}); create it once with:\n${this.statements.schema}`, {
-          cause: error,
-        });
+        throw new Error(
+          `cannot create the idempotency table ${tableName} (${(error as Error).message}); create it once with:\n${this.statements.schema}`,
+          {
+            cause: error,
+          },
+        );
       }
     } finally {
       client.release();

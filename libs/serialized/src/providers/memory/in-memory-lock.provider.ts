@@ -44,7 +44,11 @@ export class InMemoryLockProvider
   constructor(options: InMemoryLockProviderOptions = {}) {
     super('InMemoryLockProvider');
     validateProviderOptions('InMemoryLockProvider', options);
-    const backend = new InMemoryBackend({ released: (lock) => this.lines.released(lock) }, new Logger(SERIALIZED_LOGGER_CONTEXT), 'InMemoryLockProvider');
+    const backend = new InMemoryBackend(
+      { released: (lock) => this.lines.released(lock) },
+      new Logger(SERIALIZED_LOGGER_CONTEXT),
+      'InMemoryLockProvider',
+    );
     this.lines = new LockLines<InMemoryLock>(backend, options);
   }
 

@@ -18,7 +18,11 @@ export class InMemoryBackend implements LockBackend<InMemoryLock> {
     logger: Logger,
     name: string,
   ) {
-    this.leaseNote = new IgnoredLeaseNote(logger, name, 'an in-memory lock has no lease; it is held until released (its holder cannot crash without the whole process)');
+    this.leaseNote = new IgnoredLeaseNote(
+      logger,
+      name,
+      'an in-memory lock has no lease; it is held until released (its holder cannot crash without the whole process)',
+    );
   }
 
   takeNow(key: string, leaseMs: number | undefined): InMemoryLock {

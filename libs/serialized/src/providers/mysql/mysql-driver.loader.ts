@@ -3,7 +3,11 @@ import { isMissingPackage, missingPeerError } from '../../config/optional-peer';
 /** The callback API of a mysql2 connection the driver uses (no mysql2 typings needed to compile the library). */
 export interface MysqlConnectionLike {
   readonly threadId: number | null;
-  query(options: { sql: string; rowsAsArray?: boolean }, values: unknown[], callback: (error: MysqlError | null, rows: unknown) => void): void;
+  query(
+    options: { sql: string; rowsAsArray?: boolean },
+    values: unknown[],
+    callback: (error: MysqlError | null, rows: unknown) => void,
+  ): void;
   on(event: 'error', listener: (error: MysqlError) => void): unknown;
   on(event: 'end', listener: () => void): unknown;
   once(event: 'connect', listener: () => void): unknown;

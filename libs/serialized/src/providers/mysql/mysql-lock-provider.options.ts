@@ -56,13 +56,30 @@ export function mysqlPoolSizeOf(options: Pick<MysqlLockProviderOptions, 'lockPoo
 /** The fencing table's name (validated by the constructor), quoted for SQL text. */
 export function fencingTableOf(options: Pick<MysqlLockProviderOptions, 'fencingTable'>): string {
   const table = options.fencingTable ?? SERIALIZED_DEFAULTS.mysqlFencingTable;
-  return table.split('.').map((part) => `\`${part}\``).join('.');
+  return table
+    .split('.')
+    .map((part) => `\`${part}\``)
+    .join('.');
 }
 
 /** What the app pool's connection settings say about where and as whom to connect (the rest is the app's own taste). */
 const WHERE_AND_WHO = [
-  'host', 'port', 'localAddress', 'socketPath', 'user', 'password', 'password2', 'password3', 'passwordSha1',
-  'database', 'ssl', 'charsetNumber', 'authPlugins', 'insecureAuth', 'enableCleartextPlugin', 'compress',
+  'host',
+  'port',
+  'localAddress',
+  'socketPath',
+  'user',
+  'password',
+  'password2',
+  'password3',
+  'passwordSha1',
+  'database',
+  'ssl',
+  'charsetNumber',
+  'authPlugins',
+  'insecureAuth',
+  'enableCleartextPlugin',
+  'compress',
 ];
 
 /**

@@ -136,7 +136,10 @@ export class MysqlLockAttempt implements SessionRequest {
   }
 
   private keyHeldError(): LockTimeoutError {
-    return new LockTimeoutError(this.key, this.request.waitTimeoutMs, undefined, { reason: 'key-held', message: 'key held by another session' });
+    return new LockTimeoutError(this.key, this.request.waitTimeoutMs, undefined, {
+      reason: 'key-held',
+      message: 'key held by another session',
+    });
   }
 
   private takeSession(): void {
@@ -214,7 +217,11 @@ export class MysqlLockAttempt implements SessionRequest {
       this.sessions.pool.release(session);
       return this.finish(this.keyHeldError());
     }
-    this.windDown(session, true, this.sessions.backendError(this.key, new Error('GET_LOCK returned NULL (the wait was killed by someone else, or failed)')));
+    this.windDown(
+      session,
+      true,
+      this.sessions.backendError(this.key, new Error('GET_LOCK returned NULL (the wait was killed by someone else, or failed)')),
+    );
   }
 
   private granted(session: MysqlSession, counter: bigint | undefined): void {
@@ -241,7 +248,10 @@ export class MysqlLockAttempt implements SessionRequest {
     const errno = (error as { errno?: number })?.errno;
     const cause =
       errno === ER_USER_LOCK_DEADLOCK
-        ? new Error(`MySQL refused the wait: it would close a cycle of named-lock waits (ER_USER_LOCK_DEADLOCK): ${(error as Error).message}`, { cause: error })
+        ? new Error(
+            `MySQL refused the wait: it would close a cycle of named-lock waits (ER_USER_LOCK_DEADLOCK): ${(error as Error).message}`,
+            { cause: error },
+          )
         : error;
     this.windDown(session, errno !== ER_USER_LOCK_DEADLOCK, this.sessions.backendError(this.key, cause));
   }
@@ -268,10 +278,13 @@ export class MysqlLockAttempt implements SessionRequest {
       this.sessions.pool.release(session);
       return this.finish(error);
     }
-    session.releaseLock(this.name).then(
-      () => this.sessions.pool.release(session),
-      (failure: unknown) => this.sessions.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
-    ).finally(() => this.finish(error));
+    session
+      .releaseLock(this.name)
+      .then(
+        () => this.sessions.pool.release(session),
+        (failure: unknown) => this.sessions.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
+      )
+      .finally(() => this.finish(error));
   }
 
   private finish(error: unknown, lock?: MysqlLock | null): void {

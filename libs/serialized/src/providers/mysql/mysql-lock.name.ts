@@ -16,6 +16,9 @@ const TAG = 'nsz1:';
  * two keys wait for each other, and at 224 bits it does not happen.
  */
 export function mysqlLockName(namespace: string, key: string): string {
-  const digest = crypto.createHash('sha256').update(`nestjs-serialized/mysql/${namespace.length}:${namespace}/${key}`, 'utf8').digest('hex');
+  const digest = crypto
+    .createHash('sha256')
+    .update(`nestjs-serialized/mysql/${namespace.length}:${namespace}/${key}`, 'utf8')
+    .digest('hex');
   return TAG + digest.slice(0, 56);
 }

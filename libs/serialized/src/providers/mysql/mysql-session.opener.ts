@@ -90,7 +90,9 @@ export async function createFencingTable(session: MysqlSession, settings: MysqlS
   );
   if (present) return;
   if (!settings.createSchema) {
-    throw new Error(`the fencing table ${settings.table} is missing and createSchema is off; create it once with "${settings.counter.create.join('; ')}"`);
+    throw new Error(
+      `the fencing table ${settings.table} is missing and createSchema is off; create it once with "${settings.counter.create.join('; ')}"`,
+    );
   }
   for (const sql of settings.counter.create) await session.query(sql, []);
 }

@@ -186,7 +186,10 @@ export class MysqlSession implements Watched {
     const [locked, read] = (await this.run(`${sql}; ${this.counter.read}`, values, serverWaitMs)) as unknown[][][];
     const answer = locked?.[0]?.[0];
     const last = read?.[0]?.[0];
-    return { granted: answer === 1 ? 1 : answer === 0 ? 0 : null, counter: last === undefined || last === null ? undefined : BigInt(String(last)) };
+    return {
+      granted: answer === 1 ? 1 : answer === 0 ? 0 : null,
+      counter: last === undefined || last === null ? undefined : BigInt(String(last)),
+    };
   }
 
   /** One statement → its first row (as an array). */

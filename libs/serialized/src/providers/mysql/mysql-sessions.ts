@@ -6,7 +6,13 @@ import { LockSessionPool } from '../postgres/lock-session.pool';
 import { QueryWatchdog } from '../postgres/query.watchdog';
 import { loadMysqlDriver } from './mysql-driver.loader';
 import { counterStatements } from './mysql-lock.sql';
-import { fencingTableOf, mysqlConnectionConfig, mysqlPoolSizeOf, type MysqlLockProviderOptions, type MysqlSessionTimings } from './mysql-lock-provider.options';
+import {
+  fencingTableOf,
+  mysqlConnectionConfig,
+  mysqlPoolSizeOf,
+  type MysqlLockProviderOptions,
+  type MysqlSessionTimings,
+} from './mysql-lock-provider.options';
 import type { MysqlSession } from './mysql-session';
 import { createFencingTable, openMysqlSession, type MysqlSessionSettings } from './mysql-session.opener';
 import { killQuery } from './query.killer';

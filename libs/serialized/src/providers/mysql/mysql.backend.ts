@@ -30,7 +30,10 @@ export class MysqlBackend implements LockBackend<MysqlLock>, MysqlAttemptOwner {
   /** The attempt in flight per key (at most one: the layer lets one caller per key ask). */
   private readonly attempts = new Map<string, MysqlLockAttempt>();
   private readonly monitor: SessionLivenessMonitor<MysqlSession>;
-  private readonly owner = { releaseLock: (lock: MysqlLock) => this.lines().released(lock), checkLock: (lock: MysqlLock) => this.check(lock) };
+  private readonly owner = {
+    releaseLock: (lock: MysqlLock) => this.lines().released(lock),
+    checkLock: (lock: MysqlLock) => this.check(lock),
+  };
 
   constructor(
     private readonly sessions: MysqlSessions,
@@ -58,7 +61,14 @@ export class MysqlBackend implements LockBackend<MysqlLock>, MysqlAttemptOwner {
 
   take(caller: LineCaller<MysqlLock>): Promise<MysqlLock | null> {
     this.leaseNote.check(caller.leaseMs, caller.key);
-    const attempt = new MysqlLockAttempt(this.sessions, this.deadlines, this, caller.key, mysqlLockName(this.keyPrefix, caller.key), caller);
+    const attempt = new MysqlLockAttempt(
+      this.sessions,
+      this.deadlines,
+      this,
+      caller.key,
+      mysqlLockName(this.keyPrefix, caller.key),
+      caller,
+    );
     this.attempts.set(caller.key, attempt);
     attempt.start();
     return attempt.promise;
@@ -84,11 +94,18 @@ export class MysqlBackend implements LockBackend<MysqlLock>, MysqlAttemptOwner {
       // Other locks of this session are suspect too: ending it frees them and tells their holders.
       const said = answer === 0 ? '0: another session holds it' : 'NULL: no such lock';
       this.sessions.pool.discard(session, new Error(`RELEASE_LOCK returned ${said}`));
-      lost = new LockLostError(lock.key, `MySQL reported at release that its session did not hold the named lock (RELEASE_LOCK returned ${said}); its session was closed`);
+      lost = new LockLostError(
+        lock.key,
+        `MySQL reported at release that its session did not hold the named lock (RELEASE_LOCK returned ${said}); its session was closed`,
+      );
     } catch (error) {
       this.sessions.pool.discard(session, error instanceof Error ? error : new Error(String(error)));
       // The session ended before the release was confirmed: the lock went with it, perhaps while the holder worked.
-      lost = new LockLostError(lock.key, `its MySQL session ended before the release was confirmed (${(error as Error)?.message ?? error})`, error);
+      lost = new LockLostError(
+        lock.key,
+        `its MySQL session ended before the release was confirmed (${(error as Error)?.message ?? error})`,
+        error,
+      );
     }
     // A loss found at release is told (signal, `lost`) and logged once; letting go itself succeeded.
     if (!lock.lost) {

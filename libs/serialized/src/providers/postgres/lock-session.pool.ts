@@ -254,9 +254,7 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
   private enqueue(waiter: Waiter<C>): void {
     this.waiters.add(waiter);
     if (!waiter.request.shared) this.exclusiveWaiting++;
-    waiter.deadline = this.deadlines.schedule(waiter.request.timeoutMs, () =>
-      this.settle(waiter, waiter.request.timeoutError()),
-    );
+    waiter.deadline = this.deadlines.schedule(waiter.request.timeoutMs, () => this.settle(waiter, waiter.request.timeoutError()));
   }
 
   /**

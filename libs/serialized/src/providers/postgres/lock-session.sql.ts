@@ -33,5 +33,4 @@ export const SESSION_AUDIT: QueryArrayConfig = {
  * `$1` lock key → [true] when this session held it (and now gave it back), no row
  * when it did not. No warning when not held, unlike a bare `pg_advisory_unlock`.
  */
-export const GIVE_BACK_IF_HELD =
-  `SELECT pg_advisory_unlock($1::bigint) FROM (${OWN_ADVISORY_LOCKS}) AS o WHERE o.k = $1::bigint`;
+export const GIVE_BACK_IF_HELD = `SELECT pg_advisory_unlock($1::bigint) FROM (${OWN_ADVISORY_LOCKS}) AS o WHERE o.k = $1::bigint`;

@@ -9,15 +9,12 @@ import { StatementBatch } from './statement.batch';
 import { SessionClaims } from './session-claims';
 import { SessionTokens } from './session-tokens';
 
-
 /** Who is told when a session ends while it holds a lock. */
 export interface SessionHolder {
   /** The advisory lock key it holds on the session (decimal). */
   readonly lockKey: string;
   sessionLost(reason: Error): void;
 }
-
-
 
 /** An advisory lock the server showed on a session that nobody in this process stands behind (given back by the audit). */
 export interface UnownedLock {
@@ -28,7 +25,6 @@ export interface UnownedLock {
 }
 
 const LOCK_NOT_AVAILABLE = '55P03';
-
 
 /**
  * One session of the lock pool: a `pg.Client` whose server session may hold
@@ -252,7 +248,11 @@ export class LockSession implements Watched {
       await this.query({ name: 'nestjs-serialized:give-back', text: GIVE_BACK_IF_HELD, values: [lockKey], rowMode: 'array' });
       this.claims.drop(lockKey);
     } catch (error) {
-      this.kill(new Error(`could not make sure a timed-out lock wait left nothing behind (${(error as Error)?.message ?? error})`, { cause: timeout }));
+      this.kill(
+        new Error(`could not make sure a timed-out lock wait left nothing behind (${(error as Error)?.message ?? error})`, {
+          cause: timeout,
+        }),
+      );
     }
   }
 

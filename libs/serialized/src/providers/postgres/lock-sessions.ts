@@ -7,7 +7,12 @@ import { LockSessionPool } from './lock-session.pool';
 import { openLockSession, type LockSessionSettings } from './lock-session.opener';
 import { loadPgDriver } from './pg-driver.loader';
 import { lockStatements, type LockStatements } from './postgres-lock.statements';
-import { lockApplicationName, lockPoolSizeOf, type PostgresLockProviderOptions, type SessionTimings } from './postgres-lock-provider.options';
+import {
+  lockApplicationName,
+  lockPoolSizeOf,
+  type PostgresLockProviderOptions,
+  type SessionTimings,
+} from './postgres-lock-provider.options';
 import { QueryWatchdog } from './query.watchdog';
 import type { SessionChangedError } from './session-changed.error';
 

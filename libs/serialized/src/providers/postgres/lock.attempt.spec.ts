@@ -28,7 +28,12 @@ class ScriptedConnection {
   tryLock(statements: { tryLock(key: string): { values?: unknown[] } }, key: string, _name?: string): Promise<unknown[]> {
     return this.query(statements.tryLock(key));
   }
-  lockWait(statements: { lock(key: string, timeout: string): { values?: unknown[] } }, lockKey: string, _key: string, serverWaitMs: number): Promise<unknown[]> {
+  lockWait(
+    statements: { lock(key: string, timeout: string): { values?: unknown[] } },
+    lockKey: string,
+    _key: string,
+    serverWaitMs: number,
+  ): Promise<unknown[]> {
     return this.query(statements.lock(lockKey, `${serverWaitMs}ms`), serverWaitMs);
   }
   cancel(): Promise<void> {
@@ -61,7 +66,14 @@ function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeo
     // Another session holds the key: the caller waits (it counts as a waiter).
     attemptBlocked: () => undefined,
   };
-  const made = new LockAttempt(sessions, owner, 'k', '1', { mode, waitTimeoutMs, startedAt: performance.now(), signal: undefined, maxPending: Infinity, handoff: undefined });
+  const made = new LockAttempt(sessions, owner, 'k', '1', {
+    mode,
+    waitTimeoutMs,
+    startedAt: performance.now(),
+    signal: undefined,
+    maxPending: Infinity,
+    handoff: undefined,
+  });
   made.start();
   return { promise: made.promise, released };
 }

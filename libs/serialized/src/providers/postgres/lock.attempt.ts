@@ -260,7 +260,13 @@ export class LockAttempt implements SessionRequest {
     }
     // Anything else (even an error after the grant, e.g. on nextval) may have left
     // the key taken: it is given back before the attempt ends.
-    const cause = code === UNDEFINED_TABLE ? new Error(`the fencing-token sequence ${this.sessions.statements.sequence} is missing (it is created again on the next connection): ${(error as Error).message}`, { cause: error }) : error;
+    const cause =
+      code === UNDEFINED_TABLE
+        ? new Error(
+            `the fencing-token sequence ${this.sessions.statements.sequence} is missing (it is created again on the next connection): ${(error as Error).message}`,
+            { cause: error },
+          )
+        : error;
     this.windDown(connection, true, this.backendError(cause));
   }
 
@@ -280,10 +286,13 @@ export class LockAttempt implements SessionRequest {
       this.sessions.pool.release(connection);
       return this.finish(error);
     }
-    connection.unlock(this.sessions.statements, this.lockKey).then(
-      () => this.sessions.pool.release(connection),
-      (failure: unknown) => this.sessions.pool.discard(connection, failure instanceof Error ? failure : new Error(String(failure))),
-    ).finally(() => this.finish(error));
+    connection
+      .unlock(this.sessions.statements, this.lockKey)
+      .then(
+        () => this.sessions.pool.release(connection),
+        (failure: unknown) => this.sessions.pool.discard(connection, failure instanceof Error ? failure : new Error(String(failure))),
+      )
+      .finally(() => this.finish(error));
   }
 
   private finish(error: unknown, lock?: PostgresLock | null): void {

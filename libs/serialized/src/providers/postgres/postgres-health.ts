@@ -41,7 +41,9 @@ export async function pingLockPool(pool: LockSessionPool, timeoutMs: number): Pr
   } catch (error) {
     // A session that did not answer in time must not be handed to a lock attempt.
     pool.discard(connection, error as Error);
-    throw error instanceof LockBackendError ? error : new LockBackendError(`PostgreSQL health check failed: ${(error as Error)?.message ?? error}`, { cause: error });
+    throw error instanceof LockBackendError
+      ? error
+      : new LockBackendError(`PostgreSQL health check failed: ${(error as Error)?.message ?? error}`, { cause: error });
   }
   pool.release(connection);
 }

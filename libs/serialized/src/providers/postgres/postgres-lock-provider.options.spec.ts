@@ -7,7 +7,11 @@ describe('PostgresLockProvider options', () => {
   it('gives a lock session 10 s of silence by default, and the default lives in SERIALIZED_DEFAULTS', () => {
     expect(SERIALIZED_DEFAULTS.pgSessionTimeoutMs).toBe(10_000);
     expect(sessionTimings({})).toEqual({ pingEveryMs: 1000, sessionTimeoutMs: 10_000, keepaliveSeconds: 8 });
-    expect(sessionTimings({ sessionTimeoutMs: 100, leaseMs: 300 })).toEqual({ pingEveryMs: 100, sessionTimeoutMs: 100, keepaliveSeconds: 1 });
+    expect(sessionTimings({ sessionTimeoutMs: 100, leaseMs: 300 })).toEqual({
+      pingEveryMs: 100,
+      sessionTimeoutMs: 100,
+      keepaliveSeconds: 1,
+    });
   });
 
   it.each([0, 99, 1500.5, NaN, -1000, Infinity, '1000'])('refuses sessionTimeoutMs %p with a message naming the option', (value) => {
@@ -19,7 +23,9 @@ describe('PostgresLockProvider options', () => {
   });
 
   it('refuses every bad option at once, handoff and maxLocalHandOffs too', () => {
-    expect(() => new PostgresLockProvider({ handoff: 'fifo' as never, maxLocalHandOffs: -1, lockPoolSize: 0, fencingSequence: 'a;b' })).toThrow(
+    expect(
+      () => new PostgresLockProvider({ handoff: 'fifo' as never, maxLocalHandOffs: -1, lockPoolSize: 0, fencingSequence: 'a;b' }),
+    ).toThrow(
       /lockPoolSize=0 is invalid.*\n.*fencingSequence="a;b" is invalid.*\n.*handoff="fifo" is invalid.*\n.*maxLocalHandOffs=-1 is invalid/,
     );
   });

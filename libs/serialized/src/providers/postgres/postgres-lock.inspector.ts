@@ -53,7 +53,10 @@ export class PostgresLockInspector implements KeyInspector {
     const rows = await this.read(advisoryLockKey(this.keyPrefix, key));
     const here = this.lines().inspectHere(key);
     const holders: LockHolderInfo[] = [];
-    if (here.holder) holders.push(holderHere(here.holder, performance.now(), { instance: `${this.sessions.applicationName}#${here.holder.connection.pid}` }));
+    if (here.holder)
+      holders.push(
+        holderHere(here.holder, performance.now(), { instance: `${this.sessions.applicationName}#${here.holder.connection.pid}` }),
+      );
     let elsewhere = 0;
     for (const [pid, applicationName, mode, granted, waiting] of rows) {
       elsewhere = Number(waiting);

@@ -42,7 +42,10 @@ export type { PostgresLockProviderOptions } from './postgres-lock-provider.optio
  *
  * See docs/providers/postgres.md.
  */
-export class PostgresLockProvider extends LayeredLockProvider implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource {
+export class PostgresLockProvider
+  extends LayeredLockProvider
+  implements BeforeApplicationShutdown, OnApplicationShutdown, IdempotencyStoreSource
+{
   /** Diagnostics: the lock sessions' `application_name` (count them in `pg_stat_activity`). */
   readonly applicationName: string;
   readonly keyPrefix: string;

@@ -21,7 +21,7 @@ describe('postgres lock statements', () => {
       `SELECT nextval('"nestjs_serialized_fencing_token"'::regclass)::text, pg_backend_pid() FROM (` +
         `SELECT set_config('lock_timeout', '0', true) FROM (` +
         `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true), ` +
-          `pg_try_advisory_xact_lock_shared(($1::bigint >> 32)::int, (($1::bigint << 32) >> 32)::int) OFFSET 0) AS wait OFFSET 0` +
+        `pg_try_advisory_xact_lock_shared(($1::bigint >> 32)::int, (($1::bigint << 32) >> 32)::int) OFFSET 0) AS wait OFFSET 0` +
         `) AS locked OFFSET 0) AS granted`,
     );
   });
@@ -36,11 +36,17 @@ describe('postgres lock statements', () => {
     expect(unlock('7')).toMatchObject({ text: 'SELECT pg_advisory_unlock($1::bigint)', values: ['7'] });
   });
 
-  it('names its prepared statements within PostgreSQL\'s 63 bytes, distinct per sequence, whatever the sequence name', () => {
+  it("names its prepared statements within PostgreSQL's 63 bytes, distinct per sequence, whatever the sequence name", () => {
     const long = `${'s'.repeat(63)}.${'n'.repeat(63)}`;
     const names = (sequence: string) => {
       const st = lockStatements(sequence);
-      return [st.lock('1', '1ms').name, st.tryLock('1').name, st.unlock('1').name, st.tryLockMany(['1']).name, st.unlockMany(['1']).name] as string[];
+      return [
+        st.lock('1', '1ms').name,
+        st.tryLock('1').name,
+        st.unlock('1').name,
+        st.tryLockMany(['1']).name,
+        st.unlockMany(['1']).name,
+      ] as string[];
     };
     for (const name of [...names(long), ...names('seq')]) expect(Buffer.byteLength(name)).toBeLessThanOrEqual(63);
     // Truncated by the server, two sequences' statements would share a name on one connection.
@@ -48,4 +54,3 @@ describe('postgres lock statements', () => {
     expect(new Set(names(long)).size).toBe(5);
   });
 });
-

@@ -42,7 +42,9 @@ export interface LockStatements {
 export function quoteSequenceName(name: string): string {
   const parts = name.split('.');
   if (parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-    throw new Error(`fencingSequence ${JSON.stringify(name)} is invalid: expected "name" or "schema.name" made of letters, digits, _ and $`);
+    throw new Error(
+      `fencingSequence ${JSON.stringify(name)} is invalid: expected "name" or "schema.name" made of letters, digits, _ and $`,
+    );
   }
   return parts.map((part) => `"${part}"`).join('.');
 }
@@ -103,9 +105,19 @@ export function lockStatements(fencingSequence: string): LockStatements {
   return {
     sequence,
     lock: (lockKey, lockTimeout) => ({ name: name('lock'), text: lockText, values: [lockKey, lockTimeout], rowMode: 'array' }),
-    tryLock: (lockKey, offer) => ({ name: name('try-offer'), text: tryText, values: [lockKey, offer?.drawn ?? null, offer?.token ?? null], rowMode: 'array' }),
+    tryLock: (lockKey, offer) => ({
+      name: name('try-offer'),
+      text: tryText,
+      values: [lockKey, offer?.drawn ?? null, offer?.token ?? null],
+      rowMode: 'array',
+    }),
     unlock: (lockKey) => ({ name: 'nestjs-serialized:unlock', text: unlockText, values: [lockKey], rowMode: 'array' }),
-    unlockIfWaited: (lockKey) => ({ name: 'nestjs-serialized:unlock-if-waited', text: unlockIfWaitedText, values: [lockKey], rowMode: 'array' }),
+    unlockIfWaited: (lockKey) => ({
+      name: 'nestjs-serialized:unlock-if-waited',
+      text: unlockIfWaitedText,
+      values: [lockKey],
+      rowMode: 'array',
+    }),
     tryLockMany: (lockKeys) => ({ name: name('try-many'), text: tryManyText, values: [lockKeys], rowMode: 'array' }),
     unlockMany: (lockKeys) => ({ name: 'nestjs-serialized:unlock-many', text: unlockManyText, values: [lockKeys], rowMode: 'array' }),
   };

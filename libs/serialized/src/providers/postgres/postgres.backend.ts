@@ -62,7 +62,12 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   ) {
     this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
     this.audit = new SessionAudit(sessions.pool, (connection) => this.ownedOn(connection), log.error);
-    this.monitor = new SessionLivenessMonitor(() => sessions.pool.shareable(), () => lines().heldCount > 0, (connection) => this.audit.session(connection), pingEveryMs);
+    this.monitor = new SessionLivenessMonitor(
+      () => sessions.pool.shareable(),
+      () => lines().heldCount > 0,
+      (connection) => this.audit.session(connection),
+      pingEveryMs,
+    );
   }
 
   /** Whether the liveness checks' timer runs. */
@@ -108,7 +113,9 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   giveBack(handed: HandedLock): Promise<void> {
-    return unlockSession(handed, this.sessions.pool, this.sessions.statements).then((lost) => void (lost instanceof LockLostError && this.log.warn(lost.message)));
+    return unlockSession(handed, this.sessions.pool, this.sessions.statements).then(
+      (lost) => void (lost instanceof LockLostError && this.log.warn(lost.message)),
+    );
   }
 
   timeoutError(key: string, waitTimeoutMs: number): LockTimeoutError {

@@ -7,7 +7,10 @@
 export class SessionChangedError extends Error {
   override readonly name = 'SessionChangedError';
 
-  constructor(readonly firstPid: number, readonly laterPid: number) {
+  constructor(
+    readonly firstPid: number,
+    readonly laterPid: number,
+  ) {
     super(
       `The PostgreSQL session changed between two statements on one connection (backend pid ${firstPid}, then ${laterPid}): ` +
         'the lock connections go through a pooler in transaction or statement mode (e.g. PgBouncer pool_mode=transaction), ' +

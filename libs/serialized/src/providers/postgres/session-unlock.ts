@@ -28,14 +28,20 @@ export async function unlockSession(
   if (connection.dead) return undefined; // the session ended, and its locks with it
   let unlocked: unknown;
   try {
-    [unlocked] = onlyIfWaited ? await connection.unlockIfWaited(statements, lock.lockKey) : await connection.unlock(statements, lock.lockKey);
+    [unlocked] = onlyIfWaited
+      ? await connection.unlockIfWaited(statements, lock.lockKey)
+      : await connection.unlock(statements, lock.lockKey);
     if (onlyIfWaited && unlocked === null) return KEPT;
   } catch (error) {
     pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
     // The session ended before the unlock was confirmed: the lock went with it, and
     // possibly while the holder still worked (the socket's end had not reached us).
     // The holder is told rather than told nothing.
-    return new LockLostError(lock.key, `its PostgreSQL session ended before the release was confirmed (${(error as Error)?.message ?? error})`, error);
+    return new LockLostError(
+      lock.key,
+      `its PostgreSQL session ended before the release was confirmed (${(error as Error)?.message ?? error})`,
+      error,
+    );
   }
   if (unlocked === true) {
     pool.release(connection);

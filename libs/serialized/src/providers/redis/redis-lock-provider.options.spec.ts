@@ -43,14 +43,20 @@ describe('RedisLockProvider options', () => {
     expect(problems({ acks: 1 })).toMatch(/replicas=\{"acks":1\} is invalid: accepts \{ acks, timeoutMs \}/);
     expect(problems('1')).toMatch(/replicas="1" is invalid: accepts \{ acks, timeoutMs \}/);
     // WAIT holds the command connection silent: it must end before the connection's silence bound.
-    expect(problems({ acks: 1, timeoutMs: 3000 })).toMatch(/replicas\.timeoutMs=3000 is invalid: accepts a wait below connectTimeoutMs \(3000\)/);
+    expect(problems({ acks: 1, timeoutMs: 3000 })).toMatch(
+      /replicas\.timeoutMs=3000 is invalid: accepts a wait below connectTimeoutMs \(3000\)/,
+    );
     expect(problems({ acks: 1, timeoutMs: 3000 }, { connectTimeoutMs: 5000 })).toEqual([]);
   });
 
   it('takes handoff and maxLocalHandOffs, and stops on a bad one naming it', () => {
     expect(resolveRedisLockOptions({ handoff: 'cohort', maxLocalHandOffs: 0 })).toMatchObject({ handoff: 'cohort', maxLocalHandOffs: 0 });
-    expect(() => resolveRedisLockOptions({ handoff: 'fifo' as 'strict' })).toThrow(/handoff="fifo" is invalid: accepts one of strict, cohort/);
-    expect(() => resolveRedisLockOptions({ maxLocalHandOffs: 1001 })).toThrow(/maxLocalHandOffs=1001 is invalid: accepts an integer from 0 to 1000/);
+    expect(() => resolveRedisLockOptions({ handoff: 'fifo' as 'strict' })).toThrow(
+      /handoff="fifo" is invalid: accepts one of strict, cohort/,
+    );
+    expect(() => resolveRedisLockOptions({ maxLocalHandOffs: 1001 })).toThrow(
+      /maxLocalHandOffs=1001 is invalid: accepts an integer from 0 to 1000/,
+    );
   });
 
   it('accepts heartbeatMs and maxInFlight at the ends of their ranges', () => {

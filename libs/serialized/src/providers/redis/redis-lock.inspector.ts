@@ -41,12 +41,14 @@ export class RedisLockInspector implements KeyInspector {
     const holders: LockHolderInfo[] = [];
     if (held.holds(key)) {
       for (const lock of held.values()) {
-        if (lock.key === key && !lock.released) holders.push(holderHere(lock, now, { instance: session, ...(ownerSession === session ? lease : {}) }));
+        if (lock.key === key && !lock.released)
+          holders.push(holderHere(lock, now, { instance: session, ...(ownerSession === session ? lease : {}) }));
       }
     }
     // Kept in Redis under this session with no holder here right now (a release on its way, riders next).
     if (ownerSession === session && holders.length === 0) holders.push({ here: true, instance: session, shared: false, ...lease });
-    if (ownerSession !== undefined && ownerSession !== session) holders.push({ here: false, instance: ownerSession, shared: false, ...lease });
+    if (ownerSession !== undefined && ownerSession !== session)
+      holders.push({ here: false, instance: ownerSession, shared: false, ...lease });
     const waitingHere = waiters.pendingOf(key);
     // Waiters of other processes with a place, and all of this process's (riders have no place).
     return { key, holders, waiting: Math.max(0, seen.places - seen.mine) + waitingHere, waitingHere };

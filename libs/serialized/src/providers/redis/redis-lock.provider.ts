@@ -28,7 +28,12 @@ import { RedisWaiters } from './waiting/redis-waiters';
 import { RedisLockInspector } from './redis-lock.inspector';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 
-export { REDIS_LOCK_DEFAULTS, REDIS_LOCK_LIMITS, type RedisLockProviderOptions, type RedisReplicaAcks } from './redis-lock-provider.options';
+export {
+  REDIS_LOCK_DEFAULTS,
+  REDIS_LOCK_LIMITS,
+  type RedisLockProviderOptions,
+  type RedisReplicaAcks,
+} from './redis-lock-provider.options';
 
 /**
  * Distributed locks in Redis (standalone, Sentinel or Cluster, 6.2 or later), fair
@@ -103,16 +108,43 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
       this.deadlines,
       this.logger,
     );
-    const scripts = new RedisScripts({ heartbeatMs, channelPrefix: keyspace.channelPrefix, session: tokens.session, block: this.options.maxLocalHandOffs + 1 });
+    const scripts = new RedisScripts({
+      heartbeatMs,
+      channelPrefix: keyspace.channelPrefix,
+      session: tokens.session,
+      block: this.options.maxLocalHandOffs + 1,
+    });
     // Dates hand-off messages while this process has waiters; fine enough that a
     // hand-off read at once is never mistaken for a late one.
     const stalls = new EventLoopStallMonitor(Math.min(100, Math.max(10, heartbeatMs / 15)), 'nestjs-serialized.redis-stalls');
     this.waiters = new RedisWaiters({
-      connection: this.connection, scripts, keyspace, tokens, deadlines: this.deadlines, held: this.held, stalls, heartbeatMs, logger: this.logger,
-      budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)), handoff: this.options.handoff, maxLocalHandOffs: this.options.maxLocalHandOffs,
-      replicas: this.options.replicas && new ReplicaAcks(this.options.replicas.acks, this.options.replicas.timeoutMs, keyspace.isCluster ? (key) => keyspace.slotOf(key) : undefined),
+      connection: this.connection,
+      scripts,
+      keyspace,
+      tokens,
+      deadlines: this.deadlines,
+      held: this.held,
+      stalls,
+      heartbeatMs,
+      logger: this.logger,
+      budget: (this.budget = new PendingBudget(this.options.maxPendingTotal)),
+      handoff: this.options.handoff,
+      maxLocalHandOffs: this.options.maxLocalHandOffs,
+      replicas:
+        this.options.replicas &&
+        new ReplicaAcks(
+          this.options.replicas.acks,
+          this.options.replicas.timeoutMs,
+          keyspace.isCluster ? (key) => keyspace.slotOf(key) : undefined,
+        ),
     });
-    this.inspector = new RedisLockInspector({ connection: this.connection, keyspace, session: tokens.session, held: this.held, waiters: this.waiters });
+    this.inspector = new RedisLockInspector({
+      connection: this.connection,
+      keyspace,
+      session: tokens.session,
+      held: this.held,
+      waiters: this.waiters,
+    });
     this.connection.onReconnect(() => {
       this.waiters.resync();
       // Redis may have lost its data (a restart without persistence, a fail-over):
@@ -146,7 +178,11 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
   /** Health: one `PING` on the command connection, sent ahead of queued acquisitions, bounded by `timeoutMs`. */
   override ping(timeoutMs: number): Promise<void> {
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown());
-    return withTimeout(this.connection.run('', (client) => client.ping(), URGENT), timeoutMs, 'Redis').then(() => undefined);
+    return withTimeout(
+      this.connection.run('', (client) => client.ping(), URGENT),
+      timeoutMs,
+      'Redis',
+    ).then(() => undefined);
   }
 
   /** Diagnostics (for tests and health checks): names of the Redis keys this provider uses for `key`. */
@@ -198,7 +234,9 @@ export class RedisLockProvider extends LockProvider implements BeforeApplication
     const maxPending = options.maxPending ?? this.options.maxPending;
 
     if (waitTimeoutMs <= 0) {
-      return this.waiters.tryAcquire(key, leaseMs, signal, options.handoff).then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
+      return this.waiters
+        .tryAcquire(key, leaseMs, signal, options.handoff)
+        .then((lock) => lock ?? Promise.reject(new LockTimeoutError(key, waitTimeoutMs)));
     }
     const pending = this.waiters.pendingOf(key);
     const holding = this.held.holds(key);

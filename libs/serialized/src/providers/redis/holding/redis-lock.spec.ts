@@ -18,8 +18,7 @@ interface Call {
 function fakeContext() {
   const calls: Call[] = [];
   const script = (name: string) => ({
-    run: (_client: unknown, args: (string | number)[]) =>
-      new Promise((answer, fail) => calls.push({ script: name, args, answer, fail })),
+    run: (_client: unknown, args: (string | number)[]) => new Promise((answer, fail) => calls.push({ script: name, args, answer, fail })),
   });
   const released: RedisLock[] = [];
   const context = {

@@ -138,8 +138,12 @@ export class RedisLock extends LocalLock implements Lock {
   release(): Promise<void> {
     // A local hand-off needs a lease this process is sure of: renewals healthy and
     // at least half of it ahead (the next holder renews it on its own schedule).
-    const passable = this.held && this.renewing && !this.renewalInFlight && this.lastRenewError === undefined
-      && this.leaseEnd - performance.now() >= this.leaseWindow / 2;
+    const passable =
+      this.held &&
+      this.renewing &&
+      !this.renewalInFlight &&
+      this.lastRenewError === undefined &&
+      this.leaseEnd - performance.now() >= this.leaseWindow / 2;
     if (!this.markReleased()) return this.releasing!;
     this.cancelRenewal();
     this.cancelGuard();
@@ -226,12 +230,10 @@ export class RedisLock extends LocalLock implements Lock {
     this.guard ??= this.context.deadlines.schedule(this.leaseEnd - sentAt, this.onLeaseEnd);
     this.renewalInFlight = true;
     // With replica acknowledgements on, one they do not confirm fails like one that found no Redis.
-    commands
-      .extend(this.context, this.key, this.keys, this.token, px)
-      .then(
-        ({ reply: ours }) => this.renewed(ours, sentAt, px),
-        (error: unknown) => this.renewalFailed(error),
-      );
+    commands.extend(this.context, this.key, this.keys, this.token, px).then(
+      ({ reply: ours }) => this.renewed(ours, sentAt, px),
+      (error: unknown) => this.renewalFailed(error),
+    );
   }
 
   /**

@@ -197,7 +197,12 @@ export class RedisCohorts<W extends LocalWaiter> {
    * (they gave up on the way, or the next has to wait behind another process), so
    * the kept key goes back to Redis.
    */
-  kept(lock: RedisLock, kept: { fence: number; last: number; px: number; floor: Floor }, since: number, first: W | undefined): Serve<W> | undefined {
+  kept(
+    lock: RedisLock,
+    kept: { fence: number; last: number; px: number; floor: Floor },
+    since: number,
+    first: W | undefined,
+  ): Serve<W> | undefined {
     const tenure = this.tenures.get(lock.key);
     if (!tenure || tenure.token !== lock.token) return undefined;
     tenure.kept(BigInt(kept.last));

@@ -49,8 +49,12 @@ export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () =>
   const anchor = queue.lastPlace;
   // Behind this process's last place: only while nobody of another process is known to be queued behind it.
   const ride: Admission<W> = anchor
-    ? anchor.notice === Floor.NONE ? { kind: 'ride', anchor } : { kind: 'send' }
-    : mayRideTenure() ? { kind: 'ride', anchor: undefined } : { kind: 'send' };
+    ? anchor.notice === Floor.NONE
+      ? { kind: 'ride', anchor }
+      : { kind: 'send' }
+    : mayRideTenure()
+      ? { kind: 'ride', anchor: undefined }
+      : { kind: 'send' };
   // A place's reply refuses one waiter too many (`queued >= maxPending`); a rider gets no reply, so it is refused here.
   return ride.kind === 'ride' && queue.queued >= maxPending ? { kind: 'refuse' } : ride;
 }

@@ -4,7 +4,11 @@ import { Tenure } from './redis-tenure';
 
 const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
 
-const kept = (fence: number, last: number, floor: number = Floor.NONE): PassOnResult => ({ status: 'kept', handed: undefined, kept: { fence, px: 1000, last, floor } });
+const kept = (fence: number, last: number, floor: number = Floor.NONE): PassOnResult => ({
+  status: 'kept',
+  handed: undefined,
+  kept: { fence, px: 1000, last, floor },
+});
 
 describe('Tenure refills (the next block of fencing tokens, reserved while riders wait)', () => {
   it('asks once, hands the served places over, and uses the block only above every token issued', () => {

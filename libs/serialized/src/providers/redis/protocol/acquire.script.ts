@@ -1,5 +1,13 @@
 import { floorOf, type Floor } from './floor';
-import { type RedisLockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
+import {
+  type RedisLockKeys,
+  handOffArgs,
+  handOffOf,
+  type HandOff,
+  type HandOffSettings,
+  type RunnableScript,
+  type ScriptClient,
+} from './hand-off';
 
 /** What acquire.lua is asked. */
 export interface AcquireArgs {
@@ -48,15 +56,26 @@ export class AcquireScript {
   async run(client: ScriptClient, args: AcquireArgs): Promise<AcquireResult> {
     const { keys } = args;
     const reply = (await this.script.run(client, [
-      keys.lock, keys.queue, keys.heartbeats, keys.fence,
-      args.token, args.leaseMs, args.mode, this.settings.heartbeatMs, ...this.passOn,
+      keys.lock,
+      keys.queue,
+      keys.heartbeats,
+      keys.fence,
+      args.token,
+      args.leaseMs,
+      args.mode,
+      this.settings.heartbeatMs,
+      ...this.passOn,
     ])) as [number, number, number, string, number, number, number, number, number, number];
     const [status, fence, pttl, member, handedFence, handedPx, handedLast, handedFloor, last, floor] = reply;
     const decoded = STATUS[status as keyof typeof STATUS];
     if (decoded === undefined) throw new Error(`acquire.lua answered an unknown status ${status}`);
     return {
-      status: decoded, fence: Number(fence), pttl: Number(pttl), handed: handOffOf(member, handedFence, handedPx, handedLast, handedFloor),
-      last: Number(last), floor: floorOf(floor),
+      status: decoded,
+      fence: Number(fence),
+      pttl: Number(pttl),
+      handed: handOffOf(member, handedFence, handedPx, handedLast, handedFloor),
+      last: Number(last),
+      floor: floorOf(floor),
     };
   }
 }

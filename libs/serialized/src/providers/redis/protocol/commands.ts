@@ -44,14 +44,23 @@ function dated<T>(redis: Redis, key: string, send: (client: RedisClient) => Prom
  * whose waiter gave up before it was sent is dropped unsent (`skip()`).
  */
 export function acquire(
-  redis: Redis, key: string, keys: RedisLockKeys, token: string, leaseMs: number, mode: 'wait' | 'try', options?: RedisCallOptions,
+  redis: Redis,
+  key: string,
+  keys: RedisLockKeys,
+  token: string,
+  leaseMs: number,
+  mode: 'wait' | 'try',
+  options?: RedisCallOptions,
 ): Promise<Sent<AcquireResult>> {
   const { replicas } = redis;
   if (!replicas) return dated(redis, key, (client) => redis.scripts.acquire.run(client, { keys, token, leaseMs, mode }), options);
   // A free key is granted by this very script: `WAIT` rides right behind it (one round trip when standalone).
-  return dated(redis, key, (client) => replicas.after(client, key, (c) => redis.scripts.acquire.run(c, { keys, token, leaseMs, mode })), options).then(
-    ({ reply, sentAt }) => ({ reply: reply.reply, sentAt, synced: replicas.enough(reply.acked) }),
-  );
+  return dated(
+    redis,
+    key,
+    (client) => replicas.after(client, key, (c) => redis.scripts.acquire.run(c, { keys, token, leaseMs, mode })),
+    options,
+  ).then(({ reply, sentAt }) => ({ reply: reply.reply, sentAt, synced: replicas.enough(reply.acked) }));
 }
 
 /**
@@ -59,13 +68,22 @@ export function acquire(
  * renewal counts only once they confirm it: otherwise it rejects
  * (`LockBackendError`), a renewal that failed.
  */
-export function extend(redis: Redis, key: string, keys: RedisLockKeys, token: string, px: number, what = 'A renewal'): Promise<Sent<boolean>> {
+export function extend(
+  redis: Redis,
+  key: string,
+  keys: RedisLockKeys,
+  token: string,
+  px: number,
+  what = 'A renewal',
+): Promise<Sent<boolean>> {
   const { replicas } = redis;
   if (!replicas) return dated(redis, key, (client) => redis.scripts.extend.run(client, keys.lock, token, px), URGENT);
-  return dated(redis, key, (client) => replicas.after(client, key, (c) => redis.scripts.extend.run(c, keys.lock, token, px)), URGENT).then(({ reply, sentAt }) => {
-    if (reply.reply && !replicas.enough(reply.acked)) throw replicas.unacked(key, what, reply.acked);
-    return { reply: reply.reply, sentAt, synced: true };
-  });
+  return dated(redis, key, (client) => replicas.after(client, key, (c) => redis.scripts.extend.run(c, keys.lock, token, px)), URGENT).then(
+    ({ reply, sentAt }) => {
+      if (reply.reply && !replicas.enough(reply.acked)) throw replicas.unacked(key, what, reply.acked);
+      return { reply: reply.reply, sentAt, synced: true };
+    },
+  );
 }
 
 /** leave.lua: gives up `token`'s place, or passes the key on if `token` holds it. */
@@ -79,7 +97,14 @@ export function heartbeat(redis: Redis, key: string, keys: RedisLockKeys, tokens
 }
 
 /** release.lua with `keep`: the tenure's next block, reserved ahead (removing the served waiters' places). */
-export function refill(redis: Redis, key: string, keys: RedisLockKeys, token: string, served: readonly string[], leaseMs: number): Promise<Sent<PassOnResult>> {
+export function refill(
+  redis: Redis,
+  key: string,
+  keys: RedisLockKeys,
+  token: string,
+  served: readonly string[],
+  leaseMs: number,
+): Promise<Sent<PassOnResult>> {
   return dated(redis, key, (client) => redis.scripts.release.run(client, keys, token, served, leaseMs), URGENT);
 }
 

@@ -70,7 +70,8 @@ export function handOffOf(member: unknown, fence: unknown, px: unknown, last: un
 /** Decodes `{0} | {1} | {2, member, fence, px, last, floor} | {3, '', fence, px, last, floor}` (release.lua, leave.lua). */
 export function passOnResultOf(reply: unknown): PassOnResult {
   const [status, member, fence, px, last, floor] = reply as [number, string?, number?, number?, number?, number?];
-  if (status === 3) return { status: 'kept', handed: undefined, kept: { fence: Number(fence), px: Number(px), last: Number(last), floor: floorOf(floor) } };
+  if (status === 3)
+    return { status: 'kept', handed: undefined, kept: { fence: Number(fence), px: Number(px), last: Number(last), floor: floorOf(floor) } };
   if (status === 2) return { status: 'handed', handed: handOffOf(member, fence, px, last, floor) };
   return { status: status === 1 ? 'released' : 'none', handed: undefined };
 }

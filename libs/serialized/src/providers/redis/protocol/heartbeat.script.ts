@@ -1,5 +1,13 @@
 import { floorOf, type Floor } from './floor';
-import { type RedisLockKeys, handOffArgs, handOffOf, type HandOff, type HandOffSettings, type RunnableScript, type ScriptClient } from './hand-off';
+import {
+  type RedisLockKeys,
+  handOffArgs,
+  handOffOf,
+  type HandOff,
+  type HandOffSettings,
+  type RunnableScript,
+  type ScriptClient,
+} from './hand-off';
 
 /** What heartbeat.lua answered. */
 export interface HeartbeatResult {
@@ -31,7 +39,13 @@ export class HeartbeatScript {
 
   async run(client: ScriptClient, keys: RedisLockKeys, tokens: readonly string[]): Promise<HeartbeatResult> {
     const reply = (await this.script.run(client, [
-      keys.lock, keys.queue, keys.heartbeats, keys.fence, this.settings.heartbeatMs, ...this.passOn, ...tokens,
+      keys.lock,
+      keys.queue,
+      keys.heartbeats,
+      keys.fence,
+      this.settings.heartbeatMs,
+      ...this.passOn,
+      ...tokens,
     ])) as (string | number)[];
     const owner = reply[0] as string;
     return {

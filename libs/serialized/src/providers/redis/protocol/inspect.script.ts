@@ -25,7 +25,12 @@ export class InspectScript {
   private readonly script = LuaScript.load(path.join(__dirname, 'lua'), 'inspect', 2);
 
   async run(client: ScriptClient, keys: RedisLockKeys, session: string): Promise<InspectedLock> {
-    const [owner, pttl, places, mine] = (await this.script.run(client, [keys.lock, keys.queue, session, INSPECT_WINDOW])) as [string, number, number, number];
+    const [owner, pttl, places, mine] = (await this.script.run(client, [keys.lock, keys.queue, session, INSPECT_WINDOW])) as [
+      string,
+      number,
+      number,
+      number,
+    ];
     return { owner: String(owner ?? ''), pttl: Number(pttl), places: Number(places), mine: Number(mine) };
   }
 }

@@ -1,4 +1,12 @@
-import { type RedisLockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
+import {
+  type RedisLockKeys,
+  handOffArgs,
+  passOnResultOf,
+  type HandOffSettings,
+  type PassOnResult,
+  type RunnableScript,
+  type ScriptClient,
+} from './hand-off';
 
 /** Gateway to leave.lua: a waiter gives up its place, passing the key on if it was handed over meanwhile. */
 export class LeaveScript {

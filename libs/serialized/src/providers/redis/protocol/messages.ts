@@ -7,8 +7,7 @@ import type { HandOff } from './hand-off';
  * (acquire.lua: a waiter of another process queued at `place` behind `owner`).
  */
 export type ChannelMessage =
-  | { readonly kind: 'hand-off'; readonly handOff: HandOff }
-  | { readonly kind: 'notice'; readonly owner: string; readonly place: number };
+  { readonly kind: 'hand-off'; readonly handOff: HandOff } | { readonly kind: 'notice'; readonly owner: string; readonly place: number };
 
 /** The message `text` says, or undefined for anything else. */
 export function messageOf(text: string): ChannelMessage | undefined {

@@ -36,7 +36,7 @@ describe('RedisKeyspace', () => {
     }
   });
 
-  it('uses one fencing counter per prefix standalone, and one per slot (in the lock\'s slot) in Cluster', () => {
+  it("uses one fencing counter per prefix standalone, and one per slot (in the lock's slot) in Cluster", () => {
     const standalone = new RedisKeyspace('p', false);
     expect(standalone.keysOf('a').fence).toBe(standalone.keysOf('b').fence);
     const cluster = new RedisKeyspace('p', true);

@@ -1,4 +1,12 @@
-import { type RedisLockKeys, handOffArgs, passOnResultOf, type HandOffSettings, type PassOnResult, type RunnableScript, type ScriptClient } from './hand-off';
+import {
+  type RedisLockKeys,
+  handOffArgs,
+  passOnResultOf,
+  type HandOffSettings,
+  type PassOnResult,
+  type RunnableScript,
+  type ScriptClient,
+} from './hand-off';
 
 /** Gateway to release.lua: owner-checked release that hands the key straight to the first live waiter. */
 export class ReleaseScript {
@@ -18,6 +26,8 @@ export class ReleaseScript {
    * the key that long more with a fresh block of tokens (`kept`) instead.
    */
   async run(client: ScriptClient, keys: RedisLockKeys, token: string, served: readonly string[] = [], keepMs = 0): Promise<PassOnResult> {
-    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn, keepMs, ...served]));
+    return passOnResultOf(
+      await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn, keepMs, ...served]),
+    );
   }
 }

@@ -13,9 +13,7 @@ export function loadIoredis(load: (id: string) => unknown = require): IoRedis {
     return load('ioredis') as IoRedis;
   } catch (error) {
     if ((error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes("'ioredis'")) {
-      throw new SerializedConfigError([
-        "driver 'redis' needs the optional peer dependency ioredis: npm install ioredis",
-      ]);
+      throw new SerializedConfigError(["driver 'redis' needs the optional peer dependency ioredis: npm install ioredis"]);
     }
     throw error;
   }

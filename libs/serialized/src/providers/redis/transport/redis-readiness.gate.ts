@@ -35,7 +35,12 @@ export class RedisReadinessGate {
     /** The failure of a call that waited the whole bound. */
     private readonly timedOut: (key: string) => Error,
   ) {
-    this.watch = new SilenceWatch(deadlines, clock, () => this.ends(), () => this.fail(this.clock.now() - this.timeoutMs, this.timedOut));
+    this.watch = new SilenceWatch(
+      deadlines,
+      clock,
+      () => this.ends(),
+      () => this.fail(this.clock.now() - this.timeoutMs, this.timedOut),
+    );
   }
 
   /** Resolves when the connection is ready; rejects when the bound passes first. */

@@ -37,7 +37,12 @@ export class ReplyStream {
   private readonly watch: SilenceWatch;
 
   constructor(private readonly host: RedisWire) {
-    this.watch = new SilenceWatch(host.deadlines, host.clock, () => this.silenceEnds(), () => this.expire());
+    this.watch = new SilenceWatch(
+      host.deadlines,
+      host.clock,
+      () => this.silenceEnds(),
+      () => this.expire(),
+    );
   }
 
   /** The stream answered (a reply, or the connection's ready check). */

@@ -64,6 +64,8 @@ describe('ReplicaAcks (WAIT behind a write, on its socket)', () => {
   it('says why a grant does not count, as a LockBackendError naming the key', () => {
     const error = new ReplicaAcks(2, 150, undefined).unacked('orders:7', 'A grant', 1);
     expect(error.name).toBe('LockBackendError');
-    expect(error.message).toBe('A grant was not confirmed by 2 Redis replicas within 150 ms (1 acknowledged); it does not count (lock "orders:7")');
+    expect(error.message).toBe(
+      'A grant was not confirmed by 2 Redis replicas within 150 ms (1 acknowledged); it does not count (lock "orders:7")',
+    );
   });
 });

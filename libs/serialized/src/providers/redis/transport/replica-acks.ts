@@ -51,7 +51,10 @@ export class ReplicaAcks {
   /** Why a grant or renewal did not count (`LockBackendError`, 503: fail closed). */
   unacked(key: string, what: string, acked?: number): LockBackendError {
     const count = acked === undefined ? '' : ` (${acked} acknowledged)`;
-    return new LockBackendError(`${what} was not confirmed by ${this.acks} Redis replica${this.acks === 1 ? '' : 's'} within ${this.timeoutMs} ms${count}; it does not count`, { key });
+    return new LockBackendError(
+      `${what} was not confirmed by ${this.acks} Redis replica${this.acks === 1 ? '' : 's'} within ${this.timeoutMs} ms${count}; it does not count`,
+      { key },
+    );
   }
 
   /** Runs `write` (a script) on `client` and `WAIT`s behind it; resolves with its reply and the acknowledgements. */

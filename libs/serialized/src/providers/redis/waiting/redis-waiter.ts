@@ -174,7 +174,8 @@ export class RedisWaiter implements RedisCallOptions {
   }
 
   private move(transition: string, to: WaiterPhase, ...from: WaiterPhase[]): void {
-    if (!from.includes(this.phase)) throw new Error(`nestjs-serialized: a ${this.phase} waiter cannot ${transition} (a bug: please report it)`);
+    if (!from.includes(this.phase))
+      throw new Error(`nestjs-serialized: a ${this.phase} waiter cannot ${transition} (a bug: please report it)`);
     this.phase = to;
   }
 }

@@ -67,11 +67,25 @@ function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number 
   } as unknown as RedisScripts;
   const deadlines = new DeadlineQueue({ unref: true });
   const held = new HeldLocks<RedisLock>(true);
-  const stalls = { start: () => undefined, stop: () => undefined, respondedAt: options.respondedAt ?? (() => performance.now()) } as unknown as EventLoopStallMonitor;
+  const stalls = {
+    start: () => undefined,
+    stop: () => undefined,
+    respondedAt: options.respondedAt ?? (() => performance.now()),
+  } as unknown as EventLoopStallMonitor;
   const tokens = new OwnerTokens();
   const waiters = new RedisWaiters({
-    connection, scripts, keyspace: new RedisKeyspace('t', false), tokens, deadlines, held, stalls, heartbeatMs: 60_000,
-    handoff: 'strict', maxLocalHandOffs: options.maxLocalHandOffs ?? 0, logger: new Logger('test'), budget: new PendingBudget(Infinity),
+    connection,
+    scripts,
+    keyspace: new RedisKeyspace('t', false),
+    tokens,
+    deadlines,
+    held,
+    stalls,
+    heartbeatMs: 60_000,
+    handoff: 'strict',
+    maxLocalHandOffs: options.maxLocalHandOffs ?? 0,
+    logger: new Logger('test'),
+    budget: new PendingBudget(Infinity),
   });
   // Listening from the start (a message before the subscription is lost, and the heart-beat finds what it said).
   (waiters as unknown as { wakeUps: { ensure(): void } }).wakeUps.ensure();
@@ -79,7 +93,14 @@ function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number 
     waiters.wait({ key: 'k', leaseMs: 30_000, waitTimeoutMs, maxPending: Infinity, signal });
   const acquires = () => asked.filter((a) => a.script === 'acquire');
   const message = (text: string) => subscriber.emit('message', `t:wake:${tokens.session}`, text);
-  const queued = (fence: number): AcquireResult => ({ status: 'queued', fence, pttl: 20_000, handed: undefined, last: 0, floor: -Infinity });
+  const queued = (fence: number): AcquireResult => ({
+    status: 'queued',
+    fence,
+    pttl: 20_000,
+    handed: undefined,
+    last: 0,
+    floor: -Infinity,
+  });
   return { waiters, asked, acquires, wait, message, queued, deadlines, held, tokens };
 }
 
@@ -153,7 +174,13 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
     waiters.resync();
     await new Promise((resolve) => setTimeout(resolve, 60));
     const beat = asked.find((a) => a.script === 'heartbeat')!;
-    beat.answer({ owner: undefined, pttl: 1000, handed: undefined, ownerBlock: { fence: 0, last: 0, floor: 0 }, missing: [acquires()[0].token] } satisfies HeartbeatResult);
+    beat.answer({
+      owner: undefined,
+      pttl: 1000,
+      handed: undefined,
+      ownerBlock: { fence: 0, last: 0, floor: 0 },
+      missing: [acquires()[0].token],
+    } satisfies HeartbeatResult);
     await tick();
     expect(w.error).toBeInstanceOf(LockTimeoutError);
     deadlines.clear();
@@ -197,7 +224,9 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
     await tick();
     const released = w0.lock!.release();
     await tick();
-    asked.find((a) => a.script === 'release' && a.token === acquires()[0].token)!.answer({ status: 'released', handed: undefined } satisfies PassOnResult);
+    asked
+      .find((a) => a.script === 'release' && a.token === acquires()[0].token)!
+      .answer({ status: 'released', handed: undefined } satisfies PassOnResult);
     await released;
     acquires()[1].answer(queued(30));
     await tick();
@@ -219,41 +248,49 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
 
   it('over any order of replies, hand-off messages and aborts: each caller settles once, no transition is refused, a key handed to a leaver is passed on', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.scheduler(), fc.integer({ min: 1, max: 4 }), fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }), async (s, n, aborts) => {
-        const { acquires, asked, wait, message, queued, deadlines, held } = setUp();
-        const failures: unknown[] = [];
-        const onUnhandled = (error: unknown) => failures.push(error);
-        process.on('unhandledRejection', onUnhandled);
-        try {
-          const controllers = Array.from({ length: n }, () => new AbortController());
-          const callers = controllers.map((c) => outcome(wait(10_000, c.signal)));
-          await tick();
-          const tokens = acquires().map((a) => a.token);
-          // The first in the queue is handed the key by a message; the replies, the message and the aborts in any order.
-          s.schedule(Promise.resolve()).then(() => message(`${tokens[0]} 100 5000 100 0`));
-          acquires().forEach((a, i) => s.schedule(Promise.resolve()).then(() => a.answer(queued(10 + i))));
-          controllers.forEach((c, i) => aborts[i] && s.schedule(Promise.resolve()).then(() => c.abort(new Error(`abort ${i}`))));
-          await s.waitAll();
-          await tick();
-          // Every leave answers "nothing to pass on".
-          for (const a of asked.filter((x) => x.script === 'leave')) a.answer({ status: 'none', handed: undefined } satisfies PassOnResult);
-          await tick();
-          expect(failures).toEqual([]);
-          callers.forEach((c) => expect(c.settled).toBeLessThanOrEqual(1));
-          const first = callers[0];
-          // The first caller holds the key, or gave up and its key (or place) was left.
-          if (first.lock) expect(first.lock.fencingToken).toBe(100n);
-          else expect(asked.some((a) => a.script === 'leave' && a.token === tokens[0])).toBe(true);
-          // Nobody else was handed anything.
-          callers.slice(1).forEach((c) => expect(c.lock).toBeUndefined());
-          // A caller that gave up with a place left it.
-          callers.forEach((c, i) => c.error && i > 0 && expect(asked.some((a) => a.script === 'leave' && a.token === tokens[i])).toBe(true));
-          expect(held.size).toBe(first.lock ? 1 : 0);
-        } finally {
-          process.off('unhandledRejection', onUnhandled);
-          deadlines.clear();
-        }
-      }),
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
+        async (s, n, aborts) => {
+          const { acquires, asked, wait, message, queued, deadlines, held } = setUp();
+          const failures: unknown[] = [];
+          const onUnhandled = (error: unknown) => failures.push(error);
+          process.on('unhandledRejection', onUnhandled);
+          try {
+            const controllers = Array.from({ length: n }, () => new AbortController());
+            const callers = controllers.map((c) => outcome(wait(10_000, c.signal)));
+            await tick();
+            const tokens = acquires().map((a) => a.token);
+            // The first in the queue is handed the key by a message; the replies, the message and the aborts in any order.
+            s.schedule(Promise.resolve()).then(() => message(`${tokens[0]} 100 5000 100 0`));
+            acquires().forEach((a, i) => s.schedule(Promise.resolve()).then(() => a.answer(queued(10 + i))));
+            controllers.forEach((c, i) => aborts[i] && s.schedule(Promise.resolve()).then(() => c.abort(new Error(`abort ${i}`))));
+            await s.waitAll();
+            await tick();
+            // Every leave answers "nothing to pass on".
+            for (const a of asked.filter((x) => x.script === 'leave'))
+              a.answer({ status: 'none', handed: undefined } satisfies PassOnResult);
+            await tick();
+            expect(failures).toEqual([]);
+            callers.forEach((c) => expect(c.settled).toBeLessThanOrEqual(1));
+            const first = callers[0];
+            // The first caller holds the key, or gave up and its key (or place) was left.
+            if (first.lock) expect(first.lock.fencingToken).toBe(100n);
+            else expect(asked.some((a) => a.script === 'leave' && a.token === tokens[0])).toBe(true);
+            // Nobody else was handed anything.
+            callers.slice(1).forEach((c) => expect(c.lock).toBeUndefined());
+            // A caller that gave up with a place left it.
+            callers.forEach(
+              (c, i) => c.error && i > 0 && expect(asked.some((a) => a.script === 'leave' && a.token === tokens[i])).toBe(true),
+            );
+            expect(held.size).toBe(first.lock ? 1 : 0);
+          } finally {
+            process.off('unhandledRejection', onUnhandled);
+            deadlines.clear();
+          }
+        },
+      ),
       { numRuns: 60 },
     );
   });

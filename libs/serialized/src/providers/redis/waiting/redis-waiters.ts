@@ -149,7 +149,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     const admission = admit(queue, may, () => this.cohorts.mayRide(queue.key), waiter.maxPending);
     if (admission.kind === 'follow') waiter.follow(admission.leader);
     else if (admission.kind === 'ride') waiter.ride(admission.anchor);
-    else if (admission.kind === 'refuse') this.giveUp(waiter, new LockBusyError(queue.key, 'max-pending', { maxPending: waiter.maxPending }), false);
+    else if (admission.kind === 'refuse')
+      this.giveUp(waiter, new LockBusyError(queue.key, 'max-pending', { maxPending: waiter.maxPending }), false);
     else this.send(waiter);
   }
 
@@ -199,7 +200,11 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       return this.grant(waiter, result.fence, result.pttl, sentAt, { last: result.last, floor: Floor.NONE }, true);
     }
     if (status !== 'queued') {
-      return this.giveUp(waiter, new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }), true);
+      return this.giveUp(
+        waiter,
+        new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key }),
+        true,
+      );
     }
     // Its budget (started: it has a deadline) ran out while the reply was on its way (see `onTimeout`).
     if (waiter.deadline && performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
@@ -451,7 +456,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   private scheduleHeartbeat(queue: KeyWaiters, holderPttl: number): void {
     if (queue.places === 0) return;
     let delay = this.heartbeatEveryMs;
-    if (holderPttl === -2) delay = 0; // no holder: someone must pass the key on
+    if (holderPttl === -2)
+      delay = 0; // no holder: someone must pass the key on
     else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
     const at = performance.now() + delay;
     if (queue.heartbeating) {
@@ -497,7 +503,10 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     if (queue.places === 0) return this.closeKeyIfIdle(queue);
     const again = queue.heartbeatAgainAt - performance.now();
     queue.heartbeatAgainAt = Infinity;
-    this.scheduleHeartbeat(queue, Math.min(result.pttl === -2 ? -2 : result.pttl, Number.isFinite(again) ? Math.max(0, again - 2) : Infinity));
+    this.scheduleHeartbeat(
+      queue,
+      Math.min(result.pttl === -2 ? -2 : result.pttl, Number.isFinite(again) ? Math.max(0, again - 2) : Infinity),
+    );
   }
 
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
@@ -507,7 +516,13 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     // goes before the place it rides on would send it to Redis for a place of its own.
     for (let waiter = queue.last; waiter; waiter = queue.last) {
       // Its place expires with its heart-beats if Redis stays away.
-      this.giveUp(waiter, new LockBackendError(`Lost contact with Redis while waiting: ${(error as Error)?.message ?? error}`, { key: queue.key, cause: error }));
+      this.giveUp(
+        waiter,
+        new LockBackendError(`Lost contact with Redis while waiting: ${(error as Error)?.message ?? error}`, {
+          key: queue.key,
+          cause: error,
+        }),
+      );
     }
     this.closeKeyIfIdle(queue);
   }
@@ -566,7 +581,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
           this.leave(key, keys, token);
           throw this.replicas.unacked(key, 'A grant');
         }
-        if (result.status === 'granted') return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal, result.last, handoff);
+        if (result.status === 'granted')
+          return this.taken(key, keys, token, result.fence, leaseMs, result.pttl, sentAt, signal, result.last, handoff);
         if (result.status === 'twice') {
           this.leave(key, keys, token);
           throw new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key });
@@ -583,8 +599,16 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
 
   /** The key was taken by a try: the caller holds it once it is sure the lease still runs. */
   private async taken(
-    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, signal: AbortSignal | undefined,
-    last: number, handoff: HandOffMode | undefined,
+    key: string,
+    keys: RedisLockKeys,
+    token: string,
+    fence: number,
+    leaseMs: number,
+    px: number,
+    since: number,
+    signal: AbortSignal | undefined,
+    last: number,
+    handoff: HandOffMode | undefined,
   ): Promise<Lock | null> {
     if (!commands.isFresh(since, px)) {
       // The reply came too late to count (a stalled event loop): Redis decides.
@@ -609,7 +633,14 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
 
   /** A lock got from Redis under `token`, with `px` ms of lease from `since`: a new tenure begins (`block`). */
   private lockFor(
-    key: string, keys: RedisLockKeys, token: string, fence: number, leaseMs: number, px: number, since: number, block: GrantBlock | undefined,
+    key: string,
+    keys: RedisLockKeys,
+    token: string,
+    fence: number,
+    leaseMs: number,
+    px: number,
+    since: number,
+    block: GrantBlock | undefined,
     handoff: HandOffMode | undefined,
   ): RedisLock {
     const change = this.cohorts.begin(key, keys, token, fence, block);
@@ -651,8 +682,12 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
    * another was heard of by its tenure (while listening).
    */
   sharesWrite(lock: RedisLock): boolean {
-    return this.held.size > 1 && this.wakeUps.listening && this.keys.get(lock.key)?.first === undefined
-      && this.cohorts.floorOf(lock.key) === Floor.NONE;
+    return (
+      this.held.size > 1 &&
+      this.wakeUps.listening &&
+      this.keys.get(lock.key)?.first === undefined &&
+      this.cohorts.floorOf(lock.key) === Floor.NONE
+    );
   }
 
   /** RedisLockContext. */
@@ -680,7 +715,9 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       else {
         // Nobody left to serve here (they gave up on the way, or the next has to wait behind another process): back to Redis.
         const { fence, px } = result.kept;
-        new RedisLock(this, lock.key, this.parts.keyspace.keysOf(lock.key), lock.token, BigInt(fence), px, px, sentAt).release().catch(noop);
+        new RedisLock(this, lock.key, this.parts.keyspace.keysOf(lock.key), lock.token, BigInt(fence), px, px, sentAt)
+          .release()
+          .catch(noop);
       }
     } else if (keep > 0 && this.cohorts.ended(lock)) this.unride(lock.key);
     if (result?.handed) this.onHandOff(result.handed, sentAt);
