@@ -12,13 +12,13 @@ const ROOT = path.join(__dirname, '..', '..');
 const LIB = path.join(ROOT, 'libs', 'serialized', 'src');
 const WAITERS = 'providers/redis/waiting/redis-waiters.ts';
 
-function check(change?: (lib: string) => void): { status: number | null; output: string } {
+function check(change?: (lib: string) => void, rules?: 'imports'): { status: number | null; output: string } {
   const lib = mkdtempSync(path.join(tmpdir(), 'check-structure-'));
   try {
     cpSync(LIB, lib, { recursive: true });
     change?.(lib);
     const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'check-structure.js')], {
-      env: { ...process.env, CHECK_STRUCTURE_LIB: lib },
+      env: { ...process.env, CHECK_STRUCTURE_LIB: lib, ...(rules ? { CHECK_STRUCTURE_RULES: rules } : {}) },
       encoding: 'utf8',
     });
     return { status: run.status, output: `${run.stdout}${run.stderr}` };
@@ -42,7 +42,7 @@ describe('scripts/check-structure.js', () => {
           "    waiter.lead();\n    waiter.phase = 'queued';\n    waiter.fence += 1;\n",
         ),
       );
-    });
+    }, 'imports');
     expect(result.status).toBe(1);
     expect(result.output).toContain(`waiter state assigned outside providers/redis/waiting/redis-waiter.ts: ${WAITERS}`);
     expect(result.output).toMatch(/waiter\.phase = 'queued'/);
@@ -50,19 +50,22 @@ describe('scripts/check-structure.js', () => {
   });
 
   it('fails on a new host interface in the Redis provider', () => {
-    const result = check((lib) =>
-      appendFileSync(path.join(lib, WAITERS), '\nexport interface GrantHost {\n  granted(token: string): void;\n}\n'),
+    const result = check(
+      (lib) => appendFileSync(path.join(lib, WAITERS), '\nexport interface GrantHost {\n  granted(token: string): void;\n}\n'),
+      'imports',
     );
     expect(result.status).toBe(1);
     expect(result.output).toContain(`new host interface GrantHost in ${WAITERS}`);
   });
 
   it('fails on an import cycle', () => {
-    const result = check((lib) =>
-      appendFileSync(
-        path.join(lib, 'providers/redis/protocol/floor.ts'),
-        "\nexport type { RedisWaiters } from '../waiting/redis-waiters';\n",
-      ),
+    const result = check(
+      (lib) =>
+        appendFileSync(
+          path.join(lib, 'providers/redis/protocol/floor.ts'),
+          "\nexport type { RedisWaiters } from '../waiting/redis-waiters';\n",
+        ),
+      'imports',
     );
     expect(result.status).toBe(1);
     expect(result.output).toContain('import cycle');

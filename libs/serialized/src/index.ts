@@ -29,7 +29,7 @@ export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 
 // Serializing code by hand: `lockService.run(key, async (lock) => …, options?)`.
 export { LockService } from './lock.service';
-export type { RunOptions, SerializedMode, LockSet } from './lock.service';
+export type { RunOptions, SerializedMode, LockSet, LockServiceSettings } from './lock.service';
 // Who holds a key, since when, how many wait: `lockService.inspect(key)` (docs/observability.md).
 export type { LockInfo, LockHolderInfo } from './inspect/lock-info.interface';
 // Health: a @nestjs/terminus indicator for the active backend (terminus is loaded on the first check).

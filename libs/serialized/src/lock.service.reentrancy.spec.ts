@@ -92,7 +92,7 @@ describe('Reentrancy follows the async context; reentrant: false opts out', () =
   });
 
   it('the service default (the module option) applies to calls that do not say; a call may still opt back in', async () => {
-    service.reentrant = false;
+    service = new LockService(provider, { reentrant: false });
     expect(await spawnInsideSection(service, 'k', {}, (record) => service.run('k', record))).toEqual(['holder done', 'spawned ran']);
     expect(
       await spawnInsideSection(service, 'k', { reentrant: true }, (record) =>

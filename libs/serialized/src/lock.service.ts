@@ -61,6 +61,16 @@ export interface RunOptions extends AcquireOptions {
  * `reject` mode, reentrancy (a call that already holds a key in its async context
  * runs at once when it asks again), and releasing whatever happens.
  */
+/** What a {@link LockService} takes from the module's options (`SerializedModule` passes them). */
+export interface LockServiceSettings {
+  /** The module's `reentrant` option; default `true`. */
+  readonly reentrant?: boolean;
+  /** The module's `waitTimeoutMs` option, the budget of a key set; default the library's. */
+  readonly waitTimeoutMs?: number;
+  /** Transaction mode's locks, when the module has them. @internal */
+  readonly transactions?: TransactionLocks;
+}
+
 @Injectable()
 export class LockService {
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
@@ -73,19 +83,19 @@ export class LockService {
 
   /**
    * Whether calls that do not say (`reentrant` of {@link RunOptions}) join an
-   * enclosing holder of their key; `SerializedModule` sets it from its `reentrant`
-   * option (env `SERIALIZED_REENTRANT`).
+   * enclosing holder of their key: the module's `reentrant` option (env
+   * `SERIALIZED_REENTRANT`), `true` by default.
    */
-  reentrant = true;
+  readonly reentrant: boolean;
 
   /**
    * The wait budget of a key set whose call gives no `waitTimeoutMs` (one budget
-   * for the whole set); `SerializedModule` sets it from its `waitTimeoutMs` option.
+   * for the whole set): the module's `waitTimeoutMs` option.
    */
-  waitTimeoutMs: number = SERIALIZED_DEFAULTS.waitTimeoutMs;
+  readonly waitTimeoutMs: number;
 
-  /** Transaction mode (`transaction` of {@link RunOptions}), set by `SerializedModule`. @internal */
-  transactions?: TransactionLocks;
+  /** Transaction mode (`transaction` of {@link RunOptions}). */
+  private readonly transactions: TransactionLocks | undefined;
   /** The provider, reached past its validation (this service validates each call once) and by its synchronous fast path. */
   private readonly door: LockDoor;
   /** What the provider can tell of a key's holders and waiters (`inspect`). */
@@ -93,7 +103,15 @@ export class LockService {
   /** `memory`, `redis`, `postgres` or a provider's class name. */
   private readonly driver: string;
 
-  constructor(provider: LockProvider) {
+  /**
+   * @param provider the backend
+   * @param settings what `SerializedModule` passes from its options; a service
+   *   made by hand (a test) takes the defaults
+   */
+  constructor(provider: LockProvider, settings: LockServiceSettings = {}) {
+    this.reentrant = settings.reentrant ?? true;
+    this.waitTimeoutMs = settings.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
+    this.transactions = settings.transactions;
     this.metrics = SerializedMetrics.create(provider);
     this.door = doorOf(provider);
     this.inspector = inspectorOf(provider);

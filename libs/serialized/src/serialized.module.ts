@@ -77,10 +77,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
       useFactory: (provider: LockProvider, options: ResolvedSerializedOptions, transactions: TransactionLocks) => {
         if (options.metrics === 'on' && !loadOtelApi()) throw missingPeerError("metrics: 'on'", '@opentelemetry/api');
         if (options.tracing === 'on' && !loadOtelApi()) throw missingPeerError("tracing: 'on'", '@opentelemetry/api');
-        const service = new LockService(provider);
-        service.reentrant = options.reentrant;
-        service.waitTimeoutMs = options.waitTimeoutMs;
-        service.transactions = transactions;
+        const service = new LockService(provider, { reentrant: options.reentrant, waitTimeoutMs: options.waitTimeoutMs, transactions });
         if (options.metrics === 'off') service.recordNoMetrics();
         if (options.tracing !== 'off') service.traceWith(SerializedTracing.create(provider, options.tracing));
         return service;

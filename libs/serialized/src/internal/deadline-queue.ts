@@ -7,7 +7,12 @@ import { AsyncResource } from 'node:async_hooks';
  */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
-/** A scheduled call; pass it to `cancel`. An object may be its own deadline (see `add`). */
+/**
+ * A scheduled call; pass it to `cancel`. An object may be its own deadline (see `add`).
+ * Why an interface: an object may be its own deadline (no object allocated per
+ * deadline), so the heap holds whatever has these fields; `DeadlineLine`, the
+ * queue's own kind, is the one class that says so with `implements`.
+ */
 export interface Deadline {
   /** When it is due (`performance.now()` time); set by the queue. */
   at: number;
@@ -19,6 +24,8 @@ export interface Deadline {
 /**
  * A deadline that waits in line behind others of the same delay (see
  * `DeadlineQueue.addInLine`): the queue links it, so it needs these fields.
+ * Why an interface: the queue is the one writer of these fields, and the object
+ * that carries them is the caller itself (no node allocated per wait).
  */
 export interface LinedDeadline {
   /** When it is due (`performance.now()` time); set by the queue. */

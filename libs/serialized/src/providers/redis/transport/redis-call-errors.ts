@@ -7,12 +7,22 @@ import { LockBackendError } from '../../../errors/index';
  */
 export class RedisCallErrors {
   /** Why Redis cannot be reached right now, for error messages. */
-  lastError: Error | undefined;
+  private lastError: Error | undefined;
   private readonly unsentErrors = new WeakSet<Error>();
 
   /** Whether a failed call may have reached Redis (then what it did may need undoing). */
   mayHaveRun(error: unknown): boolean {
     return !(error instanceof Error && this.unsentErrors.has(error));
+  }
+
+  /** `failing`: the connection reported `error`; calls failing from now on name it. */
+  failing(error: Error): void {
+    this.lastError = error;
+  }
+
+  /** `recovered`: the connection answers again; nothing to name any more. */
+  recovered(): void {
+    this.lastError = undefined;
   }
 
   /** Marks `error` as the failure of a call that was never sent. */

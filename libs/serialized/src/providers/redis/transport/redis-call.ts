@@ -1,6 +1,10 @@
 import type { RedisClient } from './redis-client';
 
-/** How one command is sent. */
+/**
+ * How one command is sent. Why an interface: most calls pass a shared constant
+ * (`URGENT`, `RELEASE`); a waiter passes itself, so that `skip()` reads its own
+ * state with no object made per call.
+ */
 export interface RedisCallOptions {
   /**
    * Sent ahead of the other commands waiting in this process (never ahead of what

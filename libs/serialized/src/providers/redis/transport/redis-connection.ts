@@ -160,7 +160,7 @@ export class RedisConnection {
 
   /** Remembers why Redis cannot be reached (for error messages) and logs it once per outage. */
   reportError(error: Error): void {
-    this.errors.lastError = error;
+    this.errors.failing(error);
     if (this.warned || this.closed) return;
     this.warned = true;
     this.logger.warn(`Redis connection error: ${error.message} (reconnecting; lock calls fail with LockBackendError meanwhile)`);
@@ -169,7 +169,7 @@ export class RedisConnection {
   /** Closes the connection if the library opened it; a client passed in is left open. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.wire.closed = true;
+    this.wire.close();
     this.gate.failAll((key) => this.errors.unsent(this.errors.closed(key)));
     this.client.off('ready', this.onReady);
     this.client.off('end', this.onEnd);
@@ -212,7 +212,7 @@ export class RedisConnection {
 
   private ready(): void {
     this.warned = false;
-    this.errors.lastError = undefined;
+    this.errors.recovered();
     // The connection just answered its ready check.
     for (const stream of this.streams()) stream.heard();
     this.gate.open();

@@ -10,8 +10,7 @@ import type { RedisClient } from './redis-client';
  * The connection owns it and marks it closed; the streams only read it.
  */
 export class RedisWire {
-  /** The connection was closed: nothing is sent any more. */
-  closed = false;
+  private isClosed = false;
   private corked = false;
 
   constructor(
@@ -26,6 +25,16 @@ export class RedisWire {
     /** Most commands on the wire at once. */
     readonly maxInFlight: number,
   ) {}
+
+  /** The connection was closed: nothing is sent any more. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** `close`: the connection closes; nothing is sent from now on. */
+  close(): void {
+    this.isClosed = true;
+  }
 
   /** The client when a command may be handed to it now, otherwise why it may not. */
   sendable(key: string): RedisClient | Error {
