@@ -93,6 +93,9 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
     'npm run bench -- --quick   # < 1 min, smaller sizes: writes bench/results/quick.tmp.json (add --docs to regenerate this file from it)',
   );
   out.push('npm run bench -- --only 2,3   # some scenarios: writes bench/results/partial.tmp.json');
+  out.push(
+    'npm run bench -- --only 7 --merge   # some scenarios, replacing theirs in bench/results/latest.json (the others kept; "Runs" above says which run each comes from)',
+  );
   out.push('```');
   out.push('');
   out.push(
