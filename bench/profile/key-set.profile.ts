@@ -5,6 +5,7 @@
  * `INFO commandstats` deltas, so another client's commands would land in them).
  *
  *   node -r ts-node/register/transpile-only -r tsconfig-paths/register bench/profile/key-set.profile.ts redis://127.0.0.1:16999 [ms]
+ *   node -r ts-node/register/transpile-only -r tsconfig-paths/register bench/profile/key-set.profile.ts memory [ms]
  *
  * For each contender and each workload — `sequential` (one caller, a fresh pair each
  * time: nothing waits) and `contended` (scenario 7: 8 callers, random pairs of 6
@@ -12,7 +13,8 @@
  * (`net.Socket#write` / `_writev` calls: round trips the client starts), the commands
  * per transfer by name with the server's µs for them, the command sequence of one
  * sequential transfer (MONITOR), and for ours the functions with the most self time
- * (V8's CPU profiler), grouped as ours / ioredis / node and V8. A diagnosis tool, not a
+ * (V8's CPU profiler), grouped as ours / ioredis / node and V8. `memory` instead of a URL
+ * runs the contended workload in process: ours against async-lock and nested async-mutex. A diagnosis tool, not a
  * benchmark: nothing is asserted, and the benchmark's rows come from `npm run bench`.
  */
 import { Session } from 'node:inspector/promises';
@@ -20,7 +22,7 @@ import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { RedisLockProvider } from 'nestjs-serialized';
-import { lockServiceSubject } from '../subjects/memory.subjects';
+import { asyncLock, asyncMutexMap, lockServiceSubject, oursMemory } from '../subjects/memory.subjects';
 import { redisSemaphore, redlock10 } from '../subjects/redis.subjects';
 import type { LockSubject, SubjectContext } from '../subjects/subject';
 
@@ -139,7 +141,40 @@ async function monitorOne(subject: LockSubject, tag: string): Promise<string[]> 
   return seen;
 }
 
+/** Starts V8's sampling profiler in this process (its own cost is why PROFILE=0 exists). */
+async function startProfiler(): Promise<Session> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  await session.post('Profiler.start');
+  return session;
+}
+
+/** The in-memory providers: no backend to count, so CPU per transfer and ours' profile. */
+async function mainMemory(): Promise<void> {
+  const context: SubjectContext = { redisUrl: '', databaseUrl: '', mysqlUrl: '', prefix: 'nsprof' };
+  for (const spec of [oursMemory, asyncMutexMap, asyncLock]) {
+    const subject = await spec.open(context);
+    await transfers(subject, 'contended', 300, 'warm');
+    const profiling = spec === oursMemory && process.env.PROFILE !== '0' ? await startProfiler() : undefined;
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    const ops = await transfers(subject, 'contended', windowMs, 'run');
+    const elapsed = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    const profile = profiling ? ((await profiling.post('Profiler.stop')).profile as unknown as Profile) : undefined;
+    profiling?.disconnect();
+    console.log(
+      `contended  ${spec.id.padEnd(26)} ${Math.round(ops / (elapsed / 1000))} transfers/s, client CPU ${((cpu.user + cpu.system) / ops).toFixed(1)} µs per transfer`,
+    );
+    if (profile) for (const line of summarise(profile, ops)) console.log(line);
+    await subject.close();
+  }
+}
+
 async function main(): Promise<void> {
+  if (url === 'memory') return mainMemory();
   const context: SubjectContext = { redisUrl: url, databaseUrl: '', mysqlUrl: '', prefix: `nsprof:${process.pid}` };
   const counter = new Redis(url);
   const writes = countSocketWrites();
@@ -184,13 +219,7 @@ async function main(): Promise<void> {
       const cpuBefore = process.cpuUsage();
       const started = performance.now();
       // The profiler costs CPU of its own: PROFILE=0 gives the clean figures, one run with it says where the time goes.
-      const profiling = name === 'ours' && process.env.PROFILE !== '0' ? new Session() : undefined;
-      if (profiling) {
-        profiling.connect();
-        await profiling.post('Profiler.enable');
-        await profiling.post('Profiler.setSamplingInterval', { interval: 500 });
-        await profiling.post('Profiler.start');
-      }
+      const profiling = name === 'ours' && process.env.PROFILE !== '0' ? await startProfiler() : undefined;
       const ops = await transfers(subject, workload, windowMs, tag);
       const elapsed = performance.now() - started;
       const profile = profiling ? ((await profiling.post('Profiler.stop')).profile as unknown as Profile) : undefined;
