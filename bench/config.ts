@@ -19,6 +19,7 @@ export interface BenchConfig {
   manyKeys: { rounds: Record<ManyKeysBackend, number>; keys: Record<ManyKeysBackend, number>; opsPerKey: number; timeoutMs: number };
   memory: { rounds: number; keys: number; heldKeys: number; batch: number };
   http: { rounds: number; connections: number; durationSec: number; warmupRequests: number };
+  transfer: { rounds: number; callers: number; accounts: number; warmupMs: number; durationMs: number; drainTimeoutMs: number };
 }
 
 export const FULL: BenchConfig = {
@@ -37,6 +38,8 @@ export const FULL: BenchConfig = {
   memory: { rounds: 2, keys: 1_000_000, heldKeys: 50_000, batch: 1000 },
   // Five rounds: on a shared host one route's samples spread 1.6k–4.2k req/s over three.
   http: { rounds: 5, connections: 32, durationSec: 2, warmupRequests: 1000 },
+  // 8 callers on 6 accounts: at most 3 transfers can run at once, so most callers wait on most turns.
+  transfer: { rounds: 5, callers: 8, accounts: 6, warmupMs: 150, durationMs: 500, drainTimeoutMs: 15_000 },
 };
 
 export const QUICK: BenchConfig = {
@@ -52,4 +55,5 @@ export const QUICK: BenchConfig = {
   },
   memory: { rounds: 1, keys: 200_000, heldKeys: 10_000, batch: 1000 },
   http: { rounds: 1, connections: 32, durationSec: 1, warmupRequests: 100 },
+  transfer: { rounds: 2, callers: 8, accounts: 6, warmupMs: 50, durationMs: 200, drainTimeoutMs: 10_000 },
 };

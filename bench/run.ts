@@ -7,6 +7,9 @@
  *   npm run bench -- --quick      < 1 min, smaller sizes; writes bench/results/quick.tmp.json only
  *   npm run bench -- --quick --docs   … and regenerates the docs from the quick run
  *   npm run bench -- --only 2,3   some scenarios; writes bench/results/partial.tmp.json only
+ *   npm run bench -- --only 1,7 --merge   some scenarios, their entries replacing those of the same
+ *                                 scenarios in latest.json (or node<major>.json); the others are kept,
+ *                                 and the file says which run each scenario comes from (`parts`)
  *   npm run bench -- --render bench/results/latest.json   re-renders the docs from a results file
  *   npm run bench -- --node 20    on another Node.js major: writes bench/results/node20.json, the
  *                                 docs' second column (the reference run is Node 24: latest.json)
@@ -34,9 +37,10 @@ import { hotKeyScenario } from './scenarios/hot-key.scenario';
 import { manyKeysScenario } from './scenarios/many-keys.scenario';
 import { memoryScenario } from './scenarios/memory.scenario';
 import type { Scenario } from './scenarios/scenario';
+import { transferScenario } from './scenarios/transfer.scenario';
 import { uncontendedScenario } from './scenarios/uncontended.scenario';
 import { cleanupRedis, DATABASE_URL, MYSQL_URL, probeServices, REDIS_URL, runPrefix } from './services';
-import { SUBJECTS } from './subjects';
+import { KEY_SET_SUBJECTS, SUBJECTS } from './subjects';
 import { stopLocalReplica } from './lib/local-replica';
 
 const ROOT = REPO_ROOT;
@@ -47,6 +51,7 @@ const SCENARIOS: Scenario[] = [
   manyKeysScenario,
   memoryScenario,
   httpOverheadScenario,
+  transferScenario,
 ];
 
 /** The Node.js major of the reference run (bench/results/latest.json). */
@@ -62,8 +67,9 @@ function otherRuntimes(): BenchResults[] {
     .map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as BenchResults);
 }
 
-function parseArgs(argv: string[]): { quick: boolean; docs: boolean; hog: boolean; only?: number[] } {
+function parseArgs(argv: string[]): { quick: boolean; docs: boolean; hog: boolean; merge: boolean; only?: number[] } {
   const quick = argv.includes('--quick');
+  const merge = argv.includes('--merge');
   const hog = argv.includes('--hog');
   const docs = argv.includes('--docs');
   const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
@@ -76,7 +82,52 @@ function parseArgs(argv: string[]): { quick: boolean; docs: boolean; hog: boolea
       .filter((n) => n >= 1 && n <= SCENARIOS.length);
     if (!only.length) throw new Error(`--only takes scenario numbers 1–${SCENARIOS.length}, e.g. --only 2,3`);
   }
-  return { quick, docs, hog, only };
+  // A merged file must hold one kind of run: reference-sized scenarios only, and some of them.
+  if (merge && (!only || quick)) throw new Error('--merge takes --only (the scenarios to replace) and no --quick');
+  return { quick, docs, hog, merge, only };
+}
+
+/**
+ * `--only … --merge`: `base` (the reference file) with the entries of the scenarios just
+ * run replaced by this run's, the others kept. `parts` records which run each scenario
+ * comes from, so a reader can tell that ratios of different scenarios were not taken at
+ * the same moment (ratios *inside* one scenario always are).
+ */
+function mergeResults(base: BenchResults, fresh: BenchResults, replaced: readonly number[]): BenchResults {
+  const order = (scenario: number): number => SCENARIOS.findIndex((s) => s.id === scenario);
+  const kept = base.entries.filter((e) => !replaced.includes(e.scenario));
+  const entries = [...kept, ...fresh.entries].sort((a, b) => order(a.scenario) - order(b.scenario));
+  const baseParts = base.parts ?? [
+    {
+      scenarios: [...new Set(base.entries.map((e) => e.scenario))],
+      generatedAt: base.generatedAt,
+      command: base.command,
+      durationSec: base.durationSec,
+      load: base.machine.load,
+    },
+  ];
+  const parts = [
+    ...baseParts
+      .map((part) => ({ ...part, scenarios: part.scenarios.filter((s) => !replaced.includes(s)) }))
+      .filter((part) => part.scenarios.length > 0),
+    {
+      scenarios: [...replaced],
+      generatedAt: fresh.generatedAt,
+      command: fresh.command,
+      durationSec: fresh.durationSec,
+      load: fresh.machine.load,
+    },
+  ];
+  const byId = new Map([...base.contenders, ...fresh.contenders].map((c) => [`${c.backend}:${c.id}`, c]));
+  return {
+    ...fresh,
+    entries,
+    targets: evaluateTargets(entries),
+    contenders: [...byId.values()],
+    settings: { ...base.settings, ...fresh.settings },
+    skipped: [],
+    parts,
+  };
 }
 
 async function main(): Promise<void> {
@@ -153,7 +204,13 @@ async function runAll(): Promise<void> {
     machine,
     settings: runSettings(config),
     contenders: Object.entries(SUBJECTS).flatMap(([backend, specs]) =>
-      specs.map((s) => ({ id: s.id, label: s.label, kind: s.kind, settings: s.settings, backend })),
+      [...specs, ...KEY_SET_SUBJECTS[backend as keyof typeof KEY_SET_SUBJECTS].filter((k) => !specs.includes(k))].map((s) => ({
+        id: s.id,
+        label: s.label,
+        kind: s.kind,
+        settings: s.settings,
+        backend,
+      })),
     ),
     entries,
     targets: evaluateTargets(entries),
@@ -162,13 +219,22 @@ async function runAll(): Promise<void> {
   // quick and partial results are scratch (git-ignored: bench/results/*.tmp.json); latest.json is the reference.
   const major = Number(process.versions.node.split('.')[0]);
   const reference = major === REFERENCE_NODE;
-  const file = args.only ? 'partial.tmp.json' : args.quick ? 'quick.tmp.json' : reference ? 'latest.json' : `node${major}.json`;
+  const runtimeFile = reference ? 'latest.json' : `node${major}.json`;
+  const file = args.merge ? runtimeFile : args.only ? 'partial.tmp.json' : args.quick ? 'quick.tmp.json' : runtimeFile;
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-  writeFileSync(path.join(ROOT, 'bench', 'results', file), `${JSON.stringify(results, null, 2)}\n`);
-  log(`wrote bench/results/${file}`);
-  if (!args.only && ((!args.quick && reference) || args.docs)) {
+  const target = path.join(ROOT, 'bench', 'results', file);
+  let written = results;
+  if (args.merge) {
+    // The partial run is kept on its own too, as without --merge.
+    writeFileSync(path.join(ROOT, 'bench', 'results', 'partial.tmp.json'), `${JSON.stringify(results, null, 2)}\n`);
+    if (!existsSync(target)) throw new Error(`--merge: bench/results/${file} does not exist (run the full benchmark first)`);
+    written = mergeResults(JSON.parse(readFileSync(target, 'utf8')) as BenchResults, results, args.only!);
+  }
+  writeFileSync(target, `${JSON.stringify(written, null, 2)}\n`);
+  log(`wrote bench/results/${file}${args.merge ? ` (scenarios ${args.only!.join(', ')} replaced, the others kept)` : ''}`);
+  if ((args.merge && reference) || (!args.only && ((!args.quick && reference) || args.docs))) {
     writeDocs(
-      results,
+      written,
       ROOT,
       otherRuntimes().filter((r) => r.machine.node !== results.machine.node),
     );
@@ -178,7 +244,7 @@ async function runAll(): Promise<void> {
       `Node ${major} is not the reference runtime (${REFERENCE_NODE}): docs/BENCHMARKS.md shows this run as an extra column once re-rendered (npm run bench -- --render bench/results/latest.json)`,
     );
   }
-  for (const target of results.targets)
+  for (const target of written.targets)
     log(
       `target ${target.status.toUpperCase().padEnd(12)} ${target.description}: ${target.measured}${target.gap ? ` (${target.gap})` : ''}`,
     );

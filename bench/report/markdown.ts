@@ -40,7 +40,17 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
       'several rounds, **medians** reported. Ratios compare values of the same run.',
   );
   out.push('');
-  out.push(`**Run:** ${results.mode} run, ${results.generatedAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}, ${results.durationSec} s.`);
+  const when = (iso: string): string => iso.replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  if (results.parts)
+    out.push(
+      `**Runs:** ${results.mode} runs, merged (\`--only … --merge\`): ${results.parts
+        .map(
+          (p) =>
+            `scenario${p.scenarios.length > 1 ? 's' : ''} ${p.scenarios.join(', ')} from ${when(p.generatedAt)} (\`${p.command}\`, ${p.durationSec} s; ${p.load})`,
+        )
+        .join('; ')}. Ratios inside one scenario come from one run.`,
+    );
+  else out.push(`**Run:** ${results.mode} run, ${when(results.generatedAt)}, ${results.durationSec} s.`);
   if (results.mode === 'quick')
     out.push(
       '\n> This report comes from a `--quick` run: smaller sizes, shorter windows, fewer rounds. Run `npm run bench` for the reference numbers.',
@@ -83,6 +93,9 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
     'npm run bench -- --quick   # < 1 min, smaller sizes: writes bench/results/quick.tmp.json (add --docs to regenerate this file from it)',
   );
   out.push('npm run bench -- --only 2,3   # some scenarios: writes bench/results/partial.tmp.json');
+  out.push(
+    'npm run bench -- --only 7 --merge   # some scenarios, replacing theirs in bench/results/latest.json (the others kept; "Runs" above says which run each comes from)',
+  );
   out.push('```');
   out.push('');
   out.push(
@@ -127,7 +140,7 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
     'Every contender is set up as its documentation suggests, with the same lease (30 s) and the same wait budget (10 s) as this library where it has such settings.',
   );
   out.push('');
-  for (const backend of ['memory', 'redis', 'postgres']) {
+  for (const backend of ['memory', 'redis', 'postgres', 'mysql']) {
     out.push(`**${BACKEND_TITLE[backend]}**`);
     out.push('');
     for (const c of results.contenders.filter((x) => x.backend === backend)) out.push(`- **${c.label}** (${c.kind}): ${c.settings}`);
@@ -145,6 +158,9 @@ export function renderMarkdown(results: BenchResults, analysis?: string, others:
   );
   out.push(
     "- **Backend work per acquisition** (scenarios 1–4, entries `N.redis.commands` and `N.postgres.statements`): Redis commands from the `INFO commandstats` delta around each measurement — commands that Lua scripts run count too — and PostgreSQL statements counted in the contender's own process (every contender sends them through `pg`), each ÷ the critical sections entered. Connecting and the warm-up are included; the Redis count is exact only when nobody else uses the server during the run.",
+  );
+  out.push(
+    "- **CPU per operation** (scenarios 1 and 7, entries `1.<backend>.cpu` and `7.<backend>.keys.cpu`): the contender process's user + system CPU time (`process.cpuUsage`) over the measuring window ÷ the operations in it, client side only. On loopback the uncontended path is CPU-bound, and operations/s of two processes on a busy host move with whatever else runs; CPU per operation moves much less. Scenario 6's `server-cpu` rows are the app process's CPU per request, against the no-op-interceptor route.",
   );
   out.push(
     '- **Interleaving.** For each scenario and backend, every contender is opened once; then each round runs each contender once, the order rotated by one every round. Medians over the rounds are reported; all samples are in `bench/results/latest.json`.',
@@ -189,7 +205,8 @@ function groupTable(group: Group, entries: readonly ResultEntry[], others: reado
   const http = group === 'http';
   const hasFloor = entries.some((e) => e.ratioToFloor !== undefined);
   const header = ['Scenario — metric', ...columns.map((c) => c.label)];
-  if (http) header.push('÷ undecorated', 'overhead');
+  // The baseline is the undecorated route, except in the server-cpu rows (the no-op-interceptor route: their note says so).
+  if (http) header.push('÷ baseline', 'overhead');
   else header.push('best peer', 'vs best peer');
   if (hasFloor) header.push('÷ floor');
   for (const o of others) header.push(http ? `overhead, ${runtimeLabel(o)}` : `vs best peer, ${runtimeLabel(o)}`);
@@ -209,7 +226,7 @@ function groupTable(group: Group, entries: readonly ResultEntry[], others: reado
     }
     if (http) {
       cells.push(formatRatio(e.ratioToBaseline));
-      cells.push(e.overheadPct == null ? '—' : `${formatNumber(e.overheadPct)} %`);
+      cells.push(e.overheadPct == null ? addedMicros(e) : `${formatNumber(e.overheadPct)} %`);
     } else {
       cells.push(e.bestPeer ? (e.peers.find((p) => p.id === e.bestPeer)?.label ?? '') : '—');
       const noise = e.bestPeer && e.ours.value !== null ? '≈ 0 (noise)' : '—';
@@ -234,6 +251,14 @@ function groupTable(group: Group, entries: readonly ResultEntry[], others: reado
     ...params.map((p) => `- ${cell(p)}`),
     ...notes.map((n, i) => `- [${i + 1}] ${cell(n)}`),
   ];
+}
+
+/** A CPU row's overhead: what ours adds over its baseline, in µs ('—' when either failed). */
+function addedMicros(e: ResultEntry): string {
+  const baseline = e.peers.find((p) => p.kind === 'baseline' && p.value !== null);
+  if (e.unit !== 'µs' || !baseline || e.ours.value === null) return '—';
+  const added = e.ours.value - baseline.value!;
+  return `${added >= 0 ? '+' : '−'}${formatNumber(Math.abs(added))} µs`;
 }
 
 function cell(text: string): string {

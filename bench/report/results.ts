@@ -159,6 +159,11 @@ export interface BenchResults {
   entries: ResultEntry[];
   targets: TargetResult[];
   skipped: string[];
+  /**
+   * Present when the file was assembled by `--only … --merge`: which run each scenario's
+   * entries come from (ratios inside a scenario are from one run; across parts they are not).
+   */
+  parts?: Array<{ scenarios: number[]; generatedAt: string; command: string; durationSec: number; load: string }>;
 }
 
 export interface MachineInfo {

@@ -16,7 +16,10 @@ export function costEntries(input: {
   outcomes: ReadonlyMap<string, Outcome>;
   /** A variant of this library (e.g. `cohort`): ids `<scenario>.<backend>.<variant>.*`. */
   variant?: string;
+  /** What one counted operation is (default: an acquisition; scenario 7: a transfer, two keys). */
+  per?: string;
 }): ResultEntry[] {
+  const per = input.per ?? 'acquisition';
   // Nothing counts the MySQL contenders' statements (yet): no entry rather than a wrong one.
   if (input.backend === 'memory' || input.backend === 'mysql') return [];
   const redis = input.backend === 'redis';
@@ -25,7 +28,7 @@ export function costEntries(input: {
       id: `${input.scenario}.${input.backend}${input.variant ? `.${input.variant}` : ''}.${redis ? 'commands' : 'statements'}`,
       scenario: input.scenario,
       group: GROUP_OF[input.backend],
-      name: `${input.title} — ${redis ? 'Redis commands' : 'statements'} per acquisition`,
+      name: `${input.title} — ${redis ? 'Redis commands' : 'statements'} per ${per}`,
       metric: redis ? 'commandsPerOp' : 'statementsPerOp',
       unit: redis ? 'commands/op' : 'statements/op',
       betterIs: 'lower',
@@ -34,8 +37,8 @@ export function costEntries(input: {
       outcomes: input.outcomes,
       notes: [
         redis
-          ? 'Commands per acquisition: the INFO commandstats delta around the measurement (commands that scripts run count too; connecting and the warm-up included) ÷ critical sections entered. Exact only when nobody else uses the Redis server during the run.'
-          : "Statements per acquisition: queries the contender's process sent through pg (its own count: each contender runs in a process of its own; connecting and the warm-up included) ÷ critical sections entered.",
+          ? `Commands per ${per}: the INFO commandstats delta around the measurement (commands that scripts run count too; connecting and the warm-up included) ÷ critical sections entered. Exact only when nobody else uses the Redis server during the run.`
+          : `Statements per ${per}: queries the contender's process sent through pg (its own count: each contender runs in a process of its own; connecting and the warm-up included) ÷ critical sections entered.`,
       ],
     }),
   ];

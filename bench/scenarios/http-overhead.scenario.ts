@@ -58,6 +58,29 @@ const DRIVER_LABEL: Record<Driver | 'redis-net', string> = {
   redis: 'Redis',
   'redis-net': `Redis over a ${NET_DELAY_US / 1000} ms-each-way path`,
 };
+/**
+ * Server CPU per request of `@Serialized` against the no-op-interceptor route alone: the
+ * only baseline, so the row's "÷ baseline" and "+ µs" are what the interceptor and the
+ * lock add to Nest's own interceptor pipeline (same app process, same rounds).
+ */
+function serverCpuEntry(id: string, title: string, outcomes: ReadonlyMap<string, Outcome>, rounds: number): ResultEntry {
+  return buildEntry({
+    id,
+    scenario: 6,
+    group: 'http',
+    name: `${title} — server CPU per request over the no-op-interceptor route`,
+    metric: 'cpuMicrosPerRequest',
+    unit: 'µs',
+    betterIs: 'lower',
+    params: `the app process's CPU time (process.cpuUsage, user + system) during each route's run ÷ its requests; the same app serves both routes, interleaved; median of ${rounds} rounds`,
+    contenders: [VARIANTS.distinct, VARIANTS.intercepted],
+    outcomes,
+    notes: [
+      'The baseline of this row is the same handler behind a no-op interceptor (not the undecorated route): what @Serialized adds over any interceptor.',
+    ],
+  });
+}
+
 /** The routes the network variant measures (each against its own no-op-interceptor route). */
 const NET_ROUTES: Variant[] = ['plain', 'intercepted', 'distinct'];
 
@@ -182,6 +205,14 @@ export const httpOverheadScenario: Scenario = {
             }),
           );
         }
+        entries.push(
+          serverCpuEntry(
+            `6.${driver}.distinct.server-cpu`,
+            `6. HTTP, ${DRIVER_LABEL[driver]} driver, @Serialized on distinct keys`,
+            byVariant,
+            rounds,
+          ),
+        );
       }
       // The network variant: the Redis app over a slow path, against its own no-op-interceptor route.
       const net = new Map<string, Outcome>(NET_ROUTES.map((v) => [v, { ...outcomes.get(`redis-net:${v}`)!, id: v }]));
@@ -219,6 +250,7 @@ export const httpOverheadScenario: Scenario = {
           betterIs: 'lower',
         }),
       );
+      entries.push(serverCpuEntry('6.redis.net.distinct.server-cpu', netTitle, net, rounds));
       // What enabling the library costs the routes it does not decorate (Node 20: AsyncLocalStorage promise hooks).
       const appWide = new Map<string, Outcome>([
         ['plain', { ...outcomes.get('memory:plain')!, id: 'plain' }],

@@ -48,6 +48,10 @@ export const uncontendedScenario: Scenario = {
   },
 };
 
+/** What the CPU rows measure (scenarios 1 and 7). */
+export const CPU_NOTE =
+  "CPU per operation: the contender process's user + system CPU time (process.cpuUsage) over the measuring window ÷ the operations in it — the client side only, not the backend server's. Each contender runs in a process of its own, so nobody else's work is in it; lower is better, and a floor's value is the least any client of these commands spends.";
+
 /** `variants`: variants of ours (VARIANTS) run in the same rounds and reported under ids of their own (`1.redis.replicas.*`). */
 async function measure(
   context: ScenarioContext,
@@ -86,6 +90,15 @@ async function measure(
     buildEntry({ ...common, id: `${base}.ops`, name: title, metric: 'opsPerSec', unit: 'ops/s', betterIs: 'higher' }),
     buildEntry({ ...common, id: `${base}.p50`, name: `${title} — latency p50`, metric: 'p50Ms', unit: 'ms', betterIs: 'lower' }),
     buildEntry({ ...common, id: `${base}.p99`, name: `${title} — latency p99`, metric: 'p99Ms', unit: 'ms', betterIs: 'lower' }),
+    buildEntry({
+      ...common,
+      id: `${base}.cpu`,
+      name: `${title} — CPU per operation`,
+      metric: 'cpuMicrosPerOp',
+      unit: 'µs',
+      betterIs: 'lower',
+      notes: [CPU_NOTE],
+    }),
     ...costEntries({ scenario: 1, backend, title, params, specs, outcomes, variant: net ? 'net' : undefined }),
   ];
   // A variant of ours against the same peers, in the same rounds (as scenario 3 does).
@@ -97,6 +110,15 @@ async function measure(
       buildEntry({ ...v, id: `${base}.${name}.ops`, name: named, metric: 'opsPerSec', unit: 'ops/s', betterIs: 'higher' }),
       buildEntry({ ...v, id: `${base}.${name}.p50`, name: `${named} — latency p50`, metric: 'p50Ms', unit: 'ms', betterIs: 'lower' }),
       buildEntry({ ...v, id: `${base}.${name}.p99`, name: `${named} — latency p99`, metric: 'p99Ms', unit: 'ms', betterIs: 'lower' }),
+      buildEntry({
+        ...v,
+        id: `${base}.${name}.cpu`,
+        name: `${named} — CPU per operation`,
+        metric: 'cpuMicrosPerOp',
+        unit: 'µs',
+        betterIs: 'lower',
+        notes: [CPU_NOTE],
+      }),
       ...costEntries({ scenario: 1, backend, title: named, params, specs: against, outcomes, variant: name }),
     ];
   });
@@ -115,10 +137,16 @@ export async function uncontendedRound(
   // Warm-up: at least 20 operations (the first ones connect and load scripts), and warmupMs.
   await loopFor(subject, prefix, () => sequence++, params.warmupMs, 20);
   const latencies: number[] = [];
+  // The process's CPU time (user + system) over the window: on loopback the path is CPU-bound, and
+  // operations/s of two processes on a busy 2-core host move with whatever else runs; CPU per operation does not.
+  const cpuBefore = process.cpuUsage();
   const { ops, elapsedMs } = await loopFor(subject, prefix, () => sequence++, params.durationMs, 0, latencies);
+  const cpu = process.cpuUsage(cpuBefore);
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { metrics: { opsPerSec: ops / (elapsedMs / 1000), p50Ms: at(0.5), p99Ms: at(0.99) } };
+  return {
+    metrics: { opsPerSec: ops / (elapsedMs / 1000), p50Ms: at(0.5), p99Ms: at(0.99), cpuMicrosPerOp: (cpu.user + cpu.system) / ops },
+  };
 }
 
 /** Acquire + release fresh keys, one after another, for `ms`; each operation's time (ms) into `latencies` when given. */

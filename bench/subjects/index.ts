@@ -1,7 +1,7 @@
-import { memorySubjects } from './memory.subjects';
-import { mysqlSubjects } from './mysql.subjects';
-import { oursPostgresCohort, postgresSubjects } from './postgres.subjects';
-import { oursRedisCohort, oursRedisReplicas, redisSubjects } from './redis.subjects';
+import { asyncLock, asyncMutexMap, memorySubjects, oursMemory } from './memory.subjects';
+import { mysqlNested, mysqlSubjects, oursMysql } from './mysql.subjects';
+import { oursPostgres, oursPostgresCohort, postgresNested, postgresSubjects } from './postgres.subjects';
+import { oursRedis, oursRedisCohort, oursRedisReplicas, redisSemaphore, redisSubjects, redlock10, redlockDefault } from './redis.subjects';
 import type { Backend, SubjectSpec } from './subject';
 
 export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
@@ -19,8 +19,24 @@ export const VARIANTS: Record<Backend, Record<string, SubjectSpec>> = {
   mysql: {},
 };
 
+/**
+ * Scenario 7 (two keys at once): this library's `run([a, b], fn)` beside what users
+ * would do instead on each backend — a peer's own multi-key call (redlock, async-lock)
+ * or nested single-key locks in sorted order (async-mutex, redis-semaphore, hand-rolled
+ * advisory locks and named locks).
+ */
+export const KEY_SET_SUBJECTS: Record<Backend, SubjectSpec[]> = {
+  memory: [oursMemory, asyncMutexMap, asyncLock],
+  redis: [oursRedis, redlockDefault, redlock10, redisSemaphore],
+  postgres: [oursPostgres, postgresNested],
+  mysql: [oursMysql, mysqlNested],
+};
+
 export function findSubject(backend: Backend, id: string): SubjectSpec {
-  const spec = SUBJECTS[backend].find((s) => s.id === id) ?? Object.values(VARIANTS[backend]).find((s) => s.id === id);
+  const spec =
+    SUBJECTS[backend].find((s) => s.id === id) ??
+    Object.values(VARIANTS[backend]).find((s) => s.id === id) ??
+    KEY_SET_SUBJECTS[backend].find((s) => s.id === id);
   if (!spec) throw new Error(`No ${backend} subject "${id}"`);
   return spec;
 }

@@ -1,7 +1,7 @@
 import AsyncLock from 'async-lock';
 import { Mutex } from 'async-mutex';
 import { InMemoryLockProvider, LockService, type LockProvider } from 'nestjs-serialized';
-import type { LockSubject, SubjectSpec } from './subject';
+import { nestedInSortedOrder, type LockSubject, type SubjectSpec } from './subject';
 
 /**
  * `LockService` keeps its reentrancy context in an AsyncLocalStorage. On Node 20 an
@@ -18,6 +18,7 @@ export function lockServiceSubject(provider: LockProvider): LockSubject {
   const service = new LockService(provider);
   return {
     withLock: (key, fn) => service.run(key, fn),
+    withLocks: (keys, fn) => service.run(keys, fn),
     close: async () => {
       await provider.close();
       releaseAsyncContext(service);
@@ -52,17 +53,20 @@ export const asyncMutexMap: SubjectSpec = {
   canWait: true,
   async open(): Promise<LockSubject> {
     const mutexes = new Map<string, { mutex: Mutex; users: number }>();
+    const withLock = async (key: string, fn: () => void | Promise<void>): Promise<void> => {
+      let entry = mutexes.get(key);
+      if (!entry) mutexes.set(key, (entry = { mutex: new Mutex(), users: 0 }));
+      entry.users++;
+      try {
+        await entry.mutex.runExclusive(fn);
+      } finally {
+        if (--entry.users === 0) mutexes.delete(key);
+      }
+    };
     return {
-      async withLock(key, fn) {
-        let entry = mutexes.get(key);
-        if (!entry) mutexes.set(key, (entry = { mutex: new Mutex(), users: 0 }));
-        entry.users++;
-        try {
-          await entry.mutex.runExclusive(fn);
-        } finally {
-          if (--entry.users === 0) mutexes.delete(key);
-        }
-      },
+      withLock,
+      // No multi-key call: nested mutexes in sorted order, as a user would write it.
+      withLocks: (keys, fn) => nestedInSortedOrder(withLock, keys, fn),
       close: async () => mutexes.clear(),
     };
   },
@@ -79,6 +83,8 @@ export const asyncLock: SubjectSpec = {
     const lock = new AsyncLock({ maxPending: 1000 });
     return {
       withLock: (key, fn) => lock.acquire(key, fn),
+      // async-lock takes an array of keys in one call; it takes them in the order given, so sorted.
+      withLocks: (keys, fn) => lock.acquire([...new Set(keys)].sort(), fn),
       close: async () => undefined,
     };
   },

@@ -1,4 +1,4 @@
-import { createConnection } from 'mysql2/promise';
+import { createConnection, createPool } from 'mysql2/promise';
 import { MysqlLockProvider } from 'nestjs-serialized';
 import { lockServiceSubject } from './memory.subjects';
 import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
@@ -56,6 +56,50 @@ export const mysqlFloor: SubjectSpec = {
       },
       close: () => connection.end(),
     };
+  },
+};
+
+/**
+ * Scenario 7's hand-rolled peer: a connection of a mysql2 pool (its default size, 10),
+ * `GET_LOCK(name, 10)` on each key in sorted order (one session may hold several named
+ * locks since MySQL 5.7 / MariaDB 10.0.2), the work, `RELEASE_LOCK` in reverse order
+ * (each result checked), the connection back to the pool.
+ */
+export const mysqlNested: SubjectSpec = {
+  id: 'get-lock-nested',
+  label: 'hand-rolled: GET_LOCK per key, sorted',
+  kind: 'peer',
+  backend: 'mysql',
+  settings:
+    'createPool({ uri }) (10 connections); per call: pool.getConnection(); SELECT GET_LOCK(?, 10) for each key in sorted order (result checked); fn; SELECT RELEASE_LOCK(?) in reverse order (result checked); connection.release()',
+  canWait: true,
+  connectionsFor: (concurrency) => Math.min(concurrency, 10),
+  async open(context: SubjectContext): Promise<LockSubject> {
+    const pool = createPool({ uri: context.mysqlUrl });
+    const withLocks = async (keys: readonly string[], fn: () => void | Promise<void>): Promise<void> => {
+      const names = [...new Set(keys)].sort().map((key) => `${context.prefix}:nested:${key}`.slice(-64));
+      const connection = await pool.getConnection();
+      const held: string[] = [];
+      try {
+        for (const name of names) {
+          const [rows] = await connection.query({ sql: 'SELECT GET_LOCK(?, 10)', rowsAsArray: true }, [name]);
+          if ((rows as unknown[][])[0]?.[0] !== 1) throw new Error(`GET_LOCK(${name}) did not return 1`);
+          held.push(name);
+        }
+        await fn();
+      } finally {
+        for (const name of held.reverse()) {
+          const [rows] = await connection.query({ sql: 'SELECT RELEASE_LOCK(?)', rowsAsArray: true }, [name]);
+          if ((rows as unknown[][])[0]?.[0] !== 1) {
+            connection.destroy();
+            // eslint-disable-next-line no-unsafe-finally -- deliberate: a release that failed is the finding
+            throw new Error('RELEASE_LOCK did not return 1');
+          }
+        }
+        connection.release();
+      }
+    };
+    return { withLock: (key, fn) => withLocks([key], fn), withLocks, close: () => pool.end() };
   },
 };
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import advisoryLock from 'advisory-lock';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { PostgresLockProvider } from 'nestjs-serialized';
 import { lockServiceSubject } from './memory.subjects';
 import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
@@ -109,6 +109,54 @@ export const postgresFloor: SubjectSpec = {
       },
       close: () => client.end(),
     };
+  },
+};
+
+/**
+ * Scenario 7's hand-rolled peer: what users write for a transfer without a multi-key
+ * lock — a connection of pg's pool (default size 10), `pg_advisory_lock` on each key in
+ * sorted order (sorting avoids the A→B / B→A deadlock), the work, the unlocks in reverse
+ * order (each result checked), the connection back to the pool.
+ */
+export const postgresNested: SubjectSpec = {
+  id: 'pg-advisory-nested',
+  label: 'hand-rolled: pg_advisory_lock per key, sorted',
+  kind: 'peer',
+  backend: 'postgres',
+  settings:
+    'new pg.Pool() (10 connections); per call: pool.connect(); SELECT pg_advisory_lock($1::bigint) for each key in sorted order; fn; SELECT pg_advisory_unlock($1::bigint) in reverse order (result checked); client.release()',
+  canWait: true,
+  connectionsFor: (concurrency) => Math.min(concurrency, 10),
+  async open(context: SubjectContext): Promise<LockSubject> {
+    const pool = new Pool({ connectionString: context.databaseUrl });
+    pool.on('error', () => undefined);
+    const withLocks = async (keys: readonly string[], fn: () => void | Promise<void>): Promise<void> => {
+      const ids = [...new Set(keys)].sort().map((key) => advisoryKey(`${context.prefix}:nested:${key}`));
+      const client = await pool.connect();
+      const held: string[] = [];
+      try {
+        for (const id of ids) {
+          await client.query({ name: 'nsbench_nested_lock', text: 'SELECT pg_advisory_lock($1::bigint)', values: [id] });
+          held.push(id);
+        }
+        await fn();
+      } finally {
+        for (const id of held.reverse()) {
+          const { rows } = await client.query({
+            name: 'nsbench_nested_unlock',
+            text: 'SELECT pg_advisory_unlock($1::bigint) AS ok',
+            values: [id],
+          });
+          if (rows[0]?.ok !== true) {
+            client.release(true);
+            // eslint-disable-next-line no-unsafe-finally -- deliberate: an unlock that failed is the finding
+            throw new Error('pg_advisory_unlock returned false');
+          }
+        }
+        client.release();
+      }
+    };
+    return { withLock: (key, fn) => withLocks([key], fn), withLocks, close: () => pool.end() };
   },
 };
 

@@ -5,7 +5,7 @@ import Redlock from 'redlock';
 import { RedisLockProvider } from 'nestjs-serialized';
 import { ensureLocalReplica } from '../lib/local-replica';
 import { lockServiceSubject } from './memory.subjects';
-import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
+import { nestedInSortedOrder, type LockSubject, type SubjectContext, type SubjectSpec } from './subject';
 
 /** Lease every Redis contender uses (this library's default). */
 export const LEASE_MS = 30_000;
@@ -89,6 +89,13 @@ function redlockSubject(id: string, label: string, retryDelay: number, retryJitt
       redlock.on('error', () => undefined);
       return {
         withLock: (key, fn) => redlock.using([`${context.prefix}:redlock:${key}`], LEASE_MS, async () => fn()),
+        // redlock's own multi-resource lock: every key in one attempt (one script call per attempt).
+        withLocks: (keys, fn) =>
+          redlock.using(
+            keys.map((key) => `${context.prefix}:redlock:${key}`),
+            LEASE_MS,
+            async () => fn(),
+          ),
         close: async () => void (await client.quit()),
       };
     },
@@ -109,19 +116,22 @@ export const redisSemaphore: SubjectSpec = {
   canWait: true,
   async open(context: SubjectContext): Promise<LockSubject> {
     const client = connectRedis(context.redisUrl);
+    const withLock = async (key: string, fn: () => void | Promise<void>): Promise<void> => {
+      const mutex = new RedisSemaphoreMutex(client, `${context.prefix}:rs:${key}`, {
+        lockTimeout: LEASE_MS,
+        acquireTimeout: WAIT_BUDGET_MS,
+      });
+      await mutex.acquire();
+      try {
+        await fn();
+      } finally {
+        await mutex.release();
+      }
+    };
     return {
-      async withLock(key, fn) {
-        const mutex = new RedisSemaphoreMutex(client, `${context.prefix}:rs:${key}`, {
-          lockTimeout: LEASE_MS,
-          acquireTimeout: WAIT_BUDGET_MS,
-        });
-        await mutex.acquire();
-        try {
-          await fn();
-        } finally {
-          await mutex.release();
-        }
-      },
+      withLock,
+      // No multi-key call: nested mutexes in sorted order, as its users write it.
+      withLocks: (keys, fn) => nestedInSortedOrder(withLock, keys, fn),
       close: async () => void (await client.quit()),
     };
   },

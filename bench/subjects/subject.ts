@@ -39,5 +39,27 @@ export interface SubjectSpec {
  */
 export interface LockSubject {
   withLock(key: string, fn: () => void | Promise<void>): Promise<void>;
+  /**
+   * Run `fn` holding every key of `keys` together (scenario 7: a transfer between two
+   * accounts), the way its users would: the library's own multi-key call where it has
+   * one, else nested single-key locks taken in sorted order (what avoids a deadlock
+   * between A→B and B→A). Absent on subjects that cannot wait (the floors).
+   */
+  withLocks?(keys: readonly string[], fn: () => void | Promise<void>): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Holds `keys` one after another in sorted order through `withLock`, innermost last:
+ * the nesting users write when their lock has no multi-key call. Sorting is what keeps
+ * two opposite transfers (A→B, B→A) from deadlocking.
+ */
+export function nestedInSortedOrder(
+  withLock: (key: string, fn: () => void | Promise<void>) => Promise<void>,
+  keys: readonly string[],
+  fn: () => void | Promise<void>,
+): Promise<void> {
+  const sorted = [...new Set(keys)].sort();
+  const enter = (i: number): Promise<void> => (i === sorted.length ? Promise.resolve(fn()) : withLock(sorted[i], () => enter(i + 1)));
+  return enter(0);
 }

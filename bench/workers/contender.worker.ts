@@ -1,5 +1,5 @@
 /**
- * One contender of scenarios 1, 2 and 4 in a process of its own (see
+ * One contender of scenarios 1, 2, 4 and 7 in a process of its own (see
  * lib/contender-hosts.ts): each `measure` request opens the subject, runs one
  * round of the scenario, closes it, and answers with the sample, the number of
  * critical sections entered and, on PostgreSQL, the statements sent.
@@ -12,6 +12,7 @@ import { measureOpened } from '../lib/open-subjects';
 import { serveRequests, type Message } from '../lib/worker-process';
 import { hotKeyRound } from '../scenarios/hot-key.scenario';
 import { manyKeysRound } from '../scenarios/many-keys.scenario';
+import { transferRound } from '../scenarios/transfer.scenario';
 import { uncontendedRound } from '../scenarios/uncontended.scenario';
 import { findSubject } from '../subjects';
 import type { Backend, LockSubject, SubjectContext } from '../subjects/subject';
@@ -22,6 +23,7 @@ const ROUNDS: Record<number, Round> = {
   1: uncontendedRound as Round,
   2: hotKeyRound as Round,
   4: manyKeysRound as Round,
+  7: transferRound as Round,
 };
 
 interface MeasureRequest {
@@ -49,6 +51,14 @@ serveRequests(async (message: Message): Promise<Message> => {
           acquisitions++;
           return fn();
         }),
+      // A key set counts once: scenario 7's backend work is per transfer.
+      withLocks: subject.withLocks
+        ? (keys, fn) =>
+            subject.withLocks!(keys, () => {
+              acquisitions++;
+              return fn();
+            })
+        : undefined,
       close: () => subject.close(),
     };
     return round(counted, request.round, request.subject, request.params);
