@@ -192,7 +192,7 @@ async function rewardScenario(urls: string[]): Promise<Row> {
   };
 }
 
-/** Seed 003, scheme 3: the same reward with its state in PostgreSQL, each claim in a TypeORM transaction. */
+/** Transaction mode (docs/transactions.md): the same reward with its state in PostgreSQL, each claim in a TypeORM transaction. */
 async function transactionalRewardScenario(urls: string[]): Promise<Row> {
   const naiveUser = `demo-${randomUUID().slice(0, 8)}`;
   const serializedUser = `demo-${randomUUID().slice(0, 8)}`;

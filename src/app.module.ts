@@ -20,7 +20,7 @@ export interface AppModuleOptions {
   imports?: ModuleMetadata['imports'];
 }
 
-/** The example app: the seed scenarios, each protected and naive, plus the overhead probe. */
+/** The example app: the scenarios of docs/example-app.md, each protected and naive, plus the overhead probe. */
 @Module({})
 export class AppModule {
   static register(options: AppModuleOptions): DynamicModule {

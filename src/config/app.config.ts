@@ -16,7 +16,7 @@ export const APP_ENV_ACCEPTS = {
   REPORT_DURATION_MS: 'an integer number of milliseconds from 0 to 600000 (default 3000)',
   REPORTS_CONCURRENCY: 'an integer from 1 to 100 (default 4)',
   TX_REWARDS_ENABLED:
-    'true or false (default false): the daily reward in transaction mode (seed 003, scheme 3: TypeORM, PostgreSQL at DATABASE_URL, POST /tx/users/:userId/rewards/daily)',
+    'true or false (default false): the daily reward in transaction mode (docs/transactions.md: TypeORM, PostgreSQL at DATABASE_URL, POST /tx/users/:userId/rewards/daily)',
   REPORTS_QUEUE_PREFIX: '1 to 64 characters of A-Z a-z 0-9 _ . : - { } (default bull)',
   DIGEST_ENABLED: 'true or false (default true): the nightly digest job (@OncePerTick on @nestjs/schedule, GET /digests)',
   DIGEST_CRON: 'a cron expression of 5 or 6 fields, seconds first when 6 (default 0 0 3 * * *: every night at 03:00)',

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveSerializedOptions } from 'nestjs-serialized/config/serialized-options.resolver';
-import { SERIALIZED_ENV_ACCEPTS } from 'nestjs-serialized/config/serialized-environment';
-import { IDEMPOTENCY_ENV_ACCEPTS, readIdempotencyTtlMs } from 'nestjs-serialized/idempotency/idempotency-environment';
+import { SERIALIZED_ENV_ACCEPTS } from 'nestjs-serialized/config/serialized-environment.reader';
+import { IDEMPOTENCY_ENV_ACCEPTS, readIdempotencyTtlMs } from 'nestjs-serialized/idempotency/idempotency-environment.reader';
 import { APP_ENV_ACCEPTS, loadAppConfig } from './app.config';
 
 /** The `NAME=value` lines of .env.example (commented-out lines are the tests' and benchmarks' own). */

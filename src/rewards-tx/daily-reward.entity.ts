@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** One user's daily reward, in a PostgreSQL table (seed 003, scheme 3). */
+/** One user's daily reward, in a PostgreSQL table (transaction mode, docs/transactions.md). */
 @Entity({ name: 'example_daily_rewards' })
 export class DailyReward {
   @PrimaryColumn({ name: 'user_id', type: 'text' })

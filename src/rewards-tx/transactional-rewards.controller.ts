@@ -5,7 +5,7 @@ import type { ClaimResult } from '../rewards/rewards.service';
 import { TransactionalRewardsService } from './transactional-rewards.service';
 
 /**
- * Seed 003's third scheme: the daily reward in the app's own database transaction.
+ * The daily reward in the app's own database transaction (docs/transactions.md).
  * The lock is taken inside that transaction (`pg_advisory_xact_lock`), so its
  * COMMIT is the release: the next duplicate reads the committed claim.
  */

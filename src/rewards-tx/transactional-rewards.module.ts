@@ -32,7 +32,7 @@ class DatabaseModule implements OnApplicationShutdown {
 }
 
 /**
- * Seed 003, scheme 3 (`TX_REWARDS_ENABLED`): the daily reward in a TypeORM
+ * Transaction mode (`TX_REWARDS_ENABLED`, docs/transactions.md): the daily reward in a TypeORM
  * transaction, with `@nestjs-cls/transactional` giving the library the app's
  * transaction (docs/transactions.md).
  */

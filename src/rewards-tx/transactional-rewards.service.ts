@@ -6,7 +6,7 @@ import { DAY_MS, type ClaimResult } from '../rewards/rewards.service';
 import { DailyReward } from './daily-reward.entity';
 
 /**
- * The daily reward of seed 003 with its state in PostgreSQL, every statement in
+ * The example app's daily reward with its state in PostgreSQL, every statement in
  * the app's TypeORM transaction (`txHost.tx`): read the last claim, check it, do
  * the slow part, credit. Two copies in two transactions at once both read "not
  * claimed" and both credit — unless the handler holds the user's lock inside

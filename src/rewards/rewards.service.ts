@@ -13,8 +13,8 @@ export interface ClaimResult {
 /**
  * "At most one reward per 24 h": read the last claim, check it, do the slow part
  * (standing for a 20–30 s task), then increment the counter. Copies of this call
- * running at once all pass the check and all increment — the race of the seed
- * question (five clicks in a second, five rewards).
+ * running at once all pass the check and all increment — the race the example
+ * app shows (five clicks in a second, five rewards; docs/example-app.md).
  */
 @Injectable()
 export class RewardsService {

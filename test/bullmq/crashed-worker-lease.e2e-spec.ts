@@ -1,5 +1,5 @@
 /**
- * Issue 10, item 6: a worker SIGKILLed in the middle of job 0 of key K, with the
+ * A worker SIGKILLed in the middle of job 0 of key K, with the
  * Redis lock driver. BullMQ hands job 0 back once its own lock (`lockDuration`)
  * runs out; the app lock job 0 took must not keep K blocked any longer than that
  * (it used to hold K for its whole 30 s lease). Measured from the kill until K's

@@ -6,7 +6,7 @@ import { Accounts } from './fixtures/transfers.controller';
 import { ADAPTERS, postAndAbort, startTestApp, type Adapter } from './http-app';
 
 /**
- * Several keys at once over HTTP (issue 36): `@Serialized(['params.fromId',
+ * Several keys at once over HTTP (docs/semantics.md, *Several keys at once*): `@Serialized(['params.fromId',
  * 'params.toId'])` and a key function returning an array hold both accounts
  * together; `@SerializedLock()` gives the array; 400 / 429 codes.
  */

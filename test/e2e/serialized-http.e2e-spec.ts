@@ -22,7 +22,7 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
   /** supertest sends lazily; this starts the request now, for tests that order requests in time. */
   const start = (path: string) => post(path).then((response) => response);
 
-  describe('the seed scenarios', () => {
+  describe("the example app's scenarios", () => {
     it('daily reward: 20 duplicates credit exactly one reward; the naive handler credits many', async () => {
       const user = uniqueId('u');
       const naiveUser = uniqueId('n');

@@ -5,7 +5,7 @@ import { startCpuHog } from './support/environment';
  * Runs alone, after the other suites (`*.alone-spec.ts`): it brings its own load
  * (four processes, a CPU hog, faults) and would be the other suites' bad day too.
  *
- * The short form of the randomized fault run (issue 25 item 4; the full form, 120 s
+ * The short form of the randomized fault run (test/reliability/fault-run.scenario.ts; the full form, 120 s
  * of faults per driver, is in `npm run reliability`): four processes, beside a CPU
  * hog, one fault at a time, then a fault-free tail. Every count that means a wrong
  * result must be 0 — and the naive control under the same kind of faults must go
@@ -51,7 +51,7 @@ describe('randomized fault run (short form)', () => {
     );
     expect(run.unexplainedOverlaps).toBeGreaterThan(0);
     expect(run.lostUpdates).toBeGreaterThan(0);
-    // Its holders have no `lost` to read: one whose key went to another holder leaves none the wiser (issue 32's check can fail).
+    // Its holders have no `lost` to read: one whose key went to another holder leaves none the wiser (the holders-left-untold count can fail).
     expect(run.holdersLeftUntold).toBeGreaterThan(0);
   }, 240_000);
 });

@@ -50,7 +50,7 @@ export interface FaultRunResult {
   /**
    * Holders whose key went to another holder while they were inside (a section with a
    * newer token of the key entered) and that left without having read the loss: neither
-   * their signal aborted nor `lock.lost` set when they left (issue 32). Holders of a
+   * their signal aborted nor `lock.lost` set when they left (docs/reliability.md: a holder is told of its loss before it leaves). Holders of a
    * process the run killed are not counted: they never left.
    */
   holdersLeftUntold: number;
@@ -117,7 +117,7 @@ const FAULTS: Record<FaultDriver, string[]> = {
 };
 
 /**
- * The seeded randomized fault run of issue 25 (item 4): several processes × loops ×
+ * The seeded randomized fault run: several processes × loops ×
  * keys, random wait budgets and modes, one fault at a time (SIGSTOP past the lease,
  * SIGKILL and respawn, a stalled event loop, a CPU hog, a slow or cut network path
  * through a TCP proxy in front of the backend, terminated sessions / killed client

@@ -2,7 +2,7 @@ import { SHORT } from './reliability.scenarios';
 import { runSuite, type SuiteResult } from './reliability.suite';
 
 /**
- * The short form of `npm run reliability` (issue 11 item 5): a few of its
+ * The short form of `npm run reliability` (docs/reliability.md): a few of its
  * scenarios at small sizes, each with a CPU hog beside it, real processes and
  * servers. It asserts what the report's table shows and never writes the report.
  */

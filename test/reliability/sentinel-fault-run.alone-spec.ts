@@ -1,7 +1,7 @@
 import { sentinelFaultRun, sentinelFaultRunProblems, SENTINEL_FAULT_RUN_SHORT } from './sentinel-fault-run.scenario';
 
 /**
- * The short form of issue 40's Sentinel fault run (the full form: `npm run
+ * The short form of the Sentinel fault run (the full form: `npm run
  * reliability:sentinel`): with `replicas: { acks: 2 }` (every replica), no fail-over
  * kind hands a key or a fencing token out twice.
  */

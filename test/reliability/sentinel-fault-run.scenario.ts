@@ -2,7 +2,7 @@ import { SentinelGroup } from '../setup/redis-sentinel';
 import { failoverRun, type FailoverKind, type FailoverRunResult } from '../redis/support/failover-run';
 
 /**
- * Issue 40's randomized fault run with Sentinel fail-overs: a master, two replicas
+ * The randomized fault run with Sentinel fail-overs (docs/providers/redis.md, *Fail-over*): a master, two replicas
  * and three Sentinels of its own; 4 processes × 8 loops × 3 keys of claim-first fenced
  * sections through the app's ioredis Sentinel client; fail-overs by `SENTINEL
  * FAILOVER` (the old master keeps running), kill -9 and SIGSTOP of the master, picked

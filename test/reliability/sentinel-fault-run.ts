@@ -1,5 +1,5 @@
 /**
- * `npm run reliability:sentinel`: issue 40's randomized fault runs with Sentinel
+ * `npm run reliability:sentinel`: the randomized fault runs with Sentinel
  * fail-overs (test/reliability/sentinel-fault-run.scenario.ts), full form (about 2
  * minutes per row), without `replicas`, with `{ acks: 1 }` and with `{ acks: 2 }` (the
  * number of replicas). Rewrites only the report's *Sentinel fail-over runs* section
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const header = [
     '## Sentinel fail-over runs',
     '',
-    `Issue 40: a master, two replicas and three Sentinels; ${size.processes} processes × ${size.loops} loops × ${size.keys} keys of claim-first fenced sections (lease 2 s) through the app's ioredis Sentinel client passed as \`redis.client\`; ${size.failovers} fail-overs per run by \`SENTINEL FAILOVER\`, kill -9 and SIGSTOP of the master (kind and spacing from the seed); a fenced ledger in another Redis counts tokens handed out twice, claims refused because a token was not above every token claimed before (fencing-order inversions), sections entered while another was inside, and accepted writes the counters lost. Written by \`npm run reliability:sentinel\` on ${new Date(started).toISOString()} in ${Math.round((Date.now() - started) / 1000)} s, ${os.cpus().length} cores, Node.js ${process.version}. The times after each fail-over: when the Sentinels demoted the old master, and when sections ran again through the new master.`,
+    `A master, two replicas and three Sentinels; ${size.processes} processes × ${size.loops} loops × ${size.keys} keys of claim-first fenced sections (lease 2 s) through the app's ioredis Sentinel client passed as \`redis.client\`; ${size.failovers} fail-overs per run by \`SENTINEL FAILOVER\`, kill -9 and SIGSTOP of the master (kind and spacing from the seed); a fenced ledger in another Redis counts tokens handed out twice, claims refused because a token was not above every token claimed before (fencing-order inversions), sections entered while another was inside, and accepted writes the counters lost. Written by \`npm run reliability:sentinel\` on ${new Date(started).toISOString()} in ${Math.round((Date.now() - started) / 1000)} s, ${os.cpus().length} cores, Node.js ${process.version}. The times after each fail-over: when the Sentinels demoted the old master, and when sections ran again through the new master.`,
   ].join('\n');
   const section = [BEGIN, ...renderSentinelFaultRuns(runs, header), END].join('\n');
   const out = path.resolve(__dirname, '..', '..', 'docs', 'reliability-report.md');

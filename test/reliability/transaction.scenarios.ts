@@ -7,7 +7,7 @@ import { PgBouncer } from '../transaction/support/pgbouncer';
 import type { ControlRow, ResultRow } from './reliability.scenarios';
 
 /**
- * The reliability rows of transaction mode (issue 24 item 6): two app processes of
+ * The reliability rows of transaction mode (docs/transactions.md): two app processes of
  * the transaction-mode rewards app (test/transaction/support/transaction-app.ts,
  * TypeORM), each claim a read-check-write in the app's transaction under
  * `@Serialized('userId', { transaction: true })`. The ledger is the rewards table:

@@ -7,7 +7,7 @@ const WORKER = 'test/semantics/workers/transfer.worker.ts';
 const WAIT_MS = 20_000;
 
 /**
- * Several keys at once across real OS processes (issue 36): transfers between
+ * Several keys at once across real OS processes (docs/semantics.md, *Several keys at once*): transfers between
  * accounts, each holding both accounts, from processes with their own provider on
  * one Redis, one PostgreSQL or one MariaDB. Balances live in a PostgreSQL table whose `inside`
  * column shows any two sections in one account at once.

@@ -7,7 +7,7 @@ import { sleep, uniqueId, waitFor } from '../support/timing';
 const WORKER = 'test/semantics/workers/max-pending.worker.ts';
 
 /**
- * Issue 10, item 7: `maxPending` counts the same on every provider. The caller
+ * `maxPending` counts the same on every provider. The caller
  * becoming the holder is not a waiter (a free key admits 1 + maxPending callers of
  * a process), and while another process holds the key, maxPending callers of this
  * one may wait. Two app instances in processes of their own share the backend.

@@ -8,7 +8,7 @@ const GRACE_MS = 300;
 const LEASE_MS = 1500;
 
 /**
- * Issue 10, item 3: background work (a `LockService.run` section, no HTTP) still
+ * Background work (a `LockService.run` section, no HTTP) still
  * running when `app.close()`'s grace period ends. The provider stops renewing
  * (Redis) or watching (PostgreSQL) the lock then, so the section must be told at
  * that moment: its `lock.signal` aborts with `LockLostError`, before another

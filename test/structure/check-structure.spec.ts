@@ -6,7 +6,8 @@ import path from 'node:path';
 /**
  * The structure check's own rules (scripts/check-structure.js), run on a copy of
  * the library: clean it passes; a waiter's state assigned outside its owner, a new
- * host interface, or an import cycle each fail it, named.
+ * host interface, an import cycle, or a file named off `<thing>.<role>.ts` each
+ * fail it, named.
  */
 const ROOT = path.join(__dirname, '..', '..');
 const LIB = path.join(ROOT, 'libs', 'serialized', 'src');
@@ -69,5 +70,17 @@ describe('scripts/check-structure.js', () => {
     );
     expect(result.status).toBe(1);
     expect(result.output).toContain('import cycle');
+  });
+
+  it('fails on a source file named off <thing>.<role>.ts, and on an exception for a file since renamed', () => {
+    const result = check((lib) => {
+      writeFileSync(path.join(lib, 'key/key-helpers.ts'), 'export const x = 1;\n');
+      cpSync(path.join(lib, 'internal/redact.ts'), path.join(lib, 'internal/url.redactor.ts'));
+      rmSync(path.join(lib, 'internal/redact.ts'));
+      rmSync(path.join(lib, 'internal/redact.spec.ts'));
+    });
+    expect(result.status).toBe(1);
+    expect(result.output).toContain('file name off the <thing>.<role>.ts rule: key/key-helpers.ts');
+    expect(result.output).toContain('stale exception in FILE_NAME_EXCEPTIONS (renamed or gone; remove it): internal/redact.ts');
   });
 });

@@ -12,7 +12,7 @@ const { checkState } = require('../../scripts/structure/state-rules') as {
 };
 
 /**
- * The structure check's rules 4 and 5 (scripts/structure/state-rules.js) on a
+ * The structure check's rules 5 and 6 (scripts/structure/state-rules.js) on a
  * small library of their own: each breakage fails, named; the clean shapes pass;
  * a listed exception that no longer applies fails too.
  */

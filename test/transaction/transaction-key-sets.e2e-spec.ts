@@ -6,7 +6,7 @@ import { PgInspector, uniquePrefix } from '../postgres/support/pg-inspect';
 import { createTransactionApp } from './support/transaction-app';
 
 /**
- * Key sets in transaction mode (issue 36) through the app's TypeORM: both accounts
+ * Key sets in transaction mode through the app's TypeORM: both accounts
  * of a transfer locked in the app's transaction, in canonical order, all or none.
  */
 describe('transaction mode with a key set (typeorm)', () => {

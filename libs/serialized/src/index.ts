@@ -23,7 +23,7 @@ export type {
   SerializationKeyValue,
   SerializationKeysFn,
   SerializedKey,
-} from './key/serialization-key';
+} from './key/serialization-key.parser';
 // What @Serialized applies; public for apps that register it as APP_INTERCEPTOR.
 export { SerializedInterceptor } from './interceptors/serialized.interceptor';
 
@@ -75,7 +75,7 @@ export type { IdempotentOptions, IdempotencyFingerprintFn } from './idempotency/
 export { IdempotencyKeyError, IdempotencyConflictError, IdempotencyMismatchError } from './idempotency/errors';
 export type { IdempotencyKeyProblem } from './idempotency/errors';
 export type { IdempotencyStore, IdempotencyStoreSource } from './idempotency/idempotency.store';
-export type { StoredResponse } from './idempotency/stored-response';
+export type { StoredResponse } from './idempotency/stored-response.codec';
 export type { ProblemDetails } from './idempotency/idempotency-problem.mapper';
 
 // Scheduled methods: each tick of a @nestjs/schedule job runs on one instance (docs/scheduling.md).

@@ -1,5 +1,5 @@
 import { memoryProviderOptions } from './config/provider-options.mapper';
-import { unowned } from './internal/unowned-provider';
+import { unowned } from './internal/unowned-provider.proxy';
 import type { LockProvider } from './lock.provider';
 import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
 import type { ResolvedSerializedOptions } from './serialized-options.interface';

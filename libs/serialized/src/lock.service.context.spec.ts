@@ -1,7 +1,7 @@
 import type { Lock } from './lock.interface';
-import type { LockContext } from './lock-context';
+import type { LockContext } from './lock.context';
 import { LockService } from './lock.service';
-import { HandlerHandshake } from './metadata/handler.handshake';
+import { InterceptedCall } from './metadata/intercepted.call';
 import { InMemoryLockProvider } from './providers/memory/in-memory-lock.provider';
 
 const macrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -103,7 +103,7 @@ describe('LockService: the async context of sections', () => {
     expect(provider.activeKeys).toBe(0);
   });
 
-  it('under a joined key, a handshake or an unjoinable lock, a synchronous section puts the caller context back', async () => {
+  it('under a joined key, an intercepted call or an unjoinable lock, a synchronous section puts the caller context back', async () => {
     await service.run('a', async (a) => {
       await service.run('b', async () => {
         // Joining 'a' makes it the innermost section again, over 'b'.
@@ -114,14 +114,14 @@ describe('LockService: the async context of sections', () => {
       });
     });
     const held = await service.acquire('h');
-    const handshake = new HandlerHandshake(() => undefined);
+    const interceptedCall = new InterceptedCall(() => undefined);
     service.runHolding(
       held,
       () => {
         service.run('c', () => undefined);
-        expect([service.handshake(), service.current()]).toEqual([handshake, held.lock]);
+        expect([service.interceptedCall(), service.current()]).toEqual([interceptedCall, held.lock]);
       },
-      handshake,
+      interceptedCall,
     );
     await held.release();
     const alone = await service.acquire('x', { reentrant: false });
@@ -129,9 +129,9 @@ describe('LockService: the async context of sections', () => {
       alone,
       () => {
         service.run('c', () => undefined);
-        expect([service.handshake(), service.current(), service.isHeld('x')]).toEqual([handshake, alone.lock, false]);
+        expect([service.interceptedCall(), service.current(), service.isHeld('x')]).toEqual([interceptedCall, alone.lock, false]);
       },
-      handshake,
+      interceptedCall,
     );
     await alone.release();
   });

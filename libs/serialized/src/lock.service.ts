@@ -3,32 +3,32 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
 import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release-after';
-import { heldIn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock-context';
+import { joinableLockOn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock.context';
 import { LockBusyError, LockOrderError, LockTimeoutError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { doorOf, type LockDoor } from './local/lock-door.interface';
 import { inspectorOf, type KeyInspector } from './inspect/key-inspector.interface';
 import type { LockInfo } from './inspect/lock-info.interface';
-import { hasLoneSurrogate } from './key/lock-key';
-import type { HandlerHandshake } from './metadata/handler.handshake';
+import { hasLoneSurrogate } from './key/lock-key.composer';
+import type { InterceptedCall } from './metadata/intercepted.call';
 import { SERIALIZED_LOGGER_CONTEXT } from './serialized.constants';
-import { activeLock, HeldLock, type HeldKey } from './held-lock';
-import { HeldSet, lockSetOf, type LockSet } from './held-set';
-import { canonicalOrder, compareKeys, distinctKeys } from './key/key-set';
+import { activeLock, OwnedLock, type HeldKey } from './lock.hold';
+import { HeldSet, lockSetOf, type LockSet } from './lock-set.hold';
+import { canonicalOrder, compareKeys, distinctKeys } from './key/key-set.order';
 import { SERIALIZED_DEFAULTS } from './serialized.defaults';
 import { performance } from 'node:perf_hooks';
 import { SerializedMetrics } from './observability/serialized.metrics';
 import type { SerializedTracing } from './observability/serialized.tracing';
 import type { Span } from '@opentelemetry/api';
-import { driverOf } from './observability/driver-of';
-import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks';
+import { driverOf } from './observability/driver-name.resolver';
+import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks.runner';
 
 // The options of a call that gives none (never written to): nothing to validate.
 const NO_OPTIONS: RunOptions = Object.freeze({});
 
-export type { HeldKey } from './held-lock';
-export type { LockSet } from './held-set';
+export type { HeldKey } from './lock.hold';
+export type { LockSet } from './lock-set.hold';
 
 /** How a caller waits: `wait` queues (up to `waitTimeoutMs`), `reject` fails at once when busy. */
 export type SerializedMode = 'wait' | 'reject';
@@ -178,13 +178,13 @@ export class LockService {
     const reentrant = options.reentrant ?? this.reentrant;
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
-    const joining = heldIn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
+    const joining = joinableLockOn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
     const lock = joining || options.transaction ? undefined : this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
     try {
-      const result = this.runSection(new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing), fn, store);
+      const result = this.runSection(new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing), fn, store);
       return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error);
@@ -211,7 +211,7 @@ export class LockService {
    */
   acquireValidated(key: string, options: RunOptions): Promise<HeldKey> {
     const reentrant = options.reentrant ?? this.reentrant;
-    const entry = reentrant ? heldIn(this.context.getStore(), key) : undefined;
+    const entry = reentrant ? joinableLockOn(this.context.getStore(), key) : undefined;
     if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
     const since = this.metrics?.waiting(key);
     const wait = this.tracing?.waiting(key);
@@ -234,7 +234,7 @@ export class LockService {
     const lock = this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return undefined;
     this.metrics?.acquiredAtOnce(key);
-    return new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing);
+    return new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing);
   }
 
   /**
@@ -243,23 +243,23 @@ export class LockService {
    * unless `held` was acquired with `reentrant: false`: then nothing inside joins
    * it, and `fn` runs in the caller's context (no AsyncLocalStorage at all) except
    * under the interceptor, whose handler may ask for its lock (`@SerializedLock()`).
-   * `handshake` announces the decorated handler the interceptor is about to call
-   * (see `metadata/handler.handshake.ts`).
+   * `interceptedCall` announces the decorated handler the interceptor is about to call
+   * (see `metadata/intercepted.call.ts`).
    * @internal
    */
-  runHolding<R>(held: HeldKey, fn: () => R, handshake?: HandlerHandshake): R {
+  runHolding<R>(held: HeldKey, fn: () => R, interceptedCall?: InterceptedCall): R {
     const store = this.context.getStore();
-    if (held instanceof HeldSet) return runWithContext(this.context, held.contextIn(store, handshake), store, fn);
+    if (held instanceof HeldSet) return runWithContext(this.context, held.contextIn(store, interceptedCall), store, fn);
     if (held.reentrant) {
       // A call joining an enclosing holder: the same lock, entered again.
-      if (handshake === undefined && store?.innermost.lock === held.lock) return fn();
-      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
+      if (interceptedCall === undefined && store?.innermost.lock === held.lock) return fn();
+      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, interceptedCall }, store, fn);
     }
-    if (!(held as HeldLock).joinable) {
-      if (handshake === undefined) return fn();
-      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, handshake }, store, fn);
+    if (!(held as OwnedLock).joinable) {
+      if (interceptedCall === undefined) return fn();
+      return runWithContext(this.context, { held: undefined, outer: outerOf(store), innermost: held, interceptedCall }, store, fn);
     }
-    return runWithContext(this.context, { held: held as HeldLock, outer: outerOf(store), innermost: held, handshake }, store, fn);
+    return runWithContext(this.context, { held: held as OwnedLock, outer: outerOf(store), innermost: held, interceptedCall }, store, fn);
   }
 
   /**
@@ -286,7 +286,7 @@ export class LockService {
 
   /** Whether the current async context holds `key`. */
   isHeld(key: string): boolean {
-    return heldIn(this.context.getStore(), key) !== undefined;
+    return joinableLockOn(this.context.getStore(), key) !== undefined;
   }
 
   /**
@@ -302,16 +302,16 @@ export class LockService {
     const store = this.context.getStore();
     if (!store) return undefined;
     const inner = store.innermost;
-    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in the chain heldIn walks.
+    // The innermost section may be one that others cannot join (`reentrant: false`): it is not in the chain joinableLockOn walks.
     const innerActive =
-      inner instanceof HeldLock
+      inner instanceof OwnedLock
         ? inner.active
         : inner instanceof HeldSet
           ? inner.active
-          : activeLock(heldIn(store, inner.lock.key)) === inner.lock;
+          : activeLock(joinableLockOn(store, inner.lock.key)) === inner.lock;
     if (key !== undefined) {
-      if (innerActive && inner instanceof HeldSet) return inner.lockOf(key) ?? activeLock(heldIn(store, key));
-      return innerActive && inner.lock.key === key ? inner.lock : activeLock(heldIn(store, key));
+      if (innerActive && inner instanceof HeldSet) return inner.lockOf(key) ?? activeLock(joinableLockOn(store, key));
+      return innerActive && inner.lock.key === key ? inner.lock : activeLock(joinableLockOn(store, key));
     }
     if (innerActive) return inner.lock;
     // The innermost section ended while this context lives on: the nearest one around it still held.
@@ -349,12 +349,12 @@ export class LockService {
   }
 
   /**
-   * The handshake the interceptor set for the handler it is calling, if any
-   * (see `metadata/handler.handshake.ts`).
+   * The intercepted call the interceptor set for the handler it is calling, if any
+   * (see `metadata/intercepted.call.ts`).
    * @internal
    */
-  handshake(): HandlerHandshake | undefined {
-    return this.context.getStore()?.handshake;
+  interceptedCall(): InterceptedCall | undefined {
+    return this.context.getStore()?.interceptedCall;
   }
 
   /** `run` with a key set: planned (validated, ordered, checked against what the context holds), taken, run, released. */
@@ -367,10 +367,10 @@ export class LockService {
     } catch (error) {
       return Promise.reject(error);
     }
-    const section = (owned: readonly HeldLock[]) => this.runSetSection(this.heldSet(plan, owned, reentrant), fn, store);
+    const section = (owned: readonly OwnedLock[]) => this.runSetSection(this.heldSet(plan, owned, reentrant), fn, store);
     if (options.transaction && plan.missing.length > 0) {
       const inTransaction = (locks: readonly Lock[]) =>
-        section(locks.map((lock) => new HeldLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing)));
+        section(locks.map((lock) => new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing)));
       return runInTransaction(this.transactions, plan.missing, options, inTransaction, (error) => {
         if (error instanceof SerializedError && options.handler) error.attachHandler(options.handler);
         throw error;
@@ -398,7 +398,7 @@ export class LockService {
     const missing: string[] = [];
     let lastJoined: string | undefined;
     for (const key of ordered) {
-      const held = store === undefined ? undefined : heldIn(store, key);
+      const held = store === undefined ? undefined : joinableLockOn(store, key);
       if (held === undefined) missing.push(key);
       else joined.set((lastJoined = key), held.lock);
     }
@@ -414,8 +414,8 @@ export class LockService {
    * the one budget; on any failure releases those taken — and waits for the
    * releases — before rejecting. A timeout names the whole budget.
    */
-  private async acquireAll(keys: readonly string[], options: RunOptions, reentrant: boolean): Promise<HeldLock[]> {
-    const taken: HeldLock[] = [];
+  private async acquireAll(keys: readonly string[], options: RunOptions, reentrant: boolean): Promise<OwnedLock[]> {
+    const taken: OwnedLock[] = [];
     const budget = options.waitTimeoutMs ?? this.waitTimeoutMs;
     const started = performance.now();
     try {
@@ -444,7 +444,7 @@ export class LockService {
   }
 
   /** The set held: `plan`'s keys in the order given, each the lock acquired now (`owned`, canonical order) or the one joined. */
-  private heldSet(plan: SetPlan, owned: readonly HeldLock[], reentrant: boolean): HeldSet {
+  private heldSet(plan: SetPlan, owned: readonly OwnedLock[], reentrant: boolean): HeldSet {
     const byKey = new Map(plan.joined);
     for (let i = 0; i < owned.length; i++) byKey.set(plan.missing[i], owned[i].lock);
     return new HeldSet(plan.given, lockSetOf(plan.given.map((key) => byKey.get(key)!)), owned, reentrant);
@@ -488,13 +488,13 @@ export class LockService {
 
   /**
    * Runs `fn` holding `held`, a lock acquired for this call, and releases it: in a
-   * context of its own when nested calls may join it (`runHolding` without a
-   * handshake), in the caller's otherwise. `store` is the caller's context. A
+   * context of its own when nested calls may join it (`runHolding` without an
+   * intercepted call), in the caller's otherwise. `store` is the caller's context. A
    * section that ends synchronously may leave its context in place (see
    * {@link mayOutlive}): putting `store` back would cost a second frame of the
    * AsyncLocalStorage, as much as entering.
    */
-  private runSection<T>(held: HeldLock, fn: (lock: Lock) => Promise<T> | T, store: LockContext | undefined): Promise<T> | T {
+  private runSection<T>(held: OwnedLock, fn: (lock: Lock) => Promise<T> | T, store: LockContext | undefined): Promise<T> | T {
     let result: Promise<T> | T;
     if (!held.joinable) {
       try {
@@ -505,7 +505,7 @@ export class LockService {
       return releaseAfter(held, result);
     }
     try {
-      this.context.enterWith({ held, outer: outerOf(store), innermost: held, handshake: undefined });
+      this.context.enterWith({ held, outer: outerOf(store), innermost: held, interceptedCall: undefined });
       result = fn(held.lock);
     } catch (error) {
       this.context.enterWith(store as LockContext);
@@ -551,10 +551,10 @@ export class LockService {
     handler: string | undefined,
     reentrant: boolean,
     wait: Span | undefined,
-  ): HeldLock {
+  ): OwnedLock {
     if (since !== undefined) this.metrics?.acquired(key, since);
     if (wait) this.tracing!.acquired(wait, lock);
-    return new HeldLock(lock, handler, this.logger, reentrant, this.metrics, this.tracing);
+    return new OwnedLock(lock, handler, this.logger, reentrant, this.metrics, this.tracing);
   }
 
   private acquireFailed(

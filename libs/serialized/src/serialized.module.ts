@@ -12,7 +12,7 @@ import { LockService } from './lock.service';
 import { SerializedLockChecker } from './metadata/serialized-lock.checker';
 import { SerializedMetadataAccessor } from './metadata/serialized-metadata.accessor';
 import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
-import { SerializedStartupLine } from './observability/startup-line';
+import { SerializedStartupLine } from './observability/startup-line.logger';
 import { loadOtelApi } from './observability/otel-api.loader';
 import { SerializedTracing } from './observability/serialized.tracing';
 import { missingPeerError } from './config/optional-peer';
@@ -27,7 +27,7 @@ import {
 import { TickRunner } from './schedule/tick.runner';
 import { TransactionHandlersChecker } from './transaction/transaction-handlers.checker';
 import { TransactionHostResolver } from './transaction/transaction-host.resolver';
-import { TransactionLocks } from './transaction/transaction-locks';
+import { TransactionLocks } from './transaction/transaction-locks.runner';
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from './serialized-options.interface';
 
 /**

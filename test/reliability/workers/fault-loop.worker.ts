@@ -8,7 +8,7 @@
  * tell overlaps with a told holder from unexplained ones. As it leaves, a section reads
  * `lock.lost` (synchronously, as a correct section does before it leaves) and records
  * whether it knew of the loss then, so the run can tell a holder told before leaving
- * from one told only after it left (issue 32).
+ * from one told only after it left (docs/reliability.md).
  *
  * SERIALIZED_DRIVER=naive is the control: a hand-rolled `SET NX PX` lock polled
  * every 10 ms, deleted unconditionally at the end, and an unfenced read-modify-write
@@ -152,7 +152,7 @@ async function section(
   } finally {
     // What a correct section does before it leaves: look (a synchronous read) whether the
     // lock is still its own. A holder whose key went to another holder while it was
-    // inside must see the loss here, not after it left (issue 32: a late renewal hid it).
+    // inside must see the loss here, not after it left (a late renewal once hid it: docs/protocol.md, the `late-renewal` variant).
     const told = Boolean(lock.lost) || lock.signal?.aborted === true;
     lock.signal?.removeEventListener('abort', onLost);
     await leave(told);
@@ -232,7 +232,7 @@ process.on('message', (message: { type: string; ms?: number }) => {
       // run() does not wait for a release's reply: let the last ones apply (bounded; what is left is a leak).
       const activeKeys = () => (provider as { activeKeys?: number } | undefined)?.activeKeys ?? 0;
       for (const until = Date.now() + 10_000; activeKeys() > 0 && Date.now() < until;) await sleep(20);
-      // The invariant of issue 25: no advisory lock on a session of ours without an owner.
+      // The session audit's invariant: no advisory lock on a session of ours without an owner.
       const unowned = provider instanceof PostgresLockProvider ? await provider.auditLocks() : 0;
       process.send!({ type: 'quiet', stats, unowned, activeKeys: activeKeys() });
     } else if (message.type === 'close') {

@@ -243,7 +243,7 @@ process.on('message', (message: { type: string } & Record<string, unknown>) => {
       stats = fresh();
       process.send!({ type: 'reset-done' });
     } else if (message.type === 'close') {
-      // The session audit's invariant (issue 25): no advisory lock on a session of this provider without an owner.
+      // The session audit's invariant: no advisory lock on a session of this provider without an owner.
       const unowned = provider instanceof PostgresLockProvider ? await provider.auditLocks() : 0;
       // After close: it waits for releases still on their way (run() does not), then nothing may be left.
       await (provider as unknown as { close(): Promise<void> }).close();

@@ -136,7 +136,7 @@ export async function createTransactionApp(
       return { ms: Date.now() - started, pool: poolStats() };
     }
 
-    /** A transfer holding both accounts in the app's transaction (key set, issue 36). */
+    /** A transfer holding both accounts in the app's transaction (a key set). */
     @Post('transfer/:fromId/:toId')
     @Serialized(['params.fromId', 'params.toId'], { transaction: true, scope: 'account' })
     transfer(@Param('fromId') from: string, @Param('toId') to: string, @Query('amount') amount: string, @SerializedLock() locks: LockSet) {

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Job, MinimalQueue } from 'bullmq';
 import type { SerializedMetadata } from '../metadata/serialized-options.interface';
-import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
+import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options.mapper';
 import { LockBackendError, LockBusyError, SerializationKeyError } from '../errors';
 import { resolveArgumentsKey } from '../key/arguments-key.resolver';
 import type { HeldKey, LockService } from '../lock.service';

@@ -1,5 +1,5 @@
 import { OptionRowsValidator, throwIfProblems } from '../config/option-rows.validator';
-import type { OptionSpec } from '../config/option-spec';
+import type { OptionSpec } from '../config/option-spec.definition';
 import type { SerializedJobsOptions, ResolvedSerializedJobsOptions } from './serialized-jobs-options.interface';
 import { SERIALIZED_JOBS_DEFAULTS } from './serialized-jobs-options.interface';
 

@@ -1,6 +1,6 @@
 import { HAND_OFF_MODES } from '../acquire-options.interface';
 import { SerializationKeyError } from '../errors/serialization-key.error';
-import { hasLoneSurrogate } from '../key/lock-key';
+import { hasLoneSurrogate } from '../key/lock-key.composer';
 import {
   acceptsInteger,
   acceptsOf,

@@ -1,5 +1,5 @@
 import { IsBoolean, IsIn, IsInt, Matches, Max, Min, ValidateBy, ValidateIf, validateSync } from 'class-validator';
-import { acceptsOf, optionProblem, type OptionScope, type OptionSpec } from './option-spec';
+import { acceptsOf, optionProblem, type OptionScope, type OptionSpec } from './option-spec.definition';
 import { SerializedConfigError } from './serialized-config.error';
 
 /** One row to check: the property it reads, the rule it follows, and where the value comes from. */

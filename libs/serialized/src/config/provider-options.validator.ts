@@ -1,5 +1,5 @@
 import { OptionRowsValidator, throwIfProblems } from './option-rows.validator';
-import { optionProblem, showValue, type OptionSpec } from './option-spec';
+import { optionProblem, showValue, type OptionSpec } from './option-spec.definition';
 import { PROVIDER_CONSTRUCTOR_OPTIONS } from './provider-tuning.schema';
 import { SERIALIZED_OPTION_SPECS, SERIALIZED_OPTIONS_SCHEMA as S } from './serialized-options.schema';
 

@@ -1,6 +1,6 @@
 import { HAND_OFF_MODES } from '../acquire-options.interface';
 import { SERIALIZED_DEFAULTS as D } from '../serialized.defaults';
-import type { OptionSpec } from './option-spec';
+import type { OptionSpec } from './option-spec.definition';
 
 const SQL_NAME = '[A-Za-z_][A-Za-z0-9_$]{0,62}';
 const HOUR_MS = 3600_000;

@@ -1,7 +1,7 @@
 import type { HandOffMode } from '../acquire-options.interface';
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from '../serialized-options.interface';
 import { SerializedConfigError } from './serialized-config.error';
-import { readSerializedEnvironment } from './serialized-environment';
+import { readSerializedEnvironment } from './serialized-environment.reader';
 import { OptionRowsValidator } from './option-rows.validator';
 import { replicaWaitProblem } from './provider-options.validator';
 import { acceptsOf, SERIALIZED_OPTION_SPECS, SERIALIZED_OPTIONS_SCHEMA as S, type SerializedOptionName } from './serialized-options.schema';

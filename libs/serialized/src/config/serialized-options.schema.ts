@@ -1,9 +1,9 @@
 import { LockProvider } from '../lock.provider';
 import { SERIALIZED_DEFAULTS as D } from '../serialized.defaults';
-import type { OptionSpec } from './option-spec';
+import type { OptionSpec } from './option-spec.definition';
 import { PROVIDER_TUNING_OPTIONS } from './provider-tuning.schema';
 
-export * from './option-spec';
+export * from './option-spec.definition';
 
 const HOUR_MS = 3600_000;
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;

@@ -1,6 +1,6 @@
 import { callOptionProblems } from '../config/acquire-options.validator';
 import { showValue } from '../config/serialized-options.schema';
-import { hasLoneSurrogate } from '../key/lock-key';
+import { hasLoneSurrogate } from '../key/lock-key.composer';
 import type { SerializedOptions } from '../metadata/serialized-options.interface';
 import { transactionOptionProblem } from '../transaction/transaction-options.interface';
 

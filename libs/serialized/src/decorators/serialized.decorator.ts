@@ -1,12 +1,12 @@
 import { UseInterceptors } from '@nestjs/common';
 import { isBullmqJob, runSerializedJob } from '../bullmq/serialized-job.dispatch';
 import { resolveArgumentsKeys } from '../key/arguments-key.resolver';
-import { parseSerializedKey, type SerializedKey } from '../key/serialization-key';
+import { parseSerializedKey, type SerializedKey } from '../key/serialization-key.parser';
 import { LockService } from '../lock.service';
 import { SERIALIZED_LOCK_SERVICE, SERIALIZED_OPTIONS_METADATA, SKIP_SERIALIZED_METADATA } from '../serialized.constants';
 import { SerializedInterceptor } from '../interceptors/serialized.interceptor';
-import { injectPropertyOnce } from '../metadata/property-injection';
-import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
+import { injectPropertyOnce } from '../metadata/property.injector';
+import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options.mapper';
 import type { SerializedMetadata, SerializedOptions } from '../metadata/serialized-options.interface';
 import { assertSerializedOptions } from './serialized-options.validator';
 
@@ -107,8 +107,8 @@ function decorateMethod(
         ),
       );
     }
-    // Called by Nest under SerializedInterceptor, which holds the key already (metadata/handler.handshake.ts).
-    if (lockService.handshake()?.claim(serialized)) return original.apply(this, args);
+    // Called by Nest under SerializedInterceptor, which holds the key already (metadata/intercepted.call.ts).
+    if (lockService.interceptedCall()?.claim(serialized)) return original.apply(this, args);
     return direct(this, lockService, args);
   };
   Object.defineProperty(serialized, 'name', { value: original.name });

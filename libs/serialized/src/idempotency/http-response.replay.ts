@@ -1,6 +1,6 @@
 import { StreamableFile, type ExecutionContext, type HttpServer } from '@nestjs/common';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
-import type { StoredResponse } from './stored-response';
+import type { StoredResponse } from './stored-response.codec';
 
 /**
  * Sets a stored response's status and headers (plus `Idempotent-Replayed: true`)

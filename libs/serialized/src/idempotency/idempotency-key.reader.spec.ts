@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { parseSerializationKey } from '../key/serialization-key';
+import { parseSerializationKey } from '../key/serialization-key.parser';
 import { IdempotencyKeyError } from './errors';
 import { parseSfString, readIdempotentCall } from './idempotency-key.reader';
 import type { IdempotentMetadata, IdempotentOptions } from './idempotent-options.interface';

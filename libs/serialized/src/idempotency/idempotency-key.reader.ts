@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { SerializationKeyError } from '../errors';
 import { resolveArgumentsKey } from '../key/arguments-key.resolver';
 import { resolveContextKey } from '../key/context-key.resolver';
-import type { ParsedSerializationKey } from '../key/serialization-key';
+import type { ParsedSerializationKey } from '../key/serialization-key.parser';
 import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
 import { IdempotencyKeyError } from './errors';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';

@@ -3,7 +3,7 @@ import { HttpException, Injectable, Logger, type CallHandler, type ExecutionCont
 import { HttpAdapterHost } from '@nestjs/core';
 import { from, Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
 import { SerializedError } from '../errors';
-import { watchClientGone } from '../interceptors/client-gone';
+import { watchClientGone } from '../interceptors/client-gone.watch';
 import type { HeldKey } from '../lock.service';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { captureResponse, type CapturedResponse, type ResponseCapture } from './http-response.capture';
@@ -13,7 +13,7 @@ import { IdempotencyService } from './idempotency.service';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
 import { IdempotentMetadataAccessor } from './idempotent-metadata.accessor';
 import type { IdempotentMetadata } from './idempotent-options.interface';
-import type { StoredResponse } from './stored-response';
+import type { StoredResponse } from './stored-response.codec';
 
 /**
  * Runs an `@Idempotent` handler once per key and replays its response to the
@@ -61,7 +61,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         const call = await readIdempotentCall(metadata, { ctx });
         if (!call) {
           settled();
-          inner = this.service.runHandshake(method, () => next.handle().subscribe(subscriber));
+          inner = this.service.runIntercepted(method, () => next.handle().subscribe(subscriber));
           return;
         }
         let record = await this.service.find(call, metadata);
@@ -77,7 +77,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
           if (subscriber.closed) return held.release();
           if (!record) {
             first = new FirstRun(this.service, metadata, call, held, ctx, subscriber);
-            inner = first.start((observer) => this.service.runHandshake(method, () => next.handle().subscribe(observer)));
+            inner = first.start((observer) => this.service.runIntercepted(method, () => next.handle().subscribe(observer)));
             return;
           }
           await held.release();

@@ -3,15 +3,15 @@ import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { LockBusyError, LockTimeoutError } from '../errors';
 import { LockProvider } from '../lock.provider';
 import { LockService, type HeldKey } from '../lock.service';
-import { HandlerHandshake } from '../metadata/handler.handshake';
+import { InterceptedCall } from '../metadata/intercepted.call';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { IdempotencyConflictError, IdempotencyMismatchError } from './errors';
-import { readIdempotencyTtlMs } from './idempotency-environment';
+import { readIdempotencyTtlMs } from './idempotency-environment.reader';
 import type { IdempotentCall } from './idempotency-key.reader';
 import { hasIdempotencyStore, type IdempotencyStore } from './idempotency.store';
 import type { IdempotentMetadata } from './idempotent-options.interface';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
-import type { StoredResponse } from './stored-response';
+import type { StoredResponse } from './stored-response.codec';
 
 /**
  * What `@Idempotent` needs from the app, in one place: the key's lock (through
@@ -25,8 +25,8 @@ export class IdempotencyService implements OnApplicationShutdown {
   readonly defaultTtlMs: number;
   private readonly logger = new Logger(SERIALIZED_LOGGER_CONTEXT);
   private readonly warned = new Set<string>();
-  // The decorated method the interceptor is about to call (metadata/handler.handshake.ts).
-  private readonly handshakes = new AsyncLocalStorage<HandlerHandshake>();
+  // The decorated method the interceptor is about to call (metadata/intercepted.call.ts).
+  private readonly interceptedCalls = new AsyncLocalStorage<InterceptedCall>();
   private built: IdempotencyStore | undefined;
 
   constructor(
@@ -101,14 +101,14 @@ export class IdempotencyService implements OnApplicationShutdown {
     );
   }
 
-  /** Runs `fn` so that the decorated `handler`, called inside it, knows the interceptor handles it (metadata/handler.handshake.ts). */
-  runHandshake<R>(handler: object, fn: () => R): R {
-    return this.handshakes.run(new HandlerHandshake(handler), fn);
+  /** Runs `fn` so that the decorated `handler`, called inside it, knows the interceptor handles it (metadata/intercepted.call.ts). */
+  runIntercepted<R>(handler: object, fn: () => R): R {
+    return this.interceptedCalls.run(new InterceptedCall(handler), fn);
   }
 
-  /** The handshake the interceptor set for the handler it is calling, if any. @internal */
-  handshake(): HandlerHandshake | undefined {
-    return this.handshakes.getStore();
+  /** The intercepted call the interceptor set for the handler it is calling, if any. @internal */
+  interceptedCall(): InterceptedCall | undefined {
+    return this.interceptedCalls.getStore();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { StoredResponse } from './stored-response';
+import type { StoredResponse } from './stored-response.codec';
 
 /**
  * Where `@Idempotent` keeps responses: in the active backend, so every instance

@@ -3,7 +3,7 @@ import { readIdempotentCall } from './idempotency-key.reader';
 import type { IdempotencyService } from './idempotency.service';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
 import type { IdempotentMetadata } from './idempotent-options.interface';
-import { encodeStoredResponse, type StoredResponse } from './stored-response';
+import { encodeStoredResponse, type StoredResponse } from './stored-response.codec';
 
 /**
  * `@Idempotent` on a method called directly (a BullMQ `process(job)`, a service

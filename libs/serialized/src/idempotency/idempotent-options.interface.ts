@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { SerializedMode } from '../lock.service';
-import type { ParsedSerializationKey, SerializationKey } from '../key/serialization-key';
+import type { ParsedSerializationKey, SerializationKey } from '../key/serialization-key.parser';
 
 /**
  * Computes a request's fingerprint: the same key with a different fingerprint is a

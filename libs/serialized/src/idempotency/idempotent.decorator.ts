@@ -1,6 +1,6 @@
 import { UseInterceptors } from '@nestjs/common';
-import { parseSerializationKey } from '../key/serialization-key';
-import { injectPropertyOnce } from '../metadata/property-injection';
+import { parseSerializationKey } from '../key/serialization-key.parser';
+import { injectPropertyOnce } from '../metadata/property.injector';
 import { IDEMPOTENCY_SERVICE, IDEMPOTENT_METADATA } from './idempotency.constants';
 import { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
@@ -55,8 +55,8 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
           `@Idempotent on ${handler}: no IdempotencyService on this instance. Import SerializedModule.forRoot() in the app module and let Nest create ${className}.`,
         );
       }
-      // Called by Nest under IdempotencyInterceptor, which handles the call (metadata/handler.handshake.ts).
-      if (service.handshake()?.claim(idempotent)) return original.apply(this, args);
+      // Called by Nest under IdempotencyInterceptor, which handles the call (metadata/intercepted.call.ts).
+      if (service.interceptedCall()?.claim(idempotent)) return original.apply(this, args);
       return runIdempotentMethod(service, metadata, this, original, args);
     };
     Object.defineProperty(idempotent, 'name', { value: original.name });

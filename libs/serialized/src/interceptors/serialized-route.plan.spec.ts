@@ -1,5 +1,5 @@
 import type { SerializedMetadata } from '../metadata/serialized-options.interface';
-import { parseSerializationKey } from '../key/serialization-key';
+import { parseSerializationKey } from '../key/serialization-key.parser';
 import { planSerializedRoute, SerializedRoutePlans } from './serialized-route.plan';
 
 const metadata = (scope: string | undefined, defaultScope: string): SerializedMetadata => ({

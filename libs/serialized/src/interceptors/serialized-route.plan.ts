@@ -1,7 +1,7 @@
 import { contextKeyResolver, type ContextKeyResolver } from '../key/context-key.resolver';
-import { escapeLockKeyPart } from '../key/lock-key';
+import { escapeLockKeyPart } from '../key/lock-key.composer';
 import type { RunOptions } from '../lock.service';
-import { runOptionsOf } from '../metadata/serialized-run-options';
+import { runOptionsOf } from '../metadata/serialized-run-options.mapper';
 import type { SerializedMetadata } from '../metadata/serialized-options.interface';
 
 /**

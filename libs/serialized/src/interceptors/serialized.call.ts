@@ -1,12 +1,12 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import type { Observer, Subscriber, Subscription, Unsubscribable } from 'rxjs';
-import { escapeLockKeyPart } from '../key/lock-key';
+import { escapeLockKeyPart } from '../key/lock-key.composer';
 import { DONE } from '../internal/release-after';
 import type { Lock } from '../lock.interface';
 import type { HeldKey, LockService, LockSet } from '../lock.service';
-import { joinedSet } from '../held-set';
-import { HandlerHandshake } from '../metadata/handler.handshake';
-import { ClientGoneError, watchClientGone } from './client-gone';
+import { joinedSet } from '../lock-set.hold';
+import { InterceptedCall } from '../metadata/intercepted.call';
+import { ClientGoneError, watchClientGone } from './client-gone.watch';
 import type { SerializedRoutePlan } from './serialized-route.plan';
 
 /** What the calls of one interceptor share. */
@@ -152,7 +152,7 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
     this.inner = this.host.lockService.runHolding(
       held,
       () => this.callHandler.handle().subscribe(this),
-      new HandlerHandshake(this.ctx.getHandler()),
+      new InterceptedCall(this.ctx.getHandler()),
     );
   }
 
@@ -176,7 +176,7 @@ export class SerializedCall implements Observer<unknown>, Unsubscribable {
         this.inner = lockService.runHolding(
           held,
           () => this.callHandler.handle().subscribe(observer),
-          new HandlerHandshake(this.ctx.getHandler()),
+          new InterceptedCall(this.ctx.getHandler()),
         );
       });
     const options = { ...this.plan.runOptions, signal: this.wait() };

@@ -51,7 +51,7 @@ export class SerializedInterceptor implements NestInterceptor {
     let plan = this.plans.get(handler, cls);
     if (plan === undefined) this.plans.set(handler, cls, (plan = this.plan(handler, cls)));
     // Undecorated, or another SerializedInterceptor (APP_INTERCEPTOR and the decorator's) already holds the key for this call.
-    if (!plan || this.lockService.handshake()?.isPendingFor(handler)) return next.handle();
+    if (!plan || this.lockService.interceptedCall()?.isPendingFor(handler)) return next.handle();
     return new Observable<unknown>((subscriber) => new SerializedCall(this.host, plan, ctx, next, subscriber));
   }
 

@@ -1,6 +1,6 @@
-import type { ParsedSerializationKey, ParsedSerializedKey } from './serialization-key';
-import { keySetValuesOf, keyValueOf, readPath } from './key-value';
-import { distinctKeys } from './key-set';
+import type { ParsedSerializationKey, ParsedSerializedKey } from './serialization-key.parser';
+import { keySetValuesOf, keyValueOf, readPath } from './key-value.reader';
+import { distinctKeys } from './key-set.order';
 
 /**
  * Reads a key's value for a method called directly (a service method, a BullMQ

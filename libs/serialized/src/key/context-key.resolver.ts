@@ -6,9 +6,9 @@ import {
   type ParsedSerializationKey,
   type ParsedSerializedKey,
   type RequestSource,
-} from './serialization-key';
-import { keySetValuesOf, keyValueOf, readPath } from './key-value';
-import { distinctKeys } from './key-set';
+} from './serialization-key.parser';
+import { keySetValuesOf, keyValueOf, readPath } from './key-value.reader';
+import { distinctKeys } from './key-set.order';
 
 /**
  * Reads a key's value for a handler reached through an interceptor (HTTP, RPC,
@@ -97,7 +97,7 @@ function requestKeyResolver(key: ParsedSerializationKey & { kind: 'path' }, hand
   const source = segments[0] as RequestSource;
   if (!(REQUEST_SOURCES as readonly string[]).includes(source)) {
     // A programming error (500), not a client one: the key names no request source.
-    // Thrown per request, as before: the same key may serve a transport that reads a payload.
+    // Thrown per request, not at start-up: the same key may serve a transport that reads a payload.
     const message = `@Serialized("${text}") on ${handler}: "${segments[0]}" is not a request source; a path on a route handler starts with one of ${REQUEST_SOURCES.join(', ')}`;
     return () => {
       throw new TypeError(message);

@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { SerializationKeyError } from '../errors';
 import { resolveArgumentsKey, resolveArgumentsKeys } from './arguments-key.resolver';
 import { contextKeyResolver, resolveContextKey } from './context-key.resolver';
-import { parseSerializationKey, parseSerializedKey } from './serialization-key';
+import { parseSerializationKey, parseSerializedKey } from './serialization-key.parser';
 
 const http = (request: object): ExecutionContext =>
   ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;

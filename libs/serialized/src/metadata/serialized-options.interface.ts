@@ -1,6 +1,6 @@
 import type { HandOffMode } from '../acquire-options.interface';
 import type { SerializedMode } from '../lock.service';
-import type { ParsedSerializedKey, SerializedKey, SerializationKeyTransform } from '../key/serialization-key';
+import type { ParsedSerializedKey, SerializedKey, SerializationKeyTransform } from '../key/serialization-key.parser';
 
 /**
  * Options of `@Serialized(key, options)`; unset fields fall back to the module's options.

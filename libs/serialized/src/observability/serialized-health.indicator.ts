@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { isMissingPackage, missingPeerError } from '../config/optional-peer';
 import { LockProvider } from '../lock.provider';
-import { driverOf } from './driver-of';
-import { healthReason } from './health-reason';
+import { driverOf } from './driver-name.resolver';
+import { healthReason } from './health-reason.formatter';
 
 /**
  * What `isHealthy` returns: terminus's `HealthIndicatorResult`, spelled out here

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Attributes, BatchObservableResult, Histogram, Meter, MeterProvider, Observable } from '@opentelemetry/api';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../errors';
 import type { LockProvider } from '../lock.provider';
-import { driverOf } from './driver-of';
+import { driverOf } from './driver-name.resolver';
 import { loadOtelApi } from './otel-api.loader';
 
 /** Name of the OpenTelemetry meter (and prefix of every instrument). */

@@ -2,7 +2,7 @@ import type * as OtelApi from '@opentelemetry/api';
 import type { Attributes, Span, Tracer, TracerProvider } from '@opentelemetry/api';
 import type { Lock } from '../lock.interface';
 import type { LockProvider } from '../lock.provider';
-import { driverOf } from './driver-of';
+import { driverOf } from './driver-name.resolver';
 import { loadOtelApi } from './otel-api.loader';
 import { MAX_METRIC_SCOPES, outcomeOf } from './serialized.metrics';
 

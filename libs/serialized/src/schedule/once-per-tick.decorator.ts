@@ -1,5 +1,5 @@
 import type { OncePerTickMetadata, OncePerTickOptions } from '../metadata/once-per-tick-options.interface';
-import { injectPropertyOnce } from '../metadata/property-injection';
+import { injectPropertyOnce } from '../metadata/property.injector';
 import { ONCE_PER_TICK_METADATA, SERIALIZED_TICK_RUNNER } from '../serialized.constants';
 import { assertOncePerTickOptions } from './once-per-tick-options.validator';
 import { TickRunner } from './tick.runner';

@@ -1,6 +1,6 @@
 import type { ScriptClient } from '../internal/lua-script';
 import type { LockProvider } from '../lock.provider';
-import { driverOf } from '../observability/driver-of';
+import { driverOf } from '../observability/driver-name.resolver';
 import type { PostgresLockProvider } from '../providers/postgres/postgres-lock.provider';
 import type { RedisLockProvider } from '../providers/redis/redis-lock.provider';
 import type { ResolvedSerializedOptions } from '../serialized-options.interface';

@@ -14,7 +14,7 @@ import { SerializedConfigError } from '../config/serialized-config.error';
 import { LockProvider } from '../lock.provider';
 import type { OncePerTickMetadata } from '../metadata/once-per-tick-options.interface';
 import { SerializedMetadataAccessor } from '../metadata/serialized-metadata.accessor';
-import { driverOf } from '../observability/driver-of';
+import { driverOf } from '../observability/driver-name.resolver';
 import type { ResolvedSerializedOptions } from '../serialized-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from '../serialized.constants';
 import { ONCE_PER_TICK_DEFAULTS } from './once-per-tick.defaults';

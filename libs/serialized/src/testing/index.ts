@@ -4,7 +4,7 @@
  */
 
 // A unit test: one instance built with `new` gets an in-memory LockService (explicit opt-in).
-export { withInMemoryLocks } from './with-in-memory-locks';
-export type { WithInMemoryLocksOptions } from './with-in-memory-locks';
+export { withInMemoryLocks } from './with-in-memory-locks.helper';
+export type { WithInMemoryLocksOptions } from './with-in-memory-locks.helper';
 // An e2e test on one process: SerializedModule on the in-memory driver.
 export { SerializedTestingModule } from './serialized-testing.module';

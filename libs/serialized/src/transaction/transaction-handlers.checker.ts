@@ -3,7 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { SerializedConfigError } from '../config/serialized-config.error';
 import type { SerializedMetadata } from '../metadata/serialized-options.interface';
 import { SERIALIZED_OPTIONS_METADATA } from '../serialized.constants';
-import { TransactionLocks } from './transaction-locks';
+import { TransactionLocks } from './transaction-locks.runner';
 
 // @nestjs/bullmq's `@Processor()` metadata (a literal: the package is an optional peer).
 const BULLMQ_PROCESSOR_METADATA = 'bullmq:processor_metadata';

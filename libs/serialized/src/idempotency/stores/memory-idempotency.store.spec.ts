@@ -1,4 +1,4 @@
-import type { StoredResponse } from '../stored-response';
+import type { StoredResponse } from '../stored-response.codec';
 import { MemoryIdempotencyStore } from './memory-idempotency.store';
 
 const record: StoredResponse = { fingerprint: 'f', kind: 'values', values: [1], storedAt: 0 };

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { DeadlineQueue, type Deadline } from '../../internal/deadline-queue';
 import type { IdempotencyStore } from '../idempotency.store';
-import type { StoredResponse } from '../stored-response';
+import type { StoredResponse } from '../stored-response.codec';
 
 interface Entry {
   readonly record: StoredResponse;

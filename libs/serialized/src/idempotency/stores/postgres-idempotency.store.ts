@@ -3,7 +3,7 @@ import { LockBackendError } from '../../errors';
 import { lockApplicationName } from '../../providers/postgres/postgres-lock-provider.options';
 import { IDEMPOTENCY_DEFAULTS } from '../idempotency.defaults';
 import type { IdempotencyStore } from '../idempotency.store';
-import { decodeStoredResponse, encodeStoredResponse, type StoredResponse } from '../stored-response';
+import { decodeStoredResponse, encodeStoredResponse, type StoredResponse } from '../stored-response.codec';
 import { idempotencyStatements, type IdempotencyStatements } from './postgres-idempotency.statements';
 
 /** What the PostgreSQL provider hands its store. */

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { IdempotencyStore } from '../idempotency.store';
-import { decodeStoredResponse, encodeStoredResponse, type StoredResponse } from '../stored-response';
+import { decodeStoredResponse, encodeStoredResponse, type StoredResponse } from '../stored-response.codec';
 
 /** What the Redis provider lends its store: its command connection and its key names. */
 export interface RedisIdempotencyBackend {

@@ -1,8 +1,8 @@
 import { SerializationKeyError } from '../errors';
 import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
-import { hasLoneSurrogate } from './lock-key';
-import { distinctKeys } from './key-set';
-import type { ParsedSerializationKey } from './serialization-key';
+import { hasLoneSurrogate } from './lock-key.composer';
+import { distinctKeys } from './key-set.order';
+import type { ParsedSerializationKey } from './serialization-key.parser';
 
 /**
  * Turns what a key lookup found into the key's value, or throws the 400-class

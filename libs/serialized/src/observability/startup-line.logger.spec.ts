@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { Pool } from 'pg';
 import { resolveSerializedOptions } from '../config/serialized-options.resolver';
 import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
-import { describeBackend } from './startup-line';
+import { describeBackend } from './startup-line.logger';
 
 describe('describeBackend (the start-up line)', () => {
   it('names a provider given in code, not the driver option it makes irrelevant', () => {

@@ -1,4 +1,4 @@
-import { composeLockKey } from '../key/lock-key';
+import { composeLockKey } from '../key/lock-key.composer';
 import type { RunOptions } from '../lock.service';
 import type { SerializedMetadata } from './serialized-options.interface';
 

@@ -1,5 +1,5 @@
-import { HandlerHandshake } from '../metadata/handler.handshake';
-import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options';
+import { InterceptedCall } from '../metadata/intercepted.call';
+import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options.mapper';
 import type { SerializedMetadata } from '../metadata/serialized-options.interface';
 import { LockService } from '../lock.service';
 import { InMemoryLockProvider } from '../providers/memory/in-memory-lock.provider';
@@ -42,7 +42,7 @@ export function withInMemoryLocks<T extends object>(instance: T, options: WithIn
       const held = await locks.acquire(lockKeyOf(metadata, '*'), runOptionsOf(metadata, handler));
       try {
         // Passing the decorated method through, as the interceptor does, so it does not look for a key.
-        return await locks.runHolding(held, () => method.apply(this, args), new HandlerHandshake(method));
+        return await locks.runHolding(held, () => method.apply(this, args), new InterceptedCall(method));
       } finally {
         await held.release();
       }

@@ -17,7 +17,7 @@ export interface HeldKey {
 }
 
 /** A key this call acquired; it is also what nested calls find in the async context. @internal */
-export class HeldLock implements HeldKey {
+export class OwnedLock implements HeldKey {
   readonly reentrant = false;
   /** False once released: a nested call that outlives the holder must not count it as held. */
   active = true;
@@ -81,7 +81,7 @@ export class HeldLock implements HeldKey {
 }
 
 /** @internal */
-export function activeLock(entry: HeldLock | undefined): Lock | undefined {
+export function activeLock(entry: OwnedLock | undefined): Lock | undefined {
   return entry?.active ? entry.lock : undefined;
 }
 

@@ -1,4 +1,4 @@
-import { decodeStoredResponse, encodeStoredResponse, type StoredResponse } from './stored-response';
+import { decodeStoredResponse, encodeStoredResponse, type StoredResponse } from './stored-response.codec';
 
 describe('stored responses', () => {
   it('round-trip through the text the Redis and PostgreSQL stores keep, bytes included', () => {

@@ -1,5 +1,5 @@
 import { SerializedConfigError } from '../config/serialized-config.error';
-import { readIdempotencyTtlMs } from './idempotency-environment';
+import { readIdempotencyTtlMs } from './idempotency-environment.reader';
 
 describe('SERIALIZED_IDEMPOTENCY_TTL_MS', () => {
   it('defaults to 24 h, also when empty', () => {

@@ -1,4 +1,4 @@
-import { healthReason } from './health-reason';
+import { healthReason } from './health-reason.formatter';
 
 describe('healthReason', () => {
   it.each([

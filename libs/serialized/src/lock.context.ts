@@ -1,7 +1,7 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { HeldKey, HeldLock } from './held-lock';
+import type { HeldKey, OwnedLock } from './lock.hold';
 import type { Lock } from './lock.interface';
-import type { HandlerHandshake } from './metadata/handler.handshake';
+import type { InterceptedCall } from './metadata/intercepted.call';
 
 /**
  * What `LockService` keeps in its AsyncLocalStorage: one object per section (a
@@ -11,8 +11,8 @@ import type { HandlerHandshake } from './metadata/handler.handshake';
  * @internal
  */
 export interface LockContext {
-  /** The lock this section acquired and lets nested calls join; `undefined` for a joined key, a handshake, a `reentrant: false` lock. */
-  readonly held: HeldLock | undefined;
+  /** The lock this section acquired and lets nested calls join; `undefined` for a joined key, an intercepted call, a `reentrant: false` lock. */
+  readonly held: OwnedLock | undefined;
   /**
    * The nearest enclosing section whose `held` was active when this one began.
    * Sections already released are skipped (see {@link outerOf}), so a chain
@@ -21,19 +21,20 @@ export interface LockContext {
   readonly outer: LockContext | undefined;
   /** The section entered last: what `LockService.current` returns without a key. */
   readonly innermost: HeldKey;
-  /** Set by `SerializedInterceptor` around the handler it calls (see `metadata/handler.handshake.ts`). */
-  readonly handshake: HandlerHandshake | undefined;
+  /** Set by `SerializedInterceptor` around the handler it calls (see `metadata/intercepted.call.ts`). */
+  readonly interceptedCall: InterceptedCall | undefined;
 }
 
 /**
- * The active lock `context` and the sections around it hold on `key`, or
- * `undefined`. Released sections are passed over: one on `key` can only have
+ * The lock on `key` that a call in `context` would join: the active lock
+ * `context` and the sections around it acquired on `key` and let nested calls
+ * join, or `undefined`. Released sections are passed over: one on `key` can only have
  * released sections on `key` around it (a section acquires its key only when
  * none around it holds it — otherwise it joins — and a released lock never
  * becomes active again), so the answer is the one of the innermost section on
  * `key`, without comparing keys of the released ones.
  */
-export function heldIn(context: LockContext | undefined, key: string): HeldLock | undefined {
+export function joinableLockOn(context: LockContext | undefined, key: string): OwnedLock | undefined {
   for (let at = context; at !== undefined; at = at.outer) {
     const held = at.held;
     if (held !== undefined && held.active && held.lock.key === key) return held;
@@ -51,7 +52,7 @@ export function innermostActive(context: LockContext | undefined): Lock | undefi
 
 /**
  * What a section begun in `context` links to: the nearest section with an active
- * lock. The released ones in between answer nothing ({@link heldIn} and
+ * lock. The released ones in between answer nothing ({@link joinableLockOn} and
  * {@link innermostActive} pass over them), and dropping them keeps a chain as
  * long as the sections still held, however long the work that spawned it.
  */
@@ -65,15 +66,15 @@ export function outerOf(context: LockContext | undefined): LockContext | undefin
  * Whether a section begun in `context`, once it has ended and released its lock,
  * may leave its own context in place of `context` for the code that called it.
  * It may when both answer alike: `context` is none, or a section of a lock it
- * acquired (active or not) and no handshake. The ended section's context then
+ * acquired (active or not) and no interceptedCall. The ended section's context then
  * holds only its released lock, which answers for its key as "not held" — as
  * `context` does, since the section could not have acquired a key held around it —
- * and links to the same active sections. Not so under a handshake, or in a section
+ * and links to the same active sections. Not so under an intercepted call, or in a section
  * whose innermost lock is a joined or unjoinable one: there `current()` and
- * `handshake()` would answer differently.
+ * `interceptedCall()` would answer differently.
  */
 export function mayOutlive(context: LockContext | undefined): boolean {
-  return context === undefined || (context.handshake === undefined && context.innermost === context.held);
+  return context === undefined || (context.interceptedCall === undefined && context.innermost === context.held);
 }
 
 /**

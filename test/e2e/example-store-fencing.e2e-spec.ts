@@ -1,9 +1,9 @@
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../../test/support/services';
-import { uniqueId } from '../../test/support/timing';
-import type { AppStore, Resource } from './app.store';
-import { InMemoryAppStore } from './in-memory-app.store';
-import { PostgresAppStore } from './postgres-app.store';
-import { RedisAppStore } from './redis-app.store';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
+import { uniqueId } from '../support/timing';
+import type { AppStore, Resource } from '../../src/store/app.store';
+import { InMemoryAppStore } from '../../src/store/in-memory-app.store';
+import { PostgresAppStore } from '../../src/store/postgres-app.store';
+import { RedisAppStore } from '../../src/store/redis-app.store';
 
 describe.each([
   ['memory', () => new InMemoryAppStore()],

@@ -14,7 +14,7 @@ import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { isAlreadyCreated, LOCK_NOT_AVAILABLE, sqlStateOf } from './transaction-error.classifier';
 import type { TransactionHostLike, TransactionHostResolver } from './transaction-host.resolver';
 import { TransactionIsolationError } from './transaction-isolation.error';
-import { TransactionLock } from './transaction-lock';
+import { TransactionLock } from './transaction.lock';
 import { lockTimeoutOf, transactionLockStatements, type TransactionLockStatements } from './transaction-lock.statements';
 export type { TransactionOption } from './transaction-options.interface';
 import { connectionNameOf, transactionOptionProblem, type TransactionOption, type TransactionQuery } from './transaction-options.interface';
@@ -111,7 +111,7 @@ export class TransactionLocks {
 
   /**
    * {@link run} for a key set: `keys` distinct and in canonical order (see
-   * `key/key-set.ts`). Each key's local line is joined in that order, then one
+   * `key/key-set.order.ts`). Each key's local line is joined in that order, then one
    * transaction takes the server locks in that order, each statement bounded by
    * what is left of the one `waitTimeoutMs`. All or nothing: a failure before the
    * section ran lets go of every key taken so far before it reaches the caller —

@@ -1,4 +1,4 @@
-import { composeLockKey, escapeLockKeyPart, hasLoneSurrogate } from './lock-key';
+import { composeLockKey, escapeLockKeyPart, hasLoneSurrogate } from './lock-key.composer';
 
 describe('composeLockKey', () => {
   it('keeps parts without ":" or "%" byte-identical, so run("<scope>:<value>") names the same lock', () => {

@@ -1,8 +1,8 @@
-import type { HeldKey, HeldLock } from './held-lock';
+import type { HeldKey, OwnedLock } from './lock.hold';
 import { DONE } from './internal/release-after';
-import { outerOf, type LockContext } from './lock-context';
+import { outerOf, type LockContext } from './lock.context';
 import type { LockLostError } from './errors/lock-lost.error';
-import type { HandlerHandshake } from './metadata/handler.handshake';
+import type { InterceptedCall } from './metadata/intercepted.call';
 import type { Lock } from './lock.interface';
 
 /**
@@ -62,7 +62,7 @@ export class HeldSet implements HeldKey {
     private readonly keys: readonly string[],
     readonly locks: LockSet,
     /** The locks this call acquired, in canonical order; released together. */
-    private readonly owned: readonly HeldLock[],
+    private readonly owned: readonly OwnedLock[],
     /** Whether calls inside the section may join its keys (`reentrant`). */
     private readonly joinable: boolean,
   ) {
@@ -89,13 +89,13 @@ export class HeldSet implements HeldKey {
 
   /**
    * The async context of a section holding this set, begun in `store`: one link
-   * per acquired key (so a nested call on any of them joins it, see `heldIn`),
+   * per acquired key (so a nested call on any of them joins it, see `joinableLockOn`),
    * and on top the set itself as the innermost section.
    */
-  contextIn(store: LockContext | undefined, handshake: HandlerHandshake | undefined): LockContext {
+  contextIn(store: LockContext | undefined, interceptedCall: InterceptedCall | undefined): LockContext {
     let outer = outerOf(store);
-    if (this.joinable) for (const held of this.owned) outer = { held, outer, innermost: this, handshake: undefined };
-    return { held: undefined, outer, innermost: this, handshake };
+    if (this.joinable) for (const held of this.owned) outer = { held, outer, innermost: this, interceptedCall: undefined };
+    return { held: undefined, outer, innermost: this, interceptedCall };
   }
 }
 

@@ -1,4 +1,4 @@
-import { readSerializedVariable } from '../config/serialized-environment';
+import { readSerializedVariable } from '../config/serialized-environment.reader';
 import { acceptsOf, SERIALIZED_OPTIONS_SCHEMA } from '../config/serialized-options.schema';
 
 const TTL = SERIALIZED_OPTIONS_SCHEMA.idempotencyTtlMs;
