@@ -46,7 +46,7 @@ export class LockSession implements Watched {
   private readonly deadlines: number[] = [];
   private tail: Promise<void> = Promise.resolve();
   private batches: { tries: StatementBatch; unlocks: StatementBatch } | undefined;
-  private deathListener: ((connection: LockSession) => void) | undefined;
+  private deathListener: ((session: LockSession) => void) | undefined;
 
   constructor(
     private readonly client: Client,
@@ -187,7 +187,7 @@ export class LockSession implements Watched {
   }
 
   /** Tells `listener` (the pool) once when the session ends. */
-  onDeath(listener: (connection: LockSession) => void): void {
+  onDeath(listener: (session: LockSession) => void): void {
     this.deathListener = listener;
   }
 
@@ -318,9 +318,9 @@ export class LockSession implements Watched {
 
 function noop(): void {}
 
-function batchesOf(connection: LockSession, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
+function batchesOf(session: LockSession, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
   return {
-    tries: new StatementBatch(connection, (key) => statements.tryLock(key, connection.tokens.offer()), statements.tryLockMany),
-    unlocks: new StatementBatch(connection, statements.unlock, statements.unlockMany),
+    tries: new StatementBatch(session, (key) => statements.tryLock(key, session.tokens.offer()), statements.tryLockMany),
+    unlocks: new StatementBatch(session, statements.unlock, statements.unlockMany),
   };
 }
