@@ -150,7 +150,7 @@ describe('PostgresLockProvider: no advisory lock without an owner, no grant on a
     cleanups.push(() => Logger.overrideLogger(false));
     const owned = await a.acquire('owned');
     // The one session of A's pool now also holds `k` for nobody (as a lock granted under a timed-out wait did).
-    const session = (owned as PostgresLock).connection;
+    const session = (owned as PostgresLock).session;
     const lockKey = await b.acquire('k').then(async (lock) => {
       const { lockKey: k } = lock as unknown as { lockKey: string };
       await lock.release();

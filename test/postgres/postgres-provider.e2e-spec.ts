@@ -179,7 +179,7 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
       const provider = make({ keyPrefix: uniquePrefix('unlockfalse') });
       const lock = (await provider.acquire('k')) as PostgresLock;
       // Someone (here: the test, on the lock's own session) dropped the lock behind the provider's back.
-      await lock.connection.query({ text: 'SELECT pg_advisory_unlock_all()', rowMode: 'array' });
+      await lock.session.query({ text: 'SELECT pg_advisory_unlock_all()', rowMode: 'array' });
       // release() never rejects because the lock was lost: the loss it finds is told on the lock.
       await expect(lock.release()).resolves.toBeUndefined();
       expect(lock.lost).toBeInstanceOf(LockLostError);

@@ -1,12 +1,11 @@
-import type { QueryWatchdog, Watched } from '../postgres/query.watchdog';
+import { ServerSession, type SessionLossListener, type StatementInFlight } from '../../internal/server-session.lifecycle';
+import type { QueryWatchdog } from '../postgres/query.watchdog';
 import { SessionTokens } from '../postgres/session-tokens';
 import type { MysqlConnectionLike, MysqlError } from './mysql-driver.loader';
 import { RELEASE_LOCK, SESSION_ID, TRY_LOCK, WAIT_LOCK, type CounterStatements } from './mysql-lock.sql';
 
 /** Who is told when a session ends while it holds a named lock. */
-export interface NamedLockHolder {
-  sessionLost(reason: Error): void;
-}
+export type NamedLockHolder = SessionLossListener;
 
 /** A lock statement's answer: `GET_LOCK`'s (1, 0 or `null`), and the fencing counter read right after it. */
 export interface LockAnswer {
@@ -22,34 +21,32 @@ export type ReleaseAnswer = 1 | 0 | null;
  * hold several named locks (MySQL ≥ 5.7.5, MariaDB ≥ 10.0.2). It watches its own
  * end — the socket's `end`/`error` (a `KILL`, a server restart, a reset path), a
  * statement unanswered past its bound — and tells the pool and every lock it holds,
- * once. Its statements run one at a time in the order sent (mysql2 queues them).
+ * once (the lifecycle `ServerSession` shares with the PostgreSQL driver). What is
+ * MySQL's: its statements run one at a time in the order sent (mysql2 queues them),
+ * and a session that ends answers its statements in flight itself.
  */
-export class MysqlSession implements Watched {
-  /** Why the session is gone; `undefined` while it is usable. */
-  dead: Error | undefined;
+export class MysqlSession extends ServerSession<NamedLockHolder, QueryWatchdog> {
   /** The fencing tokens its last draw reserved, shared by its grants. */
   readonly tokens = new SessionTokens();
-  private readonly holders = new Set<NamedLockHolder>();
   /**
    * The statements in flight, oldest first (the server answers in order): each
    * one's deadline and how to fail it. mysql2 never calls a statement back once its
    * connection was destroyed (its `close` handler returns early while closing), so
    * a session that ends answers its statements itself.
    */
-  private readonly inFlight: { readonly deadline: number; readonly fail: (reason: Error) => void }[] = [];
-  private deathListener: ((session: MysqlSession) => void) | undefined;
+  private readonly inFlight: (StatementInFlight & { readonly fail: (reason: Error) => void })[] = [];
 
   constructor(
     private readonly connection: MysqlConnectionLike,
     /** The server's id of the session (`CONNECTION_ID()`), which `KILL QUERY` names. */
     readonly id: number,
-    private readonly watchdog: QueryWatchdog,
-    private readonly sessionTimeoutMs: number,
+    watchdog: QueryWatchdog,
+    sessionTimeoutMs: number,
     private readonly counter: CounterStatements,
   ) {
+    super(watchdog, sessionTimeoutMs, 'MySQL');
     connection.on('error', (error) => this.kill(error));
     connection.on('end', () => this.kill(new Error('the connection to MySQL ended')));
-    watchdog.add(this);
   }
 
   /** Statements in flight. */
@@ -108,64 +105,28 @@ export class MysqlSession implements Watched {
     }
   }
 
-  /** Registers `holder`; a session already gone tells it at once. */
-  hold(holder: NamedLockHolder): void {
-    if (this.dead) return holder.sessionLost(this.dead);
-    this.holders.add(holder);
+  protected oldestStatement(): StatementInFlight | undefined {
+    return this.inFlight[0];
   }
 
-  /** `holder` no longer holds its lock on this session. */
-  letGo(holder: NamedLockHolder): void {
-    this.holders.delete(holder);
-  }
-
-  /** Tells `listener` (the pool) once when the session ends. */
-  onDeath(listener: (session: this) => void): void {
-    this.deathListener = listener as (session: MysqlSession) => void;
-  }
-
-  /** Watched: ends the session when its oldest statement is overdue (the watchdog calls it). */
-  checkOverdue(now: number): void {
-    const oldest = this.inFlight[0];
-    if (oldest === undefined || oldest.deadline > now || this.dead) return;
-    // The answer may already wait in the socket: look again once I/O had its turn.
-    setImmediate(() => {
-      if (this.inFlight[0] !== oldest || this.dead) return;
-      this.kill(new Error(`MySQL did not answer within sessionTimeoutMs (${this.sessionTimeoutMs} ms)`));
-    });
-  }
-
-  /** Ends the session at once: the server frees its named locks when it sees the socket close. */
-  kill(reason: Error): void {
-    if (this.dead) return;
-    this.dead = reason;
-    this.watchdog.delete(this);
+  protected destroy(): void {
     this.connection.destroy();
-    this.failInFlight(reason);
-    this.deathListener?.(this);
-    const holders = [...this.holders];
-    this.holders.clear();
-    for (const holder of holders) holder.sessionLost(reason);
   }
 
-  /** Closes the session politely (COM_QUIT), or at once after `timeoutMs`. */
-  async end(timeoutMs: number): Promise<void> {
-    if (this.dead) return;
-    this.dead = new Error('the lock connection was closed');
-    this.watchdog.delete(this);
-    this.holders.clear();
-    this.failInFlight(this.dead);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.connection.destroy();
-        resolve();
-      }, timeoutMs);
-      timer.unref();
-      this.connection.end(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+  /** COM_QUIT. */
+  protected closePolitely(): Promise<void> {
+    return new Promise<void>((resolve) => this.connection.end(() => resolve()));
+  }
+
+  /**
+   * mysql2 never calls a statement back once its connection was destroyed: every
+   * statement in flight fails with `reason` now (a late callback finds none).
+   */
+  protected abandonStatements(reason: Error): void {
+    for (const statement of this.inFlight.splice(0)) {
+      this.watchdog.finished();
+      statement.fail(reason);
+    }
   }
 
   /** Lets the process exit while this session only sits in the pool. */
@@ -223,13 +184,5 @@ export class MysqlSession implements Watched {
         resolve(rows);
       });
     });
-  }
-
-  /** The session ended: every statement in flight fails with `reason` now (a late callback finds none). */
-  private failInFlight(reason: Error): void {
-    for (const statement of this.inFlight.splice(0)) {
-      this.watchdog.finished();
-      statement.fail(reason);
-    }
   }
 }

@@ -50,9 +50,9 @@ export async function openLockSession(
     if (error instanceof SessionChangedError) refuse(error);
     throw error;
   }
-  const { connection, sequenceIncrement } = opened;
+  const { session, sequenceIncrement } = opened;
   const sequencePresent = sequenceIncrement !== 0;
-  connection.tokens.block = Math.max(1, sequenceIncrement);
+  session.tokens.block = Math.max(1, sequenceIncrement);
   if (!sequencePresent) {
     try {
       if (!settings.createSchema) {
@@ -61,20 +61,20 @@ export async function openLockSession(
             `create it once with "CREATE SEQUENCE IF NOT EXISTS ${settings.sequence} INCREMENT BY ${TOKEN_BLOCK}" and grant USAGE on it to this role`,
         );
       }
-      await createSequence(connection, settings.sequence);
-      const [increment] = await connection.query({ text: SEQUENCE_INCREMENT, values: [settings.sequence], rowMode: 'array' });
-      connection.tokens.block = Math.max(1, Number(increment ?? 1));
+      await createSequence(session, settings.sequence);
+      const [increment] = await session.query({ text: SEQUENCE_INCREMENT, values: [settings.sequence], rowMode: 'array' });
+      session.tokens.block = Math.max(1, Number(increment ?? 1));
     } catch (error) {
-      connection.kill(error as Error);
+      session.kill(error as Error);
       throw error;
     }
   }
-  return connection;
+  return session;
 }
 
-async function createSequence(connection: LockSession, sequence: string): Promise<void> {
+async function createSequence(session: LockSession, sequence: string): Promise<void> {
   try {
-    await connection.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence} INCREMENT BY ${TOKEN_BLOCK}`, rowMode: 'array' });
+    await session.query({ text: `CREATE SEQUENCE IF NOT EXISTS ${sequence} INCREMENT BY ${TOKEN_BLOCK}`, rowMode: 'array' });
   } catch (error) {
     const code = (error as { code?: string }).code;
     // Another process created it at the same moment.
@@ -89,7 +89,7 @@ async function createSequence(connection: LockSession, sequence: string): Promis
 
 /** The outcome of opening a session. */
 export interface OpenedSession {
-  readonly connection: LockSession;
+  readonly session: LockSession;
   /** The fencing sequence's increment (0: the sequence is missing). */
   readonly sequenceIncrement: number;
 }
@@ -107,10 +107,10 @@ export async function connectLockSession(settings: LockSessionSettings, watchdog
     connectionTimeoutMillis: settings.connectTimeoutMs * 10,
     keepAlive: true,
   });
-  let connection: LockSession | undefined;
+  let session: LockSession | undefined;
   // A client without an error listener crashes the process on a dropped socket.
-  client.on('error', (error: Error) => connection?.kill(error));
-  client.on('end', () => connection?.kill(new Error('the connection to PostgreSQL ended')));
+  client.on('error', (error: Error) => session?.kill(error));
+  client.on('end', () => session?.kill(new Error('the connection to PostgreSQL ended')));
 
   // The connect bound counts watchdog time: a process that did not run (a
   // synchronous burst of acquisitions, a starved host) has not waited for the
@@ -140,8 +140,8 @@ export async function connectLockSession(settings: LockSessionSettings, watchdog
     const firstPid = Number(setup.rows[0][0]);
     const laterPid = Number(check.rows[0][0]);
     if (firstPid !== laterPid) throw new SessionChangedError(firstPid, laterPid);
-    connection = new LockSession(client, firstPid, watchdog, settings.sessionTimeoutMs);
-    return { connection, sequenceIncrement: check.rows[0][1] === true ? Number(check.rows[0][2] ?? 1) : 0 };
+    session = new LockSession(client, firstPid, watchdog, settings.sessionTimeoutMs);
+    return { session, sequenceIncrement: check.rows[0][1] === true ? Number(check.rows[0][2] ?? 1) : 0 };
   } catch (error) {
     destroySocket(client);
     if (timedOut && !(error instanceof SessionChangedError)) {

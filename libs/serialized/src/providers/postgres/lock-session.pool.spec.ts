@@ -50,9 +50,9 @@ describe('LockSessionPool', () => {
         usesPerSession,
         open: async () => {
           if (failNext) throw failNext;
-          const connection = new FakeConnection(opened.length);
-          opened.push(connection);
-          return connection as unknown as LockSession;
+          const session = new FakeConnection(opened.length);
+          opened.push(session);
+          return session as unknown as LockSession;
         },
         idleTimeoutMs: 60_000,
         retryAfterFailureMs: 200,

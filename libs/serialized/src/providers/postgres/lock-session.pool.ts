@@ -17,7 +17,7 @@ interface Use {
 
 interface Waiter<C> {
   readonly request: SessionRequest;
-  resolve: (connection: C) => void;
+  resolve: (session: C) => void;
   reject: (error: unknown) => void;
   deadline: Deadline | undefined;
   settled: boolean;
@@ -77,8 +77,8 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
 
   /** Open sessions that are neither ending nor waiting in the server's lock queue (a blocking wait has its session to itself). */
   *shareable(): IterableIterator<C> {
-    for (const connection of this.idle) if (!connection.dead) yield connection;
-    for (const connection of this.busy) if (!connection.dead && !this.useOf(connection).exclusive) yield connection;
+    for (const session of this.idle) if (!session.dead) yield session;
+    for (const session of this.busy) if (!session.dead && !this.useOf(session).exclusive) yield session;
   }
 
   /** Every open session of the pool (shared, exclusive or idle). */
@@ -89,8 +89,8 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
   /** Backend pids of every open session of the pool (shared, exclusive or idle). */
   pids(this: LockSessionPool<LockSession>): number[] {
     const pids: number[] = [];
-    for (const connection of this.idle) pids.push(connection.pid);
-    for (const connection of this.busy) pids.push(connection.pid);
+    for (const session of this.idle) pids.push(session.pid);
+    for (const session of this.busy) pids.push(session.pid);
     return pids;
   }
 
@@ -124,33 +124,33 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
   }
 
   /** An exclusive use was granted its lock: the session may now be shared. */
-  share(connection: C): void {
-    const use = this.uses.get(connection);
+  share(session: C): void {
+    const use = this.uses.get(session);
     if (!use?.exclusive) return;
     use.exclusive = false;
     this.pump();
   }
 
   /** One use of a healthy connection ends; the last one makes it free for anyone. */
-  release(connection: C): void {
-    if (connection.dead) return this.forget(connection);
-    const use = this.useOf(connection);
+  release(session: C): void {
+    if (session.dead) return this.forget(session);
+    const use = this.useOf(session);
     use.count = Math.max(0, use.count - 1);
     if (use.count > 0) return this.pump();
     use.exclusive = false;
-    this.busy.delete(connection);
-    if (this.closed) return this.endLater(connection);
+    this.busy.delete(session);
+    if (this.closed) return this.endLater(session);
     use.idleSince = Date.now();
-    this.idle.push(connection);
+    this.idle.push(session);
     this.pump();
-    if (use.count === 0) connection.unref();
+    if (use.count === 0) session.unref();
     this.armReaper();
   }
 
   /** A connection that must not be reused: its session is ended (freeing its locks). */
-  discard(connection: C, reason: Error): void {
-    connection.kill(reason);
-    this.forget(connection);
+  discard(session: C, reason: Error): void {
+    session.kill(reason);
+    this.forget(session);
   }
 
   /** Rejects every queued request (shutdown). */
@@ -167,16 +167,16 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
     this.rejectWaiters((request) => request.backendError(new Error('the lock pool is closed')));
     if (this.reaper) clearTimeout(this.reaper);
     this.reaper = undefined;
-    for (const connection of this.idle.splice(0)) this.endLater(connection);
+    for (const session of this.idle.splice(0)) this.endLater(session);
     await Promise.all(this.closing);
   }
 
   /** Called by a connection whose session ended (and by release of a dead one). */
-  private readonly forget = (connection: C): void => {
-    const at = this.idle.indexOf(connection);
+  private readonly forget = (session: C): void => {
+    const at = this.idle.indexOf(session);
     if (at >= 0) this.idle.splice(at, 1);
-    const wasBusy = this.busy.delete(connection);
-    this.uses.delete(connection);
+    const wasBusy = this.busy.delete(session);
+    this.uses.delete(session);
     if (wasBusy || at >= 0) this.pump();
   };
 
@@ -193,30 +193,30 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
       if (!request.shared || this.total < this.options.size) return undefined;
     }
     let best: C | undefined;
-    for (const connection of this.busy) {
-      const use = this.useOf(connection);
-      if (use.exclusive || connection.dead || use.count >= this.usesPerSession) continue;
-      if (!best || (packing ? use.count > this.useOf(best).count : use.count < this.useOf(best).count)) best = connection;
+    for (const session of this.busy) {
+      const use = this.useOf(session);
+      if (use.exclusive || session.dead || use.count >= this.usesPerSession) continue;
+      if (!best || (packing ? use.count > this.useOf(best).count : use.count < this.useOf(best).count)) best = session;
     }
     const chosen = best ?? this.idle.pop();
     return chosen && this.use(chosen, request);
   }
 
-  private use(connection: C, request: SessionRequest): C {
-    const use = this.useOf(connection);
-    if (use.count === 0) connection.ref();
+  private use(session: C, request: SessionRequest): C {
+    const use = this.useOf(session);
+    if (use.count === 0) session.ref();
     use.count++;
     use.exclusive = !request.shared;
-    this.busy.add(connection);
-    return connection;
+    this.busy.add(session);
+    return session;
   }
 
   /** A connection's bookkeeping (made on first use: a connection the pool did not open counts from zero). */
-  private useOf(connection: C): Use {
-    let use = this.uses.get(connection);
+  private useOf(session: C): Use {
+    let use = this.uses.get(session);
     if (!use) {
       use = { count: 0, exclusive: false, idleSince: 0 };
-      this.uses.set(connection, use);
+      this.uses.set(session, use);
     }
     return use;
   }
@@ -229,16 +229,16 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
     }
     this.opening++;
     this.options.open().then(
-      (connection) => {
+      (session) => {
         this.opening--;
         this.lastFailure = undefined;
-        this.uses.set(connection, { count: 0, exclusive: false, idleSince: 0 });
-        connection.onDeath(this.forget);
-        this.use(connection, waiter.request);
-        if (connection.dead) return this.forget(connection);
-        if (waiter.settled) this.release(connection);
+        this.uses.set(session, { count: 0, exclusive: false, idleSince: 0 });
+        session.onDeath(this.forget);
+        this.use(session, waiter.request);
+        if (session.dead) return this.forget(session);
+        if (waiter.settled) this.release(session);
         else {
-          this.settle(waiter, undefined, connection);
+          this.settle(waiter, undefined, session);
           this.pump();
         }
       },
@@ -284,18 +284,18 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
     waiter.deadline = undefined;
   }
 
-  private settle(waiter: Waiter<C>, error: unknown, connection?: C): void {
+  private settle(waiter: Waiter<C>, error: unknown, session?: C): void {
     if (waiter.settled) return;
     waiter.settled = true;
     this.unqueue(waiter);
-    if (connection) waiter.resolve(connection);
+    if (session) waiter.resolve(session);
     else waiter.reject(error);
   }
 
-  private endLater(connection: C): void {
-    this.busy.delete(connection);
-    this.uses.delete(connection);
-    const ending = connection.end(this.options.closeTimeoutMs).finally(() => this.closing.delete(ending));
+  private endLater(session: C): void {
+    this.busy.delete(session);
+    this.uses.delete(session);
+    const ending = session.end(this.options.closeTimeoutMs).finally(() => this.closing.delete(ending));
     this.closing.add(ending);
   }
 
@@ -309,9 +309,9 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
   private reap(): void {
     this.reaper = undefined;
     const cutoff = Date.now() - this.options.idleTimeoutMs;
-    for (const connection of this.idle.filter((c) => this.useOf(c).idleSince <= cutoff)) {
-      this.idle.splice(this.idle.indexOf(connection), 1);
-      this.endLater(connection);
+    for (const session of this.idle.filter((c) => this.useOf(c).idleSince <= cutoff)) {
+      this.idle.splice(this.idle.indexOf(session), 1);
+      this.endLater(session);
     }
     this.armReaper();
   }

@@ -1,6 +1,7 @@
 import type { Client, QueryArrayConfig } from 'pg';
+import { ServerSession, type SessionLossListener, type StatementInFlight } from '../../internal/server-session.lifecycle';
 import { sendCancelRequest } from './cancel-request';
-import type { QueryWatchdog, Watched } from './query.watchdog';
+import type { QueryWatchdog } from './query.watchdog';
 import type { LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { GIVE_BACK_IF_HELD, PING, SESSION_AUDIT } from './lock-session.sql';
@@ -10,10 +11,9 @@ import { SessionClaims } from './session-claims';
 import { SessionTokens } from './session-tokens';
 
 /** Who is told when a session ends while it holds a lock. */
-export interface SessionHolder {
+export interface SessionHolder extends SessionLossListener {
   /** The advisory lock key it holds on the session (decimal). */
   readonly lockKey: string;
-  sessionLost(reason: Error): void;
 }
 
 /** An advisory lock the server showed on a session that nobody in this process stands behind (given back by the audit). */
@@ -30,37 +30,34 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * One session of the lock pool: a `pg.Client` whose server session may hold
  * advisory locks (several at once). It watches its own end (`error`/`end` events,
  * a statement that gets no answer in time) and tells the pool and every lock it
- * holds, once.
+ * holds, once (the lifecycle `ServerSession` shares with the MySQL driver). What is
+ * PostgreSQL's: statements queue here (pg 8 deprecates queueing in the client),
+ * batching, the session audit and the cancel request.
  */
-export class LockSession implements Watched {
-  /** The locks this session holds; each is told when the session ends. */
-  private readonly holders = new Set<SessionHolder>();
-  /** Why the session is gone; `undefined` while it is usable. */
-  dead: Error | undefined;
+export class LockSession extends ServerSession<SessionHolder, QueryWatchdog> {
   /** The fencing tokens its last `nextval` reserved, for its grants and local hand-offs. */
   readonly tokens = new SessionTokens();
   // What the session holds by this process's statements (written only by the lock statements below).
   private readonly claims = new SessionClaims();
   private auditing = false;
-  // Deadlines of the statements in flight, oldest first (pg answers in order).
-  private readonly deadlines: number[] = [];
+  // The statements in flight, oldest first (pg answers in order).
+  private readonly inFlight: StatementInFlight[] = [];
   private tail: Promise<void> = Promise.resolve();
   private batches: { tries: StatementBatch; unlocks: StatementBatch } | undefined;
-  private deathListener: ((connection: LockSession) => void) | undefined;
 
   constructor(
     private readonly client: Client,
     /** The backend pid of the session, checked again by every statement that returns it. */
     readonly pid: number,
-    private readonly watchdog: QueryWatchdog,
-    private readonly sessionTimeoutMs: number,
+    watchdog: QueryWatchdog,
+    sessionTimeoutMs: number,
   ) {
-    watchdog.add(this);
+    super(watchdog, sessionTimeoutMs, 'PostgreSQL');
   }
 
   /** Statements in flight (a liveness ping is skipped while one runs). */
   get busy(): boolean {
-    return this.deadlines.length > 0;
+    return this.inFlight.length > 0;
   }
 
   /**
@@ -128,22 +125,8 @@ export class LockSession implements Watched {
   /** The lock keys held on this session by holders of this process (the session audit counts them as owned). */
   heldLockKeys(): Set<string> {
     const keys = new Set<string>();
-    for (const holder of this.holders) keys.add(holder.lockKey);
+    for (const holder of this.heldBy()) keys.add(holder.lockKey);
     return keys;
-  }
-
-  /** `holder` no longer holds its lock on this session (released, or handed to the next local holder). */
-  letGo(holder: SessionHolder): void {
-    this.holders.delete(holder);
-  }
-
-  /**
-   * Registers `holder` as holding a lock on this session. A session that has
-   * already ended tells it at once: it will not be told later.
-   */
-  hold(holder: SessionHolder): void {
-    if (this.dead) return holder.sessionLost(this.dead);
-    this.holders.add(holder);
   }
 
   /**
@@ -186,11 +169,6 @@ export class LockSession implements Watched {
     }
   }
 
-  /** Tells `listener` (the pool) once when the session ends. */
-  onDeath(listener: (connection: LockSession) => void): void {
-    this.deathListener = listener;
-  }
-
   /**
    * Runs one statement and returns its first row. A statement with no answer
    * within `serverWaitMs` (how long the server may take by design: a lock wait
@@ -210,8 +188,8 @@ export class LockSession implements Watched {
     if (this.dead) throw this.dead;
     // Several uses share a session: statements queue here, one on the wire at a
     // time (pg 8 deprecates queueing inside the client).
-    const queued = this.deadlines.length > 0;
-    this.deadlines.push(this.watchdog.started(serverWaitMs + this.sessionTimeoutMs));
+    const queued = this.inFlight.length > 0;
+    this.inFlight.push({ deadline: this.watchdog.started(serverWaitMs + this.sessionTimeoutMs) });
     const run = queued ? this.tail.then(() => this.send(config)) : this.send(config);
     this.tail = run.then(noop, noop);
     try {
@@ -220,7 +198,7 @@ export class LockSession implements Watched {
       // A statement that failed because the session died reports why it died.
       throw this.dead ?? error;
     } finally {
-      this.deadlines.shift();
+      this.inFlight.shift();
       this.watchdog.finished();
     }
   }
@@ -228,18 +206,6 @@ export class LockSession implements Watched {
   private send(config: QueryArrayConfig | (() => QueryArrayConfig)): Promise<{ rows: unknown[][] }> {
     if (this.dead) return Promise.reject(this.dead);
     return this.client.query(typeof config === 'function' ? config() : config);
-  }
-
-  /** Watched: ends the session if its oldest statement is overdue (the watchdog calls it). */
-  checkOverdue(now: number): void {
-    const deadline = this.deadlines[0];
-    if (deadline === undefined || deadline > now || this.dead) return;
-    // Timers run before I/O in a loop turn: the answer may already wait in the
-    // socket. Look again once I/O had its turn.
-    setImmediate(() => {
-      if (this.deadlines[0] !== deadline || this.dead) return;
-      this.kill(new Error(`PostgreSQL did not answer within sessionTimeoutMs (${this.sessionTimeoutMs} ms)`));
-    });
   }
 
   /** After a timed-out wait: unlocks `lockKey` if the server granted it after all; a session left in doubt is ended. */
@@ -277,34 +243,21 @@ export class LockSession implements Watched {
     return sendCancelRequest({ host, port, processID, secretKey }, timeoutMs);
   }
 
-  /** Ends the session at once; the server frees its locks as soon as it sees the socket close. */
-  kill(reason: Error): void {
-    if (this.dead) return;
-    this.dead = reason;
-    this.watchdog.delete(this);
-    destroySocket(this.client);
-    this.deathListener?.(this);
-    const holders = [...this.holders];
-    this.holders.clear();
-    for (const holder of holders) holder.sessionLost(reason);
+  protected oldestStatement(): StatementInFlight | undefined {
+    return this.inFlight[0];
   }
 
-  /** Closes the session politely (Terminate message), or at once after `timeoutMs`. */
-  async end(timeoutMs: number): Promise<void> {
-    if (this.dead) return;
-    this.dead = new Error('the lock connection was closed');
-    this.watchdog.delete(this);
-    this.holders.clear();
-    const timer = setTimeout(() => destroySocket(this.client), timeoutMs);
-    timer.unref();
-    try {
-      await this.client.end();
-    } catch {
-      // Already gone: nothing left to close.
-    } finally {
-      clearTimeout(timer);
-    }
+  protected destroy(): void {
+    destroySocket(this.client);
   }
+
+  /** The Terminate message. */
+  protected closePolitely(): Promise<void> {
+    return this.client.end();
+  }
+
+  /** pg fails the statements of a client whose socket closed: nothing to do here. */
+  protected abandonStatements(): void {}
 
   /** Lets the process exit while this connection only sits in the pool. */
   unref(): void {
@@ -318,9 +271,9 @@ export class LockSession implements Watched {
 
 function noop(): void {}
 
-function batchesOf(connection: LockSession, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
+function batchesOf(session: LockSession, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
   return {
-    tries: new StatementBatch(connection, (key) => statements.tryLock(key, connection.tokens.offer()), statements.tryLockMany),
-    unlocks: new StatementBatch(connection, statements.unlock, statements.unlockMany),
+    tries: new StatementBatch(session, (key) => statements.tryLock(key, session.tokens.offer()), statements.tryLockMany),
+    unlocks: new StatementBatch(session, statements.unlock, statements.unlockMany),
   };
 }

@@ -41,14 +41,14 @@ class ScriptedConnection {
   }
 }
 
-function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeoutMs: number) {
+function attempt(session: ScriptedConnection, mode: 'wait' | 'try', waitTimeoutMs: number) {
   const released: unknown[] = [];
   const sessions: AttemptSessions = {
     pool: {
       // A try shares a session; a blocking wait gets one of its own.
       take: (request: { shared: boolean }) => {
-        connection.exclusive = !request.shared;
-        return { promise: Promise.resolve(connection as unknown as LockSession), cancel: () => undefined };
+        session.exclusive = !request.shared;
+        return { promise: Promise.resolve(session as unknown as LockSession), cancel: () => undefined };
       },
       share: (c: ScriptedConnection) => void (c.exclusive = false),
       size: 10,
@@ -81,10 +81,10 @@ function attempt(connection: ScriptedConnection, mode: 'wait' | 'try', waitTimeo
 describe('LockAttempt', () => {
   it('clamps lock_timeout to 2^31−1 ms for a longer budget, and waits again when the server bound runs out first', async () => {
     // A wait starts with a try; the key is busy, so it waits in the server.
-    const connection = new ScriptedConnection([[null, 42], { code: '55P03' }, ['7', 42]]);
-    const { promise } = attempt(connection, 'wait', Number.MAX_SAFE_INTEGER);
+    const session = new ScriptedConnection([[null, 42], { code: '55P03' }, ['7', 42]]);
+    const { promise } = attempt(session, 'wait', Number.MAX_SAFE_INTEGER);
     await expect(promise).resolves.toEqual({ key: 'k', fencingToken: 7n });
-    expect(connection.sent).toEqual([
+    expect(session.sent).toEqual([
       { lockTimeout: null, serverWaitMs: 0 },
       { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
       { lockTimeout: `${MAX_LOCK_TIMEOUT_MS}ms`, serverWaitMs: MAX_LOCK_TIMEOUT_MS },
@@ -92,20 +92,20 @@ describe('LockAttempt', () => {
   });
 
   it('ends with LockTimeoutError when lock_timeout was the whole budget', async () => {
-    const connection = new ScriptedConnection([[null, 42], { code: '55P03' }]);
-    const { promise, released } = attempt(connection, 'wait', 5000);
+    const session = new ScriptedConnection([[null, 42], { code: '55P03' }]);
+    const { promise, released } = attempt(session, 'wait', 5000);
     await expect(promise).rejects.toBeInstanceOf(LockTimeoutError);
-    expect(connection.sent).toHaveLength(2);
-    expect(Number(String(connection.sent[1].lockTimeout).replace('ms', ''))).toBeLessThanOrEqual(5000);
+    expect(session.sent).toHaveLength(2);
+    expect(Number(String(session.sent[1].lockTimeout).replace('ms', ''))).toBeLessThanOrEqual(5000);
     // The shared use of the try, then the session the wait had to itself.
-    expect(released).toEqual([connection, connection]);
+    expect(released).toEqual([session, session]);
     expect(((await promise.catch((e: unknown) => e)) as LockTimeoutError).reason).toBe('key-held');
   });
 
   it("resolves null (never rejects with null) when a 'try' finds the key busy", async () => {
-    const connection = new ScriptedConnection([[null, 42]]);
-    const { promise, released } = attempt(connection, 'try', 5000);
+    const session = new ScriptedConnection([[null, 42]]);
+    const { promise, released } = attempt(session, 'try', 5000);
     await expect(promise).resolves.toBeNull();
-    expect(released).toEqual([connection]);
+    expect(released).toEqual([session]);
   });
 });

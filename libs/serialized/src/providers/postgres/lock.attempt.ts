@@ -14,7 +14,7 @@ export type AttemptSessions = Pick<LockSessions, 'pool' | 'statements' | 'connec
 /** Who an attempt reports to (`ProcessLocks`, the owner of the key's state in this process). */
 export interface AttemptOwner {
   /** The server granted the key: the caller becomes its holder. */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, handoff?: HandOffMode): PostgresLock;
+  grant(key: string, fencingToken: bigint, lockKey: string, session: LockSession, handoff?: HandOffMode): PostgresLock;
   /** The attempt is over; `held` tells whether it ended holding the key. */
   attemptDone(attempt: LockAttempt, held: boolean): void;
   /**
@@ -67,7 +67,7 @@ export class LockAttempt implements SessionRequest {
   private finished = false;
   private abortedWith: { reason: unknown } | undefined;
   private pending: PendingSession | undefined;
-  private connection: LockSession | undefined;
+  private session: LockSession | undefined;
   private retried = false;
   // The current connection is this attempt's alone (a blocking wait), not shared.
   private ownSession = false;
@@ -154,9 +154,9 @@ export class LockAttempt implements SessionRequest {
     this.answer(reason);
     if (this.pending) {
       this.pending.cancel(reason);
-    } else if (this.connection && this.ownSession) {
+    } else if (this.session && this.ownSession) {
       // Only a session of its own may be cancelled: a shared one runs others' statements.
-      void this.connection.cancel(this.sessions.connectTimeoutMs);
+      void this.session.cancel(this.sessions.connectTimeoutMs);
     }
   }
 
@@ -173,9 +173,9 @@ export class LockAttempt implements SessionRequest {
     if (taken instanceof LockSession) return this.lock(taken);
     this.pending = taken;
     taken.promise.then(
-      (connection) => {
+      (session) => {
         this.pending = undefined;
-        this.lock(connection);
+        this.lock(session);
       },
       (error: unknown) => {
         this.pending = undefined;
@@ -184,14 +184,14 @@ export class LockAttempt implements SessionRequest {
     );
   }
 
-  private lock(connection: LockSession): void {
+  private lock(session: LockSession): void {
     // A blocked caller asked the pool for a session of its own (see `shared`).
     this.ownSession = !this.shared;
     if (this.abortedWith) {
-      this.sessions.pool.release(connection);
+      this.sessions.pool.release(session);
       return this.finish(this.abortedWith.reason);
     }
-    this.connection = connection;
+    this.session = session;
     const left = this.remainingMs();
     // lock_timeout = 0 would mean "wait forever": with no budget left, only try.
     // A wait starts with a try on a shared session: whether another session holds
@@ -204,58 +204,58 @@ export class LockAttempt implements SessionRequest {
     const serverWaitMs = waits ? Math.min(remaining, MAX_LOCK_TIMEOUT_MS) : 0;
     this.waitClamped = waits && serverWaitMs < remaining;
     const answer = waits
-      ? connection.lockWait(this.sessions.statements, this.lockKey, this.key, serverWaitMs)
-      : connection.tryLock(this.sessions.statements, this.lockKey, this.key);
+      ? session.lockWait(this.sessions.statements, this.lockKey, this.key, serverWaitMs)
+      : session.tryLock(this.sessions.statements, this.lockKey, this.key);
     answer.then(
-      (row) => this.answered(connection, row),
-      (error: unknown) => this.failed(connection, error),
+      (row) => this.answered(session, row),
+      (error: unknown) => this.failed(session, error),
     );
   }
 
-  private answered(connection: LockSession, row: unknown[]): void {
+  private answered(session: LockSession, row: unknown[]): void {
     const [token, pid] = row;
     const granted = token !== null && token !== undefined;
-    if (Number(pid) !== connection.pid) {
-      const error = new SessionChangedError(connection.pid, Number(pid));
+    if (Number(pid) !== session.pid) {
+      const error = new SessionChangedError(session.pid, Number(pid));
       this.sessions.refuse(error);
-      this.sessions.pool.discard(connection, error);
+      this.sessions.pool.discard(session, error);
       return this.finish(this.backendError(error));
     }
-    if (this.abortedWith) return this.windDown(connection, granted, this.abortedWith.reason);
+    if (this.abortedWith) return this.windDown(session, granted, this.abortedWith.reason);
     if (!granted && this.mode === 'wait' && !this.blocked) {
       this.blocked = true;
-      this.sessions.pool.release(connection);
+      this.sessions.pool.release(session);
       const refusal = this.owner.attemptBlocked(this);
       return refusal === undefined ? this.takeConnection() : this.finish(refusal);
     }
     if (!granted) {
-      this.sessions.pool.release(connection);
+      this.sessions.pool.release(session);
       // Busy is an answer, not an error: `try` resolves null.
       return this.mode === 'try' ? this.finish(undefined, null) : this.finish(this.keyHeldError());
     }
-    if (this.ownSession) this.sessions.pool.share(connection);
+    if (this.ownSession) this.sessions.pool.share(session);
     const fencingToken = BigInt(token as string);
     // A draw starts the session's next block of tokens (see SessionTokens).
-    connection.tokens.granted(fencingToken);
-    this.finish(undefined, this.owner.grant(this.key, fencingToken, this.lockKey, connection, this.handoff));
+    session.tokens.granted(fencingToken);
+    this.finish(undefined, this.owner.grant(this.key, fencingToken, this.lockKey, session, this.handoff));
   }
 
-  private failed(connection: LockSession, error: unknown): void {
+  private failed(session: LockSession, error: unknown): void {
     const code = (error as { code?: string })?.code;
-    if (this.abortedWith) return this.windDown(connection, true, this.abortedWith.reason);
+    if (this.abortedWith) return this.windDown(session, true, this.abortedWith.reason);
     if (code === LOCK_NOT_AVAILABLE) {
       // lock_timeout ended the wait on the server: nothing is held, the session is reusable.
-      if (this.waitClamped && this.remainingMs() >= 1) return this.lock(connection);
-      this.sessions.pool.release(connection);
+      if (this.waitClamped && this.remainingMs() >= 1) return this.lock(session);
+      this.sessions.pool.release(session);
       return this.finish(this.keyHeldError());
     }
-    if (connection.dead && !this.retried && this.remainingMs() > 0) {
+    if (session.dead && !this.retried && this.remainingMs() > 0) {
       // The session ended before the grant was read (or before the lock was granted),
       // so nothing is held — the server freed it with the session: a pooled connection
       // that died while idle (a server restart) or under a grant gets one fresh retry.
       this.retried = true;
-      this.connection = undefined;
-      this.sessions.pool.release(connection);
+      this.session = undefined;
+      this.sessions.pool.release(session);
       return this.takeConnection();
     }
     // Anything else (even an error after the grant, e.g. on nextval) may have left
@@ -267,7 +267,7 @@ export class LockAttempt implements SessionRequest {
             { cause: error },
           )
         : error;
-    this.windDown(connection, true, this.backendError(cause));
+    this.windDown(session, true, this.backendError(cause));
   }
 
   /**
@@ -277,20 +277,20 @@ export class LockAttempt implements SessionRequest {
    * unlocks first. Either way the next caller of the key in this process starts
    * only once the key is given back.
    */
-  private windDown(connection: LockSession, mayHold: boolean, error: unknown): void {
-    if (this.ownSession || connection.dead) {
-      this.sessions.pool.discard(connection, error instanceof Error ? error : new Error('the lock attempt ended'));
+  private windDown(session: LockSession, mayHold: boolean, error: unknown): void {
+    if (this.ownSession || session.dead) {
+      this.sessions.pool.discard(session, error instanceof Error ? error : new Error('the lock attempt ended'));
       return this.finish(error);
     }
     if (!mayHold) {
-      this.sessions.pool.release(connection);
+      this.sessions.pool.release(session);
       return this.finish(error);
     }
-    connection
+    session
       .unlock(this.sessions.statements, this.lockKey)
       .then(
-        () => this.sessions.pool.release(connection),
-        (failure: unknown) => this.sessions.pool.discard(connection, failure instanceof Error ? failure : new Error(String(failure))),
+        () => this.sessions.pool.release(session),
+        (failure: unknown) => this.sessions.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
       )
       .finally(() => this.finish(error));
   }

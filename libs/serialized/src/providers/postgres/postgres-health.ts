@@ -24,12 +24,12 @@ export async function pingLockPool(pool: LockSessionPool, timeoutMs: number): Pr
     timeoutError: () => new PoolBusy(),
     backendError: (cause) => new LockBackendError(`PostgreSQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause }),
   });
-  let connection: LockSession;
+  let session: LockSession;
   if (taken instanceof LockSession) {
-    connection = taken;
+    session = taken;
   } else {
     try {
-      connection = await withTimeout(taken.promise, timeoutMs, 'PostgreSQL');
+      session = await withTimeout(taken.promise, timeoutMs, 'PostgreSQL');
     } catch (error) {
       taken.cancel(error);
       if (error instanceof PoolBusy) return;
@@ -37,13 +37,13 @@ export async function pingLockPool(pool: LockSessionPool, timeoutMs: number): Pr
     }
   }
   try {
-    await withTimeout(connection.ping(), timeoutMs, 'PostgreSQL');
+    await withTimeout(session.ping(), timeoutMs, 'PostgreSQL');
   } catch (error) {
     // A session that did not answer in time must not be handed to a lock attempt.
-    pool.discard(connection, error as Error);
+    pool.discard(session, error as Error);
     throw error instanceof LockBackendError
       ? error
       : new LockBackendError(`PostgreSQL health check failed: ${(error as Error)?.message ?? error}`, { cause: error });
   }
-  pool.release(connection);
+  pool.release(session);
 }

@@ -54,9 +54,7 @@ export class PostgresLockInspector implements KeyInspector {
     const here = this.lines().inspectHere(key);
     const holders: LockHolderInfo[] = [];
     if (here.holder)
-      holders.push(
-        holderHere(here.holder, performance.now(), { instance: `${this.sessions.applicationName}#${here.holder.connection.pid}` }),
-      );
+      holders.push(holderHere(here.holder, performance.now(), { instance: `${this.sessions.applicationName}#${here.holder.session.pid}` }));
     let elsewhere = 0;
     for (const [pid, applicationName, mode, granted, waiting] of rows) {
       elsewhere = Number(waiting);
@@ -73,14 +71,14 @@ export class PostgresLockInspector implements KeyInspector {
       timeoutError: () => new LockBackendError(`PostgreSQL: no lock session free within ${connectTimeoutMs} ms to inspect a key`),
       backendError: (cause) => new LockBackendError(`PostgreSQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause }),
     });
-    const connection = taken instanceof LockSession ? taken : await taken.promise;
+    const session = taken instanceof LockSession ? taken : await taken.promise;
     try {
       const config: QueryArrayConfig = { ...INSPECT, values: [lockKey, pool.pids()], rowMode: 'array' };
       // Bounded by the session's watchdog like every statement; never cut short here, since
       // ending a session shared with held locks would take their locks with it.
-      return await connection.queryRows(config);
+      return await session.queryRows(config);
     } finally {
-      pool.release(connection);
+      pool.release(session);
     }
   }
 }

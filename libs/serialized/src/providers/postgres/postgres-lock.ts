@@ -25,7 +25,7 @@ export class PostgresLock extends SessionLock<PostgresLock> implements Lock, Ses
     /** The 64-bit advisory lock key, as a decimal string. */
     readonly lockKey: string,
     /** The session that holds the lock. */
-    readonly connection: LockSession,
+    readonly session: LockSession,
     owner: PostgresLockOwner,
     /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). */
     readonly cohort?: Cohort,

@@ -18,7 +18,7 @@ import { SessionLivenessMonitor } from './session-liveness.monitor';
 export interface HandedLock {
   readonly key: string;
   readonly lockKey: string;
-  readonly connection: LockSession;
+  readonly session: LockSession;
   /** The token the next holder takes: reserved from the session's block when the holder let go. */
   readonly token: bigint;
   readonly cohort: Cohort;
@@ -61,11 +61,11 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
     private readonly log: { warn(message: string): void; error(message: string): void },
   ) {
     this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
-    this.audit = new SessionAudit(sessions.pool, (connection) => this.ownedOn(connection), log.error);
+    this.audit = new SessionAudit(sessions.pool, (session) => this.ownedOn(session), log.error);
     this.monitor = new SessionLivenessMonitor(
       () => sessions.pool.shareable(),
       () => lines().heldCount > 0,
-      (connection) => this.audit.session(connection),
+      (session) => this.audit.session(session),
       pingEveryMs,
     );
   }
@@ -102,14 +102,14 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   adopt(handed: HandedLock, caller: LineCaller<PostgresLock>): PostgresLock | undefined {
-    if (handed.connection.dead) {
+    if (handed.session.dead) {
       // The session ended on the way: the server freed the lock, and the caller asks again.
-      this.sessions.pool.release(handed.connection);
+      this.sessions.pool.release(handed.session);
       return undefined;
     }
     // The new holder's own mode, if it gave one, decides its release; the token block carries on.
     const cohort = caller.handoff && caller.handoff !== handed.cohort.mode ? { mode: caller.handoff } : handed.cohort;
-    return this.holderOf(handed.key, handed.token, handed.lockKey, handed.connection, cohort);
+    return this.holderOf(handed.key, handed.token, handed.lockKey, handed.session, cohort);
   }
 
   giveBack(handed: HandedLock): Promise<void> {
@@ -127,10 +127,10 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   /** AttemptOwner: the server granted the key. */
-  grant(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, handoff?: HandOffMode): PostgresLock {
+  grant(key: string, fencingToken: bigint, lockKey: string, session: LockSession, handoff?: HandOffMode): PostgresLock {
     // A session whose sequence reserves no block (increment 1) cannot hand off.
-    const cohort = connection.tokens.block >= 2 ? { mode: handoff ?? this.mode } : undefined;
-    return this.holderOf(key, fencingToken, lockKey, connection, cohort);
+    const cohort = session.tokens.block >= 2 ? { mode: handoff ?? this.mode } : undefined;
+    return this.holderOf(key, fencingToken, lockKey, session, cohort);
   }
 
   /** AttemptOwner: the attempt is over, server side included. */
@@ -161,29 +161,29 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
       new Promise((resolve) => setTimeout(resolve, this.sessions.connectTimeoutMs).unref()),
     ]);
     // Sessions still held past the grace period stay until their holders release them, without keeping the process alive.
-    for (const lock of still) lock.connection.unref();
+    for (const lock of still) lock.session.unref();
     await this.sessions.pool.close();
   }
 
-  private holderOf(key: string, fencingToken: bigint, lockKey: string, connection: LockSession, cohort: Cohort | undefined): PostgresLock {
-    const lock = new PostgresLock(key, fencingToken, lockKey, connection, this.owner, cohort);
+  private holderOf(key: string, fencingToken: bigint, lockKey: string, session: LockSession, cohort: Cohort | undefined): PostgresLock {
+    const lock = new PostgresLock(key, fencingToken, lockKey, session, this.owner, cohort);
     // A session that ended on the way tells the lock at once (its holders were told when it went).
-    connection.hold(lock);
+    session.hold(lock);
     this.monitor.arm();
     return lock;
   }
 
   private mayHandOn(lock: PostgresLock): boolean {
-    const { cohort, connection } = lock;
-    return cohort !== undefined && connection.tokens.available && !lock.lost && !connection.dead;
+    const { cohort, session } = lock;
+    return cohort !== undefined && session.tokens.available && !lock.lost && !session.dead;
   }
 
   /** The key stays locked on the holder's session for the next caller here, with the next token of the session's block. */
   private handOff(lock: PostgresLock): HandedLock {
-    const { connection } = lock;
-    connection.letGo(lock);
+    const { session } = lock;
+    session.letGo(lock);
     // The token is taken now, while the key is held: larger than every token this session gave before.
-    return { key: lock.key, lockKey: lock.lockKey, connection, token: connection.tokens.take()!, cohort: lock.cohort! };
+    return { key: lock.key, lockKey: lock.lockKey, session, token: session.tokens.take()!, cohort: lock.cohort! };
   }
 
   /** Unlocks on the server (`strict` and eligible: only if another session waits, else keeps it for the next caller here). */
@@ -199,8 +199,8 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   /** Asked when an audit statement is sent: the lock keys of `connection` someone here stands behind. */
-  private ownedOn(connection: LockSession): Set<string> {
-    const owned = connection.heldLockKeys();
+  private ownedOn(session: LockSession): Set<string> {
+    const owned = session.heldLockKeys();
     // An attempt owns its key on any session: it may be between statements or winding down.
     for (const attempt of this.attempts.values()) owned.add(attempt.lockKey);
     return owned;

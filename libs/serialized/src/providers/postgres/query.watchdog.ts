@@ -23,7 +23,7 @@ export interface Watched {
  * have sent the statement yet.
  */
 export class QueryWatchdog {
-  private readonly connections = new Set<Watched>();
+  private readonly sessions = new Set<Watched>();
   private running = 0;
   private timer: NodeJS.Timeout | undefined;
   private lastTickAt = 0;
@@ -44,12 +44,12 @@ export class QueryWatchdog {
     return performance.now() - this.stalledMs;
   }
 
-  add(connection: Watched): void {
-    this.connections.add(connection);
+  add(session: Watched): void {
+    this.sessions.add(session);
   }
 
-  delete(connection: Watched): void {
-    this.connections.delete(connection);
+  delete(session: Watched): void {
+    this.sessions.delete(session);
   }
 
   /** A statement started; returns its deadline in watchdog time. */
@@ -80,6 +80,6 @@ export class QueryWatchdog {
       return;
     }
     const now = this.now();
-    for (const connection of this.connections) connection.checkOverdue(now);
+    for (const session of this.sessions) session.checkOverdue(now);
   }
 }

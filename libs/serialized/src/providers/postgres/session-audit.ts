@@ -20,20 +20,20 @@ export class SessionAudit {
    */
   constructor(
     private readonly pool: LockSessionPool,
-    private readonly ownedOn: (connection: LockSession) => ReadonlySet<string>,
+    private readonly ownedOn: (session: LockSession) => ReadonlySet<string>,
     private readonly report: (message: string) => void,
   ) {}
 
   /** Audits every open session that is not waiting in the server's lock queue; resolves with what was given back. */
   async all(): Promise<UnownedLock[]> {
-    const found = await Promise.all([...this.pool.shareable()].map((connection) => this.session(connection)));
+    const found = await Promise.all([...this.pool.shareable()].map((session) => this.session(session)));
     return found.flat();
   }
 
   /** Audits one session. */
-  async session(connection: LockSession): Promise<UnownedLock[]> {
-    const unowned = await connection.audit(() => {
-      const owned = this.ownedOn(connection);
+  async session(session: LockSession): Promise<UnownedLock[]> {
+    const unowned = await session.audit(() => {
+      const owned = this.ownedOn(session);
       return (lockKey) => owned.has(lockKey);
     });
     for (const lock of unowned) {

@@ -29,7 +29,7 @@ export class SessionLivenessMonitor<C extends { kill(reason: Error): void } = Lo
   constructor(
     private readonly sessions: () => Iterable<C>,
     private readonly anyHeld: () => boolean,
-    private readonly check: (connection: C) => Promise<unknown>,
+    private readonly check: (session: C) => Promise<unknown>,
     private readonly intervalMs: number,
   ) {}
 
@@ -55,9 +55,9 @@ export class SessionLivenessMonitor<C extends { kill(reason: Error): void } = Lo
   // acquire/release loop does not create and clear an interval every time.
   private tick(): void {
     if (!this.anyHeld()) return this.disarm();
-    for (const connection of this.sessions()) {
+    for (const session of this.sessions()) {
       // A failed check ends the session, which tells its holders.
-      this.check(connection).catch((error: Error) => connection.kill(error));
+      this.check(session).catch((error: Error) => session.kill(error));
     }
   }
 

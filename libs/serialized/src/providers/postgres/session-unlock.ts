@@ -17,23 +17,21 @@ export const KEPT = Symbol('kept');
  * have ended while the holder worked).
  */
 export async function unlockSession(
-  lock: Pick<PostgresLock, 'key' | 'lockKey' | 'connection'>,
+  lock: Pick<PostgresLock, 'key' | 'lockKey' | 'session'>,
   pool: LockSessionPool,
   statements: LockStatements,
   /** Only if another session waits for the key in the server; otherwise keep it (`KEPT`). */
   onlyIfWaited = false,
 ): Promise<LockLostError | undefined | typeof KEPT> {
-  const connection = lock.connection;
-  connection.letGo(lock as PostgresLock);
-  if (connection.dead) return undefined; // the session ended, and its locks with it
+  const session = lock.session;
+  session.letGo(lock as PostgresLock);
+  if (session.dead) return undefined; // the session ended, and its locks with it
   let unlocked: unknown;
   try {
-    [unlocked] = onlyIfWaited
-      ? await connection.unlockIfWaited(statements, lock.lockKey)
-      : await connection.unlock(statements, lock.lockKey);
+    [unlocked] = onlyIfWaited ? await session.unlockIfWaited(statements, lock.lockKey) : await session.unlock(statements, lock.lockKey);
     if (onlyIfWaited && unlocked === null) return KEPT;
   } catch (error) {
-    pool.discard(connection, error instanceof Error ? error : new Error(String(error)));
+    pool.discard(session, error instanceof Error ? error : new Error(String(error)));
     // The session ended before the unlock was confirmed: the lock went with it, and
     // possibly while the holder still worked (the socket's end had not reached us).
     // The holder is told rather than told nothing.
@@ -44,11 +42,11 @@ export async function unlockSession(
     );
   }
   if (unlocked === true) {
-    pool.release(connection);
+    pool.release(session);
     return undefined;
   }
   // Other locks of this session are suspect too: ending it frees them and tells their holders.
-  pool.discard(connection, new Error('pg_advisory_unlock returned false'));
+  pool.discard(session, new Error('pg_advisory_unlock returned false'));
   return new LockLostError(
     lock.key,
     'PostgreSQL reported at release that its session did not hold the advisory lock (pg_advisory_unlock returned false); its session was closed',
@@ -58,9 +56,9 @@ export async function unlockSession(
 /** Checks `lock`'s session now (`lock.extend()`); a session that fails the check is ended. */
 export async function checkSession(lock: PostgresLock): Promise<void> {
   try {
-    await lock.connection.ping();
+    await lock.session.ping();
   } catch (error) {
-    lock.connection.kill(error instanceof Error ? error : new Error(String(error)));
+    lock.session.kill(error instanceof Error ? error : new Error(String(error)));
     throw lock.lost ?? new LockLostError(lock.key, 'its PostgreSQL session could not be checked', error);
   }
 }

@@ -24,7 +24,7 @@ export class StatementBatch {
   private open: OpenBatch | undefined;
 
   constructor(
-    private readonly connection: BatchedSession,
+    private readonly session: BatchedSession,
     /** One key → one row. */
     private readonly single: (key: string) => QueryArrayConfig,
     /** `$1` bigint[] of keys → rows `[ordinality, ...the single statement's columns]`. */
@@ -32,12 +32,12 @@ export class StatementBatch {
   ) {}
 
   run(key: string): Promise<unknown[]> {
-    if (!this.connection.busy) return this.connection.query(this.single(key));
+    if (!this.session.busy) return this.session.query(this.single(key));
     let batch = this.open;
     if (!batch) {
       const made: OpenBatch = { keys: [], callers: [] };
       batch = this.open = made;
-      this.connection
+      this.session
         .queryRows(() => {
           // Its turn came: later calls start the next batch.
           if (this.open === made) this.open = undefined;
