@@ -99,9 +99,7 @@ const FIELD_WRITER_EXCEPTIONS = {
 /** Interfaces with one implementer and no "Why an interface" today ("file Interface" → who settles them). */
 const ONE_IMPLEMENTER_EXCEPTIONS = {
   'providers/postgres/lock.attempt.ts AttemptOwner': 'the session work',
-  'providers/postgres/lock-session.ts SessionHolder': 'the session work',
   'providers/mysql/mysql-lock.attempt.ts MysqlAttemptOwner': 'the session work',
-  'providers/mysql/mysql-session.ts NamedLockHolder': 'the session work',
   'providers/redis/holding/redis-lock.ts RedisLockContext': 'Redis on the local layer',
   'providers/redis/waiting/redis-wake-ups.ts WakeUpListener': 'Redis on the local layer',
 };

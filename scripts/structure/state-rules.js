@@ -87,7 +87,8 @@ function docOf(node) {
   return ts
     .getJSDocCommentsAndTags(node)
     .map((doc) => doc.getText())
-    .join('\n');
+    .join('\n')
+    .replace(/\s*\n\s*\*?\s*/g, ' ');
 }
 
 /**

@@ -3,7 +3,11 @@ export interface SessionLossListener {
   sessionLost(reason: Error): void;
 }
 
-/** What is watched for overdue statements (the shape `QueryWatchdog` calls). */
+/**
+ * What is watched for overdue statements (the shape `QueryWatchdog` calls). Why an
+ * interface: the watchdog (providers/postgres/query.watchdog.ts) belongs to a
+ * driver, and this shared file imports no driver; it sees sessions only so.
+ */
 export interface OverdueCheck {
   checkOverdue(now: number): void;
 }
