@@ -80,7 +80,6 @@ const HOST_EXCEPTIONS = {};
 const FIELD_WRITER_EXCEPTIONS = {
   'local/line-caller.ts LineCaller.next': 'the local layer: LockLine links callers through LineCaller transitions',
   'local/line-caller.ts LineCaller.prev': 'the local layer: LockLine links callers through LineCaller transitions',
-  'providers/postgres/session-tokens.ts SessionTokens.block': 'the session work: the openers hand a block to SessionTokens',
   'providers/redis/holding/redis-lock.ts RedisLock.handoff': 'Redis on the local layer',
   'providers/redis/local-handoff/redis-tenure.ts Tenure.ahead': 'Redis on the local layer',
   'providers/redis/local-handoff/redis-tenure.ts Tenure.floor': 'Redis on the local layer',

@@ -58,7 +58,7 @@ export async function openMysqlSession(
     const [[id]] = (await statement(connection, SESSION_ID, [])) as unknown[][];
     if (failed) throw failed;
     const session = new MysqlSession(connection, Number(id), watchdog, settings.sessionTimeoutMs, settings.counter);
-    session.tokens.block = MYSQL_TOKEN_BLOCK;
+    session.tokens.sized(MYSQL_TOKEN_BLOCK);
     settled = true;
     try {
       await prepare(session);

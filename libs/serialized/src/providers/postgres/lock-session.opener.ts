@@ -52,7 +52,7 @@ export async function openLockSession(
   }
   const { session, sequenceIncrement } = opened;
   const sequencePresent = sequenceIncrement !== 0;
-  session.tokens.block = Math.max(1, sequenceIncrement);
+  session.tokens.sized(sequenceIncrement);
   if (!sequencePresent) {
     try {
       if (!settings.createSchema) {
@@ -63,7 +63,7 @@ export async function openLockSession(
       }
       await createSequence(session, settings.sequence);
       const [increment] = await session.query({ text: SEQUENCE_INCREMENT, values: [settings.sequence], rowMode: 'array' });
-      session.tokens.block = Math.max(1, Number(increment ?? 1));
+      session.tokens.sized(Number(increment ?? 1));
     } catch (error) {
       session.kill(error as Error);
       throw error;

@@ -24,14 +24,24 @@ export interface TokenOffer {
  */
 export class SessionTokens {
   /** Tokens one draw reserves (the sequence's increment; 1: no block to share). */
-  block = 1;
+  private size = 1;
   private drawn: bigint | undefined;
   private next = 0n;
   private end = -1n;
 
+  /** Tokens one draw reserves. */
+  get block(): number {
+    return this.size;
+  }
+
+  /** `sized`: the session learned how many tokens one draw reserves (at least 1). */
+  sized(tokensPerDraw: number): void {
+    this.size = Math.max(1, tokensPerDraw);
+  }
+
   /** Whether a token of the block is left (a local hand-off needs one). */
   get available(): boolean {
-    return this.block > 1 && this.drawn !== undefined && this.next <= this.end;
+    return this.size > 1 && this.drawn !== undefined && this.next <= this.end;
   }
 
   /** The next token of the block, taken now (a local hand-off: the key stays held, no check needed). */
@@ -49,7 +59,7 @@ export class SessionTokens {
   granted(token: bigint): void {
     if (this.drawn === undefined || token > this.end) {
       this.drawn = token;
-      this.end = token + BigInt(this.block) - 1n;
+      this.end = token + BigInt(this.size) - 1n;
       this.next = token + 1n;
     } else if (token >= this.next) {
       this.next = token + 1n;
