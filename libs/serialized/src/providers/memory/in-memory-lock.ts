@@ -31,7 +31,7 @@ export class InMemoryLock extends LocalLock implements Lock {
     if (this.released) throw new LockLostError(this.key, 'it was already released');
   }
 
-  /** Done before it returns (the next waiter holds the key): it returns `DONE` itself, which `HeldLock` need not await. */
+  /** Done before it returns (the next waiter holds the key): it returns `DONE` itself, which `OwnedLock` need not await. */
   release(): Promise<void> {
     return this.markReleased() ? this.owner.released(this) : DONE;
   }

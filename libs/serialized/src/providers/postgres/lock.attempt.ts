@@ -11,7 +11,7 @@ import type { LockSessions } from './lock-sessions';
 /** The database side an attempt uses: the pool, the SQL, and how a failure is reported. */
 export type AttemptSessions = Pick<LockSessions, 'pool' | 'statements' | 'connectTimeoutMs' | 'backendError' | 'refuse'>;
 
-/** Who an attempt reports to (`ProcessLocks`, the owner of the key's state in this process). */
+/** Who an attempt reports to (`PostgresBackend`, which asks the local layer for what it may do). */
 export interface AttemptOwner {
   /** The server granted the key: the caller becomes its holder. */
   grant(key: string, fencingToken: bigint, lockKey: string, session: LockSession, handoff?: HandOffMode): PostgresLock;
