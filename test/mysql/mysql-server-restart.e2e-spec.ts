@@ -20,8 +20,8 @@ function abortOf(lock: Lock, what: string): Promise<unknown> {
 }
 
 /**
- * A holder's named lock on a server that crashes (SIGKILL) and comes back (issue 37,
- * item 2: "a session lost (… server restart) aborts the holder's signal"). The server
+ * A holder's named lock on a server that crashes (SIGKILL) and comes back: a session
+ * lost to a server restart aborts the holder's signal (docs/providers/mysql.md). The server
  * is a throwaway MariaDB of this test, never the shared one on 3306.
  */
 describe('MysqlLockProvider when the server is killed and restarted', () => {

@@ -9,7 +9,7 @@ import { TcpProxy } from './support/tcp-proxy';
 import type { PostgresLock } from 'nestjs-serialized/providers/postgres/postgres-lock';
 
 /**
- * Issue 25: an advisory lock nobody holds, and a grant on a session that has just
+ * An advisory lock nobody holds, and a grant on a session that has just
  * ended. Each case is the mechanism behind what a randomized fault run found,
  * reproduced on its own against the real server; the other holder is always
  * another provider instance (its own lock pool and sessions).

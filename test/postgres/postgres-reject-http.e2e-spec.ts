@@ -108,7 +108,7 @@ describe.each(ADAPTERS.map((a) => [a]))("mode: 'reject' across two app instances
 const WORKER = 'test/postgres/workers/reject-app.worker.ts';
 
 /**
- * Issue 10, item 5, across real processes: two instances of the example app, each
+ * Across real processes: two instances of the example app, each
  * in a process of its own with its own PostgreSQL provider on one database, one on
  * Express and one on Fastify. While one instance's `@Serialized('id', { mode:
  * 'reject' })` handler holds the key, a request for that key to the other instance

@@ -166,7 +166,7 @@ describe('PostgresLockProvider on a slow network path', () => {
 const WORKER = 'test/postgres/workers/lock-commands.worker.ts';
 
 /**
- * Issue 10, item 2, across real processes: a slow path is not a lost session
+ * Across real processes: a slow path is not a lost session
  * (docs/semantics.md). Process A holds a key; its lock sessions go through a TCP
  * proxy in this test, which delays every byte 1.5 s and then 3 s each way. Process B
  * connects straight to PostgreSQL and keeps asking for the key. PostgreSQL keeps A's

@@ -5,7 +5,7 @@ import { cli } from '../setup/redis-sentinel';
 import { OverlapProbe, sleep, uniqueId } from '../support/timing';
 
 /**
- * Issue 40 on a Cluster: replica acknowledgements apply per shard — `WAIT` goes to
+ * Replica acknowledgements (docs/providers/redis.md) on a Cluster: replica acknowledgements apply per shard — `WAIT` goes to
  * the master that holds the key's slot, on the connection the grant went out on, and
  * counts that master's replicas only.
  */

@@ -7,7 +7,7 @@ import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
  * A reply read after the lease it granted ran out never makes this process a
- * holder (issue 10, item 1; DESIGN semantics 11): the lease counts from when the
+ * holder (docs/semantics.md): the lease counts from when the
  * request was sent, and a grant that may have run out is confirmed with Redis or
  * refused. The process stalls its own event loop (a synchronous burst) right
  * after sending, so Redis's reply waits unread past the lease. The other holder

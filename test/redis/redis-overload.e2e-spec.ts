@@ -14,7 +14,7 @@ import { CpuHog } from './support/cpu-hog';
  * A small connect timeout (500 ms) makes the old per-command bound obvious: the
  * last scripts of such a burst wait far longer than that behind the others.
  *
- * Another process spins a core all along (a busy host, issue 11): the time this
+ * Another process spins a core all along (a busy host): the time this
  * process is not running is not Redis being silent.
  */
 const CONNECT_TIMEOUT_MS = 500;

@@ -12,7 +12,7 @@ const DETECTED_WITHIN_MS = 4000;
 const AT_MOST_AFTER_B_MS = 2000;
 
 /**
- * Issue 10, item 4, across real processes: process A holds a key (30 s lease)
+ * Across real processes: process A holds a key (30 s lease)
  * through a throwaway Redis; the test restarts that Redis without persistence, so
  * the lock is gone; process B then takes the key. A must learn it at once, as soon
  * as Redis answers again, not at its next renewal (lease / 3 later) while B already

@@ -5,7 +5,7 @@ import { waitFor } from '../support/timing';
 import { ThrowawayRedis } from './support/throwaway-redis';
 
 /**
- * Held locks across a lost connection (issue 10, item 4): after a Redis restart
+ * Held locks across a lost connection: after a Redis restart
  * without persistence every lock is gone from Redis; each holder must learn it
  * as soon as Redis answers again, not at its next renewal (lease / 3 later) while
  * a newcomer may already hold the key. And when the provider can no longer renew

@@ -5,7 +5,7 @@ import { failoverRun } from './support/failover-run';
 import { OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
 
 /**
- * Issue 40: Sentinel clients, and `replicas: { acks, timeoutMs }` — a grant (with its
+ * Sentinel clients, and `replicas: { acks, timeoutMs }` — a grant (with its
  * fencing tokens) counts only once Redis `WAIT` confirms that replicas have it. A
  * group of our own (a master, one replica, three Sentinels on ports 6390-6391 and
  * 26390-26392), started here and stopped after.

@@ -6,7 +6,7 @@ import { sleep, uniqueId } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
- * A holder always learns that it lost its lock (issue 21 item 7). A child process
+ * A holder always learns that it lost its lock (docs/semantics.md). A child process
  * takes a key and stalls its event loop past the lease inside its section; another
  * provider instance (this test's) takes the key as soon as the lease runs out.
  * When the child resumes, the loss shows at once — `lock.lost` compares the lease

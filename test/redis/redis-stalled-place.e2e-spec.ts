@@ -4,7 +4,7 @@ import { ThreeLockWorkers } from './support/three-lock-workers';
 
 /**
  * A waiter whose own process blocks its event loop for longer than the heart-beat
- * tolerance keeps its place (issue 11, item 1). Three real processes: H holds, W
+ * tolerance keeps its place. Three real processes: H holds, W
  * and X wait (W first). W blocks its loop for four heart-beat timeouts: Redis sees
  * no heart-beat from it all that time. Nobody needed to pass W over meanwhile (H
  * still holds), so Redis still has W's place: once W's loop turns again it must

@@ -3,7 +3,7 @@ import { ThreeLockWorkers } from './support/three-lock-workers';
 
 /**
  * A waiter whose own event loop stalls past its hand-off lease must not run on
- * that hand-off (issue 10, item 1). Three real processes: H holds, W and X wait
+ * that hand-off. Three real processes: H holds, W and X wait
  * (W first); W blocks its loop with a synchronous busy loop right after it
  * queued, H releases (the release makes W the owner for min(lease, heartbeatMs)
  * and publishes to W's process), W's short lease runs out, X is granted the key;

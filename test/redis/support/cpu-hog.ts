@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 
 /**
  * A child process that spins one core until stopped: a busy host next to the
- * test (issue 11). Resolves once the child is spinning.
+ * test. Resolves once the child is spinning.
  */
 export class CpuHog {
   private constructor(private readonly child: ChildProcess) {}

@@ -48,7 +48,7 @@ export interface FailoverRunOptions {
 
 /**
  * Several processes run fenced sections through the group's Sentinels while the
- * master fails over (issue 40); their counts and the ledger's say whether a key or a
+ * master fails over; their counts and the ledger's say whether a key or a
  * fencing token was granted twice.
  */
 export async function failoverRun(

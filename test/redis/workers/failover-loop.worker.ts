@@ -1,5 +1,5 @@
 /**
- * One app instance behind Redis Sentinel, in a process of its own (issue 40): its
+ * One app instance behind Redis Sentinel, in a process of its own: its
  * RedisLockProvider uses the app's ioredis Sentinel client (`redis.client`), and
  * `LOOPS` loops run sections over `KEYS` keys until told to stop. Every section is
  * recorded in a ledger on another Redis (`LEDGER_URL`, which no fail-over touches),

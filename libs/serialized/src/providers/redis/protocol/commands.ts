@@ -125,7 +125,7 @@ export type GrantConfirmation = number | 'lost' | 'late';
 const MAX_ASKS = 3;
 
 /**
- * Grant re-confirmation (DESIGN, semantics 11): ownership is confirmed, never
+ * Grant re-confirmation (docs/semantics.md): ownership is confirmed, never
  * assumed. A grant reaches this process as a reply (counted from when its command
  * was *sent*) or as a message (counted from when the event loop was last known
  * responsive, see `EventLoopStallMonitor`). A grant whose lease may have run out by

@@ -112,7 +112,7 @@ describe('RedisConnection: the backend bound is a bound on silence, not on laten
     await connection.close();
   });
 
-  it('does not count time this process was not running as silence, even when the reply comes after the stall (issue 11)', async () => {
+  it('does not count time this process was not running as silence, even when the reply comes after the stall', async () => {
     const { sent, command, make } = fakeClient();
     const connection = make();
     const call = outcome(connection.run('k', command('c')));
