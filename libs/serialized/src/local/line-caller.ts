@@ -42,6 +42,7 @@ export class LineCaller<L> implements LinedDeadline {
   resolveWith!: (value: L | null) => void;
   rejectWith!: (error: unknown) => void;
   private answered = false;
+  private started: number;
   /** The caller's answer: the lock, `null` (a try that found the key busy), or the error. */
   readonly promise: Promise<L | null>;
 
@@ -52,7 +53,7 @@ export class LineCaller<L> implements LinedDeadline {
     /** The whole wait budget, counted from `startedAt` (time spent in the line included). */
     readonly waitTimeoutMs: number,
     /** `performance.now()` at the call. */
-    readonly startedAt: number,
+    startedAt: number,
     readonly signal: AbortSignal | undefined,
     /** Most callers of this process that may wait for the key (the holder does not count). */
     readonly maxPending: number,
@@ -61,11 +62,26 @@ export class LineCaller<L> implements LinedDeadline {
     /** How the caller, once it holds the key, may hand it on (undefined: the provider's mode). */
     readonly handoff: HandOffMode | undefined,
   ) {
+    this.started = startedAt;
     settling = this as LineCaller<unknown>;
     this.promise = new Promise<L | null>(
       captureResolvers as (resolve: (value: L | null) => void, reject: (error: unknown) => void) => void,
     );
     settling = undefined;
+  }
+
+  /** When its wait budget started (`performance.now()`). */
+  get startedAt(): number {
+    return this.started;
+  }
+
+  /**
+   * `stamp`: its budget starts `now` (a caller that asks on arrival: the first turn
+   * of the event loop after its call, so a caller's own synchronous burst does not
+   * spend it; see `LockLines`).
+   */
+  stamp(now: number): void {
+    this.started = now;
   }
 
   /** Whether the caller has its answer. */

@@ -8,6 +8,11 @@ export const enum Turn {
   Held,
   /** The holder let go; its release is on its way to the backend (the next caller asks after it). */
   Releasing,
+  /**
+   * Nobody of this process holds the key or lets it go; its callers (if any) ask
+   * the backend on their own (a backend that `asksOn: 'arrival'`).
+   */
+  Free,
 }
 
 /**
@@ -124,6 +129,17 @@ export class LockLine<L> {
     this.turnNow = Turn.Held;
     this.handOns++;
     this.holding = lock;
+  }
+
+  /**
+   * `let-go` answered (a backend that asks on arrival): `release` reached the
+   * backend, which has the key back or handed it on; a holder granted meanwhile
+   * keeps it.
+   */
+  gone(release: Promise<unknown>): void {
+    if (this.inFlight !== release) return;
+    this.inFlight = undefined;
+    if (this.turnNow === Turn.Releasing) this.turnNow = Turn.Free;
   }
 
   /** `let-go`: the holder let go, and `release` is on its way to the backend. */
