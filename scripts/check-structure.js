@@ -35,12 +35,8 @@ const WAITER_STATE_OWNER = 'providers/redis/waiting/redis-waiter.ts';
 const WAITER_STATE = ['phase', 'fence', 'handed', 'anchor', 'following', 'followers', 'notice', 'heardBehind'];
 
 /** Host interfaces of the Redis provider (file → interface → why it is one). */
-const MAX_HOSTS = 2;
+const MAX_HOSTS = 1;
 const HOST_INTERFACES = {
-  'providers/redis/holding/redis-lock.ts': {
-    RedisLockContext:
-      'a held lock tells the waiting module of its release (the local hand-off it carries out); that module creates the locks',
-  },
   'providers/redis/waiting/redis-wake-ups.ts': {
     WakeUpListener: "the subscriber's messages come when Redis sends them, not as the reply to a command: they can only be handed on",
   },

@@ -10,7 +10,7 @@ import path from 'node:path';
  */
 const ROOT = path.join(__dirname, '..', '..');
 const LIB = path.join(ROOT, 'libs', 'serialized', 'src');
-const WAITERS = 'providers/redis/waiting/redis-waiters.ts';
+const WAITERS = 'providers/redis/redis.backend.ts';
 
 function check(change?: (lib: string) => void): { status: number | null; output: string } {
   const lib = mkdtempSync(path.join(tmpdir(), 'check-structure-'));
@@ -59,10 +59,7 @@ describe('scripts/check-structure.js', () => {
 
   it('fails on an import cycle', () => {
     const result = check((lib) =>
-      appendFileSync(
-        path.join(lib, 'providers/redis/protocol/floor.ts'),
-        "\nexport type { RedisWaiters } from '../waiting/redis-waiters';\n",
-      ),
+      appendFileSync(path.join(lib, 'providers/redis/protocol/floor.ts'), "\nexport type { RedisBackend } from '../redis.backend';\n"),
     );
     expect(result.status).toBe(1);
     expect(result.output).toContain('import cycle');
