@@ -457,24 +457,23 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
       delay = 0; // no holder: someone must pass the key on
     else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
     const at = performance.now() + delay;
-    if (queue.heartbeating) {
-      queue.heartbeatAgainAt = Math.min(queue.heartbeatAgainAt, at);
-      return;
+    if (queue.heartbeating) return queue.beatAgainBy(at);
+    const planned = queue.heartbeat;
+    if (planned) {
+      if (planned.at <= at) return;
+      this.deadlines.cancel(planned);
     }
-    if (queue.heartbeat) {
-      if (queue.heartbeat.at <= at) return;
-      this.deadlines.cancel(queue.heartbeat);
-    }
-    queue.heartbeat = this.deadlines.schedule(delay, () => {
-      queue.heartbeat = undefined;
-      this.heartbeat(queue);
-    });
+    queue.planBeat(
+      this.deadlines.schedule(delay, () => {
+        queue.planBeat(undefined);
+        this.heartbeat(queue);
+      }),
+    );
   }
 
   private heartbeat(queue: KeyWaiters): void {
     if (queue.places === 0 || queue.heartbeating || this.keys.get(queue.key) !== queue) return;
-    queue.heartbeating = true;
-    queue.heartbeatAgainAt = Infinity;
+    queue.beatSent();
     commands.heartbeat(this, queue.key, queue.keys, queue.tokens()).then(
       (sent) => this.onHeartbeatReply(queue, sent.reply, sent.sentAt),
       (error: unknown) => this.onHeartbeatFailed(queue, error),
@@ -482,7 +481,8 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   }
 
   private onHeartbeatReply(queue: KeyWaiters, result: HeartbeatResult, sentAt: number): void {
-    queue.heartbeating = false;
+    // Asked for while this one was on its way (no later than then).
+    const againAt = queue.beatAnswered();
     // What the reply says held when the script ran, no earlier than when it was sent.
     if (result.handed) this.onHandOff(result.handed, sentAt);
     const ours = result.owner ? this.byToken.get(result.owner) : undefined;
@@ -498,8 +498,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
       if (lost && lost.phase === 'queued') this.waitAgain(lost, false);
     }
     if (queue.places === 0) return this.closeKeyIfIdle(queue);
-    const again = queue.heartbeatAgainAt - performance.now();
-    queue.heartbeatAgainAt = Infinity;
+    const again = againAt - performance.now();
     this.scheduleHeartbeat(
       queue,
       Math.min(result.pttl === -2 ? -2 : result.pttl, Number.isFinite(again) ? Math.max(0, again - 2) : Infinity),
@@ -508,7 +507,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
 
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
   private onHeartbeatFailed(queue: KeyWaiters, error: unknown): void {
-    queue.heartbeating = false;
+    queue.beatAnswered();
     // Riders too: their tenure cannot renew without Redis either. From the last: a rider
     // goes before the place it rides on would send it to Redis for a place of its own.
     for (let waiter = queue.last; waiter; waiter = queue.last) {
@@ -527,7 +526,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   private closeKeyIfIdle(queue: KeyWaiters): void {
     if (!queue.empty || queue.heartbeating) return;
     if (queue.heartbeat) this.deadlines.cancel(queue.heartbeat);
-    queue.heartbeat = undefined;
+    queue.planBeat(undefined);
     if (this.keys.get(queue.key) === queue) this.keys.delete(queue.key);
     if (this.keys.size === 0) this.parts.stalls.stop();
   }

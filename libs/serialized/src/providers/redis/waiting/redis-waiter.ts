@@ -234,12 +234,10 @@ export class KeyWaiters {
    * process had heard of (docs/protocol.md, Redis).
    */
   heardBehind = 0;
-  /** The next heart-beat. */
-  heartbeat: Deadline | undefined;
-  /** A heart-beat is on its way to Redis. */
-  heartbeating = false;
+  private plannedBeat: Deadline | undefined;
+  private beating = false;
   /** When a heart-beat asked for during another one should run. */
-  heartbeatAgainAt = Infinity;
+  private againAt = Infinity;
 
   constructor(
     readonly key: string,
@@ -299,6 +297,40 @@ export class KeyWaiters {
     let count = 0;
     for (let w = this.first; w && w.rider && count < limit; w = w.next) count++;
     return count;
+  }
+
+  /** The key's next heart-beat, while one is planned. */
+  get heartbeat(): Deadline | undefined {
+    return this.plannedBeat;
+  }
+
+  /** A heart-beat is on its way to Redis. */
+  get heartbeating(): boolean {
+    return this.beating;
+  }
+
+  /** The next heart-beat is `beat` (undefined: none planned; it fired or was cancelled). */
+  planBeat(beat: Deadline | undefined): void {
+    this.plannedBeat = beat;
+  }
+
+  /** A heart-beat asked for while one is on its way: the next runs no later than `at`. */
+  beatAgainBy(at: number): void {
+    this.againAt = Math.min(this.againAt, at);
+  }
+
+  /** A heart-beat goes out. */
+  beatSent(): void {
+    this.beating = true;
+    this.againAt = Infinity;
+  }
+
+  /** Its reply came, or it failed: when the next was asked for meanwhile (Infinity: it was not). */
+  beatAnswered(): number {
+    const at = this.againAt;
+    this.beating = false;
+    this.againAt = Infinity;
+    return at;
   }
 
   /** No waiter of this process is left for the key (the key's state may go). */
