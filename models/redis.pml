@@ -42,7 +42,7 @@
  * read `lend` alone. The extend script is also grant re-confirmation and the re-check
  * after a reconnect.
  *
- * What each process does (waiting/redis-waiters.ts and the files it names):
+ * What each process does (redis.backend.ts and the files it names):
  *   - a new waiter rides (local-handoff/redis-riders.ts, `admit`): behind a waiter of its process on its way
  *     to Redis (it follows that one's reply), behind the process's last place while
  *     no waiter of another process is known to be queued behind it (the place's
@@ -770,7 +770,7 @@ inline unride(pp) {
   requeue(pp)
 }
 
-/* RedisWaiters.detach: x leaves its place without the key; the riders behind it go to or_ */
+/* RedisBackend.detach: x leaves its place without the key; the riders behind it go to or_ */
 inline detach(pp, x) {
   orN = 0;
   lIdx(pp, x, dt_i);
@@ -967,7 +967,7 @@ inline cohortGrant(pp, x, fence, px, since, last, floor) {
   hold(x, fence, since + px, tok[x])
 }
 
-/* RedisWaiters.grant: fresh → granted; else confirm (extend, owner-checked) */
+/* RedisBackend.grant: fresh → granted; else confirm (extend, owner-checked) */
 inline grantW(pp, x, fence, px, since, last, floor) {
   gw_f = fence; gw_p = px; gw_s = since; gw_l = last; gw_fl = floor;
   if
@@ -1201,7 +1201,7 @@ inline onRelease(pp) {
   if :: r11 != 0 -> handedOver(pp, r11, r12, r13, r14, r8) :: else -> skip fi
 }
 
-/* the acquire's reply (RedisWaiters.onAcquireReply, placeOrUndo) */
+/* the acquire's reply (RedisBackend.onAcquireReply, placeOrUndo) */
 inline onAcquire(pp) {
   /* r2 waiter, r3 token, r4 status, r5 fence, r6 last, r7 floor, r8 sentAt, r11.. handed */
   if :: r11 != 0 -> handedOver(pp, r11, r12, r13, r14, r8) :: else -> skip fi;
@@ -1239,7 +1239,7 @@ inline onAcquire(pp) {
   lead(pp, r2)
 }
 
-/* the check's reply (RedisWaiters.onHeartbeatReply) */
+/* the check's reply (RedisBackend.onHeartbeatReply) */
 inline onCheck(pp) {
   /* r3 owner, r4 pttl, r5 owner fence, r6 last, r7 floor, r8 sentAt, r11.. handed, r15 r16 r10: missing */
   checking[pp] = false;
@@ -1263,7 +1263,7 @@ inline onCheck(pp) {
   fi
 }
 
-/* the re-confirmation's reply (RedisWaiters.confirm) */
+/* the re-confirmation's reply (RedisBackend.confirm) */
 inline onConfirm(pp) {
   /* r2 waiter, r3 token, r4 ours, r8 sentAt */
   if

@@ -48,12 +48,8 @@ const WAITER_STATE_OWNER = 'providers/redis/waiting/redis-waiter.ts';
 const WAITER_STATE = ['phase', 'fence', 'handed', 'anchor', 'following', 'followers', 'notice', 'heardBehind'];
 
 /** Host interfaces of the Redis provider (file → interface → why it is one). */
-const MAX_HOSTS = 2;
+const MAX_HOSTS = 1;
 const HOST_INTERFACES = {
-  'providers/redis/holding/redis-lock.ts': {
-    RedisLockContext:
-      'a held lock tells the waiting module of its release (the local hand-off it carries out); that module creates the locks',
-  },
   'providers/redis/waiting/redis-wake-ups.ts': {
     WakeUpListener: "the subscriber's messages come when Redis sends them, not as the reply to a command: they can only be handed on",
   },
@@ -78,29 +74,17 @@ const HOST_EXCEPTIONS = {};
  * Class.field" → who gives them one writer). The list may only shrink.
  */
 const FIELD_WRITER_EXCEPTIONS = {
-  'local/line-caller.ts LineCaller.next': 'the local layer: LockLine links callers through LineCaller transitions',
-  'local/line-caller.ts LineCaller.prev': 'the local layer: LockLine links callers through LineCaller transitions',
-  'providers/redis/holding/redis-lock.ts RedisLock.handoff': 'Redis on the local layer',
   'providers/redis/local-handoff/redis-tenure.ts Tenure.ahead': 'Redis on the local layer',
   'providers/redis/local-handoff/redis-tenure.ts Tenure.floor': 'Redis on the local layer',
   'providers/redis/local-handoff/redis-tenure.ts Tenure.issued': 'Redis on the local layer',
   'providers/redis/local-handoff/redis-tenure.ts Tenure.served': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts KeyWaiters.heartbeat': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts KeyWaiters.heartbeatAgainAt': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts KeyWaiters.heartbeating': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts KeyWaiters.pending': 'Redis on the local layer',
   'providers/redis/waiting/redis-waiter.ts KeyWaiters.riders': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts RedisWaiter.deadline': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts RedisWaiter.onAbort': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts RedisWaiter.startedAt': 'Redis on the local layer',
 };
 
 /** Interfaces with one implementer and no "Why an interface" today ("file Interface" → who settles them). */
 const ONE_IMPLEMENTER_EXCEPTIONS = {
   'providers/postgres/lock.attempt.ts AttemptOwner': 'the session work',
   'providers/mysql/mysql-lock.attempt.ts MysqlAttemptOwner': 'the session work',
-  'providers/redis/holding/redis-lock.ts RedisLockContext': 'Redis on the local layer',
-  'providers/redis/waiting/redis-wake-ups.ts WakeUpListener': 'Redis on the local layer',
 };
 
 /**

@@ -11,7 +11,7 @@ import path from 'node:path';
  */
 const ROOT = path.join(__dirname, '..', '..');
 const LIB = path.join(ROOT, 'libs', 'serialized', 'src');
-const WAITERS = 'providers/redis/waiting/redis-waiters.ts';
+const WAITERS = 'providers/redis/redis.backend.ts';
 
 function check(change?: (lib: string) => void, rules?: 'imports'): { status: number | null; output: string } {
   const lib = mkdtempSync(path.join(tmpdir(), 'check-structure-'));
@@ -62,10 +62,7 @@ describe('scripts/check-structure.js', () => {
   it('fails on an import cycle', () => {
     const result = check(
       (lib) =>
-        appendFileSync(
-          path.join(lib, 'providers/redis/protocol/floor.ts'),
-          "\nexport type { RedisWaiters } from '../waiting/redis-waiters';\n",
-        ),
+        appendFileSync(path.join(lib, 'providers/redis/protocol/floor.ts'), "\nexport type { RedisBackend } from '../redis.backend';\n"),
       'imports',
     );
     expect(result.status).toBe(1);

@@ -3,7 +3,7 @@ import { waitFor } from '../../support/timing';
 
 /** The provider's wake-up subscription, read through its internals (no public diagnostic says it). */
 function hears(provider: RedisLockProvider): boolean {
-  return (provider as unknown as { waiters: { wakeUps: { listening: boolean } } }).waiters.wakeUps.listening;
+  return (provider as unknown as { backend: { wakeUps: { listening: boolean } } }).backend.wakeUps.listening;
 }
 
 /**

@@ -24,13 +24,14 @@ function captureResolvers(resolve: (value: unknown) => void, reject: (error: unk
 
 /**
  * One call for a key in this process, from its arrival until it holds the key or
- * gives up: the node of its key's line (`LockLine` writes `prev`/`next`), its own
+ * gives up: the node of its key's line (linked by `LockLine` through `linkBehind`
+ * and `unlink`), its own
  * deadline (the `DeadlineQueue` writes the deadline fields; O(1) in and out), and
  * its own abort listener (no closure). What a backend needs to ask for the key on
  * its behalf — its budget, signal, bound and lease — is read from here.
  */
 export class LineCaller<L> implements LinedDeadline {
-  /** Its neighbours in the line (written by `LockLine` only). */
+  /** Its neighbours in the line (changed by `linkBehind` and `unlink` only). */
   prev: LineCaller<L> | undefined = undefined;
   next: LineCaller<L> | undefined = undefined;
   /** Deadline fields (written by `DeadlineQueue` only). */
@@ -42,6 +43,7 @@ export class LineCaller<L> implements LinedDeadline {
   resolveWith!: (value: L | null) => void;
   rejectWith!: (error: unknown) => void;
   private answered = false;
+  private started: number;
   /** The caller's answer: the lock, `null` (a try that found the key busy), or the error. */
   readonly promise: Promise<L | null>;
 
@@ -52,7 +54,7 @@ export class LineCaller<L> implements LinedDeadline {
     /** The whole wait budget, counted from `startedAt` (time spent in the line included). */
     readonly waitTimeoutMs: number,
     /** `performance.now()` at the call. */
-    readonly startedAt: number,
+    startedAt: number,
     readonly signal: AbortSignal | undefined,
     /** Most callers of this process that may wait for the key (the holder does not count). */
     readonly maxPending: number,
@@ -61,11 +63,40 @@ export class LineCaller<L> implements LinedDeadline {
     /** How the caller, once it holds the key, may hand it on (undefined: the provider's mode). */
     readonly handoff: HandOffMode | undefined,
   ) {
+    this.started = startedAt;
     settling = this as LineCaller<unknown>;
     this.promise = new Promise<L | null>(
       captureResolvers as (resolve: (value: L | null) => void, reject: (error: unknown) => void) => void,
     );
     settling = undefined;
+  }
+
+  /** `join`: takes its place behind `last` (undefined: it is first in the line). */
+  linkBehind(last: LineCaller<L> | undefined): void {
+    this.prev = last;
+    this.next = undefined;
+    if (last) last.next = this;
+  }
+
+  /** `leave`: its neighbours close the gap it leaves. */
+  unlink(): void {
+    if (this.prev) this.prev.next = this.next;
+    if (this.next) this.next.prev = this.prev;
+    this.prev = this.next = undefined;
+  }
+
+  /** When its wait budget started (`performance.now()`). */
+  get startedAt(): number {
+    return this.started;
+  }
+
+  /**
+   * `stamp`: its budget starts `now` (a caller that asks on arrival: the first turn
+   * of the event loop after its call, so a caller's own synchronous burst does not
+   * spend it; see `LockLines`).
+   */
+  stamp(now: number): void {
+    this.started = now;
   }
 
   /** Whether the caller has its answer. */

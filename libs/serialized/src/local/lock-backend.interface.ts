@@ -13,6 +13,17 @@ import type { LineCaller } from './line-caller';
  */
 export interface LockBackend<L, K = never> {
   /**
+   * When a caller talks to the backend. `turn` (the default): one caller per key
+   * and process at a time, when its turn in this process's line comes; the layer
+   * hands the key on in-process. `arrival`: every caller asks at once on arrival,
+   * so its place in the backend's own queue keeps the order of arrival across
+   * processes (Redis); `take` then answers a `wait` caller when it holds the key,
+   * and the backend hands the key on itself. Admission, budgets, timeouts, aborts,
+   * shutdown and the holders stay the layer's either way.
+   */
+  readonly asksOn?: 'turn' | 'arrival';
+
+  /**
    * Only for a backend with nothing to ask (in-memory): `key` is free, and this is
    * its lock, made now. Its presence also says that releasing needs no backend.
    */
@@ -50,6 +61,20 @@ export interface LockBackend<L, K = never> {
 
   /** The error of a caller whose budget ran out while it waited in this process's line. */
   timeoutError(key: string, waitTimeoutMs: number): Error;
+
+  /**
+   * Arrival mode: `caller` leaves before its answer (its budget ran out, its signal
+   * aborted, shutdown): its place at the backend is given up. Its `take` may still
+   * settle; the layer then ignores the answer (a lock it brings is released).
+   */
+  withdraw?(caller: LineCaller<L>): void;
+
+  /**
+   * Arrival mode: `caller`'s budget ran out. `undefined`: it times out now; a number:
+   * look again in that many ms (its ask is unanswered and the backend answered
+   * nothing since: it may be gone, which the backend's own bound reports as its error).
+   */
+  overdue?(caller: LineCaller<L>): number | undefined;
 
   /** Shutdown: every ask in flight ends with `error(key)`. */
   stopAsking?(error: (key: string) => Error): void;

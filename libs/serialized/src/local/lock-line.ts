@@ -8,6 +8,11 @@ export const enum Turn {
   Held,
   /** The holder let go; its release is on its way to the backend (the next caller asks after it). */
   Releasing,
+  /**
+   * Nobody of this process holds the key or lets it go; its callers (if any) ask
+   * the backend on their own (a backend that `asksOn: 'arrival'`).
+   */
+  Free,
 }
 
 /**
@@ -78,10 +83,8 @@ export class LockLine<L> {
 
   /** `join`: a caller takes its place at the tail. */
   join(caller: LineCaller<L>): void {
-    caller.prev = this.lastCaller;
-    caller.next = undefined;
-    if (this.lastCaller) this.lastCaller.next = caller;
-    else this.firstCaller = caller;
+    caller.linkBehind(this.lastCaller);
+    if (!this.lastCaller) this.firstCaller = caller;
     this.lastCaller = caller;
     this.count++;
   }
@@ -89,11 +92,9 @@ export class LockLine<L> {
   /** `leave`: a caller leaves its place; false when it had none (it already left, or never waited). */
   leave(caller: LineCaller<L>): boolean {
     if (caller.prev === undefined && this.firstCaller !== caller) return false;
-    if (caller.prev) caller.prev.next = caller.next;
-    else this.firstCaller = caller.next;
-    if (caller.next) caller.next.prev = caller.prev;
-    else this.lastCaller = caller.prev;
-    caller.prev = caller.next = undefined;
+    if (!caller.prev) this.firstCaller = caller.next;
+    if (!caller.next) this.lastCaller = caller.prev;
+    caller.unlink();
     this.count--;
     return true;
   }
@@ -124,6 +125,17 @@ export class LockLine<L> {
     this.turnNow = Turn.Held;
     this.handOns++;
     this.holding = lock;
+  }
+
+  /**
+   * `let-go` answered (a backend that asks on arrival): `release` reached the
+   * backend, which has the key back or handed it on; a holder granted meanwhile
+   * keeps it.
+   */
+  gone(release: Promise<unknown>): void {
+    if (this.inFlight !== release) return;
+    this.inFlight = undefined;
+    if (this.turnNow === Turn.Releasing) this.turnNow = Turn.Free;
   }
 
   /** `let-go`: the holder let go, and `release` is on its way to the backend. */

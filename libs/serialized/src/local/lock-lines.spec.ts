@@ -342,3 +342,178 @@ describe('LockLines with a backend that has nothing to ask', () => {
     expect(lines.activeKeys).toBe(0);
   });
 });
+
+/**
+ * A backend whose callers ask on arrival (Redis): every `take` is answered by the
+ * test, a withdrawal and a look at an overdue caller are logged, and a release is
+ * answered by the test too.
+ */
+class ArrivalBackend implements LockBackend<FakeLock> {
+  readonly asksOn = 'arrival';
+  readonly log: string[] = [];
+  readonly asks: { caller: LineCaller<FakeLock>; answer: ReturnType<typeof deferred<FakeLock | null>> }[] = [];
+  readonly releases: ReturnType<typeof deferred<undefined>>[] = [];
+  /** What `overdue` answers (undefined: the caller times out). */
+  lookAgainMs: number | undefined;
+  private token = 0;
+  lines!: LockLines<FakeLock>;
+
+  take(caller: LineCaller<FakeLock>): Promise<FakeLock | null> {
+    this.log.push(`take ${caller.mode}`);
+    const answer = deferred<FakeLock | null>();
+    this.asks.push({ caller, answer });
+    return answer.promise;
+  }
+  /** Grants the ask of the `n`th caller (0: the oldest still open). */
+  grant(n = 0): FakeLock {
+    const [{ caller, answer }] = this.asks.splice(n, 1);
+    const lock = new FakeLock(caller.key, ++this.token, () => this.lines);
+    answer.resolve(lock);
+    return lock;
+  }
+  withdraw(caller: LineCaller<FakeLock>): void {
+    this.log.push(`withdraw ${caller.key}`);
+  }
+  overdue(): number | undefined {
+    this.log.push('overdue');
+    const again = this.lookAgainMs;
+    this.lookAgainMs = undefined;
+    return again;
+  }
+  release(lock: FakeLock): Promise<undefined> {
+    this.log.push(`release ${lock.token}`);
+    const reply = deferred<undefined>();
+    this.releases.push(reply);
+    return reply.promise;
+  }
+  timeoutError(key: string, waitTimeoutMs: number): Error {
+    return new LockTimeoutError(key, waitTimeoutMs);
+  }
+}
+
+function arriving(settings: ConstructorParameters<typeof LockLines>[1] = {}) {
+  const backend = new ArrivalBackend();
+  const lines = new LockLines<FakeLock>(backend, { waitTimeoutMs: 60_000, ...settings });
+  backend.lines = lines;
+  return { backend, lines };
+}
+
+describe('LockLines with a backend whose callers ask on arrival', () => {
+  it('every caller asks at once; the key goes where the backend says, and the line leaves nothing behind', async () => {
+    const { backend, lines } = arriving();
+    const calls = [lines.acquire('k', {}), lines.acquire('k', {}), lines.acquire('k', {})];
+    expect(backend.log).toEqual(['take wait', 'take wait', 'take wait']);
+    expect(lines.inspectHere('k')).toEqual({ holder: undefined, waiting: 3 });
+    // The backend's own order: the second caller first.
+    const second = backend.grant(1);
+    await expect(calls[1]).resolves.toBe(second);
+    expect(lines.inspectHere('k')).toEqual({ holder: second, waiting: 2 });
+    const releasing = second.release();
+    backend.releases[0].resolve(undefined);
+    await releasing;
+    backend.grant();
+    backend.grant();
+    for (const lock of await Promise.all([calls[0], calls[2]])) {
+      const done = lock.release();
+      backend.releases.at(-1)!.resolve(undefined);
+      await done;
+    }
+    expect(lines.heldCount).toBe(0);
+    expect(lines.activeKeys).toBe(0);
+    expect(lines.timerArmed).toBe(false);
+  });
+
+  it('maxPending counts the callers asking, not the holder; without a holder here one more is let through', async () => {
+    const { backend, lines } = arriving();
+    const first = lines.acquire('k', { maxPending: 1 });
+    const second = lines.acquire('k', { maxPending: 1 });
+    await expect(lines.acquire('k', { maxPending: 1 })).rejects.toMatchObject({ name: 'LockBusyError', reason: 'max-pending' });
+    const holder = backend.grant();
+    await first;
+    // One holder, one waiter: the bound is reached.
+    await expect(lines.acquire('k', { maxPending: 1 })).rejects.toBeInstanceOf(LockBusyError);
+    expect(backend.log.filter((entry) => entry.startsWith('take'))).toHaveLength(2);
+    const releasing = holder.release();
+    backend.releases[0].resolve(undefined);
+    await releasing;
+    const next = backend.grant();
+    await expect(second).resolves.toBe(next);
+    const done = next.release();
+    backend.releases[1].resolve(undefined);
+    await done;
+    expect(lines.activeKeys).toBe(0);
+  });
+
+  it('maxPendingTotal: a caller past the cap takes only a free key (a try), and its place is given back when a waiter leaves', async () => {
+    const { backend, lines } = arriving({ maxPendingTotal: 1 });
+    const waiter = lines.acquire('a', {});
+    const refused = lines.acquire('b', {});
+    expect(backend.log).toEqual(['take wait', 'take try']);
+    backend.asks[1].answer.resolve(null);
+    await expect(refused).rejects.toMatchObject({ name: 'LockBusyError', reason: 'max-pending-total' });
+    backend.asks[0].answer.reject(new LockBackendError('gone', { key: 'a' }));
+    await expect(waiter).rejects.toBeInstanceOf(LockBackendError);
+    const again = lines.acquire('b', {});
+    expect(backend.log.at(-1)).toBe('take wait');
+    backend.asks[2].answer.reject(new LockBackendError('gone', { key: 'b' }));
+    await expect(again).rejects.toBeInstanceOf(LockBackendError);
+    expect(lines.activeKeys).toBe(0);
+  });
+
+  it('an overdue caller the backend cannot judge yet is looked at again; then it times out and is withdrawn', async () => {
+    const { backend, lines } = arriving();
+    backend.lookAgainMs = 5;
+    const caller = lines.acquire('k', { waitTimeoutMs: 5 });
+    await expect(caller).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(backend.log).toEqual(['take wait', 'overdue', 'overdue', 'withdraw k']);
+    // Its answer, coming after it left, is a key it passes on.
+    backend.grant();
+    await tick();
+    expect(backend.log.at(-1)).toBe('release 1');
+    backend.releases[0].resolve(undefined);
+    await tick();
+    expect(lines.heldCount).toBe(0);
+    expect(lines.activeKeys).toBe(0);
+  });
+
+  it('an aborted caller is withdrawn and rejected with the reason; a key answered in that tick is passed on', async () => {
+    const { backend, lines } = arriving();
+    const abort = new AbortController();
+    const caller = lines.acquire('k', { signal: abort.signal });
+    backend.grant();
+    abort.abort(new Error('gone'));
+    await expect(caller).rejects.toEqual(new Error('gone'));
+    expect(backend.log).toEqual(['take wait', 'withdraw k', 'release 1']);
+    backend.releases[0].resolve(undefined);
+    await tick();
+    expect(lines.activeKeys).toBe(0);
+  });
+
+  it("a try waits for this process's own release in flight, then asks", async () => {
+    const { backend, lines } = arriving();
+    const holding = lines.acquire('k', {});
+    const lock = backend.grant();
+    await holding;
+    void lock.release();
+    const trying = lines.tryAcquire('k', {});
+    await tick();
+    expect(backend.log).toEqual(['take wait', 'release 1']);
+    backend.releases[0].resolve(undefined);
+    await tick();
+    expect(backend.log.at(-1)).toBe('take try');
+    const taken = backend.grant();
+    await expect(trying).resolves.toBe(taken);
+    expect(lines.inspectHere('k').holder).toBe(taken);
+  });
+
+  it('shutdown withdraws and refuses every waiter and newcomer', async () => {
+    const { backend, lines } = arriving({ shutdownGraceMs: 10 });
+    const waiters = [lines.acquire('a', {}), lines.acquire('b', {})];
+    const stopped = lines.stopTaking();
+    for (const waiter of waiters) await expect(waiter).rejects.toBeInstanceOf(LockBackendError);
+    await expect(lines.acquire('c', {})).rejects.toBeInstanceOf(LockBackendError);
+    expect(backend.log).toEqual(['take wait', 'take wait', 'withdraw a', 'withdraw b']);
+    await expect(stopped).resolves.toBe(true);
+    expect(lines.activeKeys).toBe(0);
+  });
+});

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import type { ProviderAcquireOptions } from '../acquire-options.interface';
 import { LockBackendError, LockBusyError } from '../errors';
@@ -81,12 +82,20 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   private readonly maxLocalHandOffs: number;
   /** The backend has nothing to ask (in-memory): grants and releases are synchronous. */
   private readonly inProcess: boolean;
+  /** Every caller asks the backend on arrival (`LockBackend.asksOn`): its line only keeps the waiters' order here. */
+  private readonly arrival: boolean;
+  /** Arrival mode: callers whose budget starts at the next turn of the event loop. */
+  private readonly unstamped: LineCaller<L>[] = [];
+  // The stamping turn is scheduled in the provider's scope, not in the request that happened to come first.
+  private stampScope: AsyncResource | undefined;
+  private readonly onStamp = (): void => this.stamp();
 
   constructor(
     private readonly backend: LockBackend<L, K>,
     settings: LockLinesSettings = {},
   ) {
     this.inProcess = backend.takeNow !== undefined;
+    this.arrival = backend.asksOn === 'arrival';
     this.deadlines = settings.deadlines ?? new DeadlineQueue();
     this.waitTimeoutMs = settings.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = settings.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
@@ -162,6 +171,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.arrival) return this.arrive(key, options);
     const line = this.lines.get(key);
     const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
     const maxPending = options.maxPending ?? this.maxPending;
@@ -233,6 +243,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       await releasing.then(noop, noop);
     }
     if (this.inProcess) return this.takenNow(this.backend.takeNow!(key, options.leaseMs));
+    if (this.arrival) return this.tryOnArrival(key, options);
     const fresh = this.open(key, Turn.Asking);
     const caller = new LineCaller<L>(
       this,
@@ -278,6 +289,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    * backend has it; rejects when the backend could not be told (the key is freed here all the same).
    */
   released(lock: L): Promise<void> {
+    if (this.arrival) return this.letGoOnArrival(lock);
     const key = lock.key;
     // Nobody waits for any key and nothing is asked of a backend (the uncontended in-process case): one Map delete.
     if (this.lined === 0 && this.inProcess) {
@@ -328,8 +340,10 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       if (!(line instanceof LockLine)) continue;
       for (let caller = line.head; caller; caller = line.head) {
         this.leave(caller);
+        if (this.arrival) this.backend.withdraw?.(caller);
         caller.reject(LockBackendError.shuttingDown(line.key));
       }
+      if (this.arrival) this.closeIfIdle(line);
     }
     this.backend.stopAsking?.((key) => LockBackendError.shuttingDown(key));
     return this.held.drain(this.shutdownGraceMs);
@@ -342,12 +356,190 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
 
   /** CallerEnds: a waiting caller's budget ran out. */
   timedOut(caller: LineCaller<unknown>): void {
-    if (this.leave(caller as LineCaller<L>)) caller.reject(this.backend.timeoutError(caller.key, caller.waitTimeoutMs));
+    if (!this.arrival) {
+      if (this.leave(caller as LineCaller<L>)) caller.reject(this.backend.timeoutError(caller.key, caller.waitTimeoutMs));
+      return;
+    }
+    // Its ask may be unanswered because the backend is gone: the backend says whether to look again.
+    const again = caller.settled ? undefined : this.backend.overdue?.(caller as LineCaller<L>);
+    if (again !== undefined) return this.deadlines.addInLine(caller, again);
+    this.withdrawn(caller as LineCaller<L>, this.backend.timeoutError(caller.key, caller.waitTimeoutMs));
   }
 
   /** CallerEnds: a waiting caller's signal aborted. */
   aborted(caller: LineCaller<unknown>): void {
+    if (this.arrival) return this.withdrawn(caller as LineCaller<L>, caller.signal!.reason);
     if (this.leave(caller as LineCaller<L>)) caller.reject(caller.signal!.reason);
+  }
+
+  // ---- callers that ask on arrival (`LockBackend.asksOn: 'arrival'`) ---------------
+
+  /**
+   * Arrival mode: admission, then the caller asks the backend at once; its line
+   * keeps it (in arrival order) until it holds the key or gives up. The caller
+   * becoming the holder is not a waiter: while this process holds the key every
+   * caller of it waits; while it does not, one of those asking may be about to take
+   * it, so one more is let through (the backend refuses it, once it learns it waits
+   * behind more than `maxPending` of this process's callers).
+   */
+  private arrive(key: string, options: ProviderAcquireOptions): Promise<L> {
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const maxPending = options.maxPending ?? this.maxPending;
+    const line = this.lines.get(key) as LockLine<L> | undefined;
+    const waiting = line?.waiting ?? 0;
+    const busy = waiting > 0 || line?.holder !== undefined;
+    if (waitTimeoutMs <= 0) return this.takeIfFree(key, options, () => this.backend.timeoutError(key, waitTimeoutMs));
+    if (maxPending <= 0) {
+      // None may wait: only a free key will do.
+      const refused = new LockBusyError(key, 'max-pending', { maxPending });
+      return busy ? Promise.reject(refused) : this.takeIfFree(key, options, () => refused);
+    }
+    if (waiting >= (line?.holder !== undefined ? maxPending : maxPending + 1))
+      return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
+    if (!this.budget.take()) {
+      // Every place is taken (`maxPendingTotal`): only a free key will do, as its caller would be no waiter.
+      const refused = this.budget.busyError(key);
+      return busy ? Promise.reject(refused) : this.takeIfFree(key, options, () => refused);
+    }
+    const own = line ?? this.open(key, Turn.Free);
+    const caller = new LineCaller<L>(
+      this,
+      key,
+      'wait',
+      waitTimeoutMs,
+      performance.now(),
+      options.signal,
+      maxPending,
+      options.leaseMs,
+      options.handoff,
+    );
+    own.join(caller);
+    // Budgets run from the call, but not from within the caller's own synchronous burst
+    // (issue 11): they start at the first turn of the event loop after it, one stamp per turn.
+    if (this.unstamped.push(caller) === 1) {
+      this.stampScope ??= new AsyncResource('nestjs-serialized.wait-budgets');
+      this.stampScope.runInAsyncScope(() => setImmediate(this.onStamp));
+    }
+    options.signal?.addEventListener('abort', caller, { once: true });
+    let asked: L | Promise<L | null>;
+    try {
+      asked = this.backend.take(caller);
+    } catch (error) {
+      asked = Promise.reject(error);
+    }
+    Promise.resolve(asked).then(
+      (lock) => this.answered(caller, lock),
+      (error: unknown) => this.failed(caller, error),
+    );
+    return caller.promise as Promise<L>;
+  }
+
+  /** `stamp`: the budgets of the callers that arrived in the last turn of the event loop start now. */
+  private stamp(): void {
+    const now = performance.now();
+    for (const caller of this.unstamped) {
+      if (caller.settled) continue;
+      caller.stamp(now);
+      this.deadlines.addInLine(caller, caller.waitTimeoutMs);
+    }
+    this.unstamped.length = 0;
+  }
+
+  /** A caller that may not wait: the key if it is free now, else `error()`. */
+  private takeIfFree(key: string, options: ProviderAcquireOptions, error: () => Error): Promise<L> {
+    return this.tryAcquire(key, options).then((lock) => lock ?? Promise.reject(error()));
+  }
+
+  /** Arrival mode, a try: the backend grants the key at once or says it is busy; the line records a holder. */
+  private async tryOnArrival(key: string, options: ProviderAcquireOptions): Promise<L | null> {
+    const caller = new LineCaller<L>(
+      this,
+      key,
+      'try',
+      options.waitTimeoutMs ?? this.waitTimeoutMs,
+      performance.now(),
+      options.signal,
+      Infinity,
+      options.leaseMs,
+      options.handoff,
+    );
+    const lock = await this.backend.take(caller);
+    if (lock === null) return null;
+    const line = (this.lines.get(key) as LockLine<L> | undefined) ?? this.open(key, Turn.Free);
+    line.hold(lock);
+    this.held.add(lock);
+    return lock;
+  }
+
+  /** `granted` (arrival mode): the backend answered the caller with the key. */
+  private answered(caller: LineCaller<L>, lock: L | null): void {
+    const line = this.lines.get(caller.key) as LockLine<L>;
+    if (lock === null) return;
+    // Held until its release is answered (a drain waits for it), whoever runs.
+    this.held.add(lock);
+    // It left meanwhile (its budget ran out, it aborted, shutdown): the key goes on, never run.
+    if (!this.leave(caller)) {
+      lock.release().catch(noop);
+      return;
+    }
+    // Handed the key in the same tick the caller gave up: pass it on, never run.
+    if (caller.signal?.aborted) {
+      caller.reject(caller.signal.reason);
+      lock.release().catch(noop);
+      return this.closeIfIdle(line);
+    }
+    line.hold(lock);
+    caller.resolve(lock);
+  }
+
+  /** `failed` (arrival mode): the backend refused the caller (busy, its error); nothing if it left already. */
+  private failed(caller: LineCaller<L>, error: unknown): void {
+    const line = this.lines.get(caller.key) as LockLine<L>;
+    if (!this.leave(caller)) return;
+    caller.reject(error);
+    this.closeIfIdle(line);
+  }
+
+  /** `withdraw` (arrival mode): the caller gives up with `error`; its place at the backend is given up. */
+  private withdrawn(caller: LineCaller<L>, error: unknown): void {
+    const line = this.lines.get(caller.key) as LockLine<L>;
+    if (!this.leave(caller)) return;
+    this.backend.withdraw?.(caller);
+    caller.reject(error);
+    this.closeIfIdle(line);
+  }
+
+  /** `let-go` (arrival mode): the holder lets go; the backend hands the key on itself. */
+  private letGoOnArrival(lock: L): Promise<void> {
+    const line = this.lines.get(lock.key);
+    let outcome: K | undefined | Promise<K | undefined>;
+    try {
+      outcome = this.backend.release(lock, false);
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    const release: Promise<unknown> = outcome instanceof Promise ? outcome : DONE;
+    if (line instanceof LockLine && line.holder === lock) line.letGo(release);
+    return release.then(
+      () => this.releasedOnArrival(lock, release),
+      (error: unknown) => {
+        this.releasedOnArrival(lock, release);
+        throw error;
+      },
+    );
+  }
+
+  private releasedOnArrival(lock: L, release: Promise<unknown>): void {
+    this.held.delete(lock);
+    const line = this.lines.get(lock.key);
+    if (!(line instanceof LockLine)) return;
+    line.gone(release);
+    this.closeIfIdle(line);
+  }
+
+  /** Arrival mode: a line with nobody waiting, holding or letting go leaves nothing behind. */
+  private closeIfIdle(line: LockLine<L> | undefined): void {
+    if (line && line.waiting === 0 && line.holder === undefined && line.turn !== Turn.Releasing) this.close(line);
   }
 
   /** A line of `key`'s own; `holder`: the lock that holds the key in-process (the entry the line replaces). */

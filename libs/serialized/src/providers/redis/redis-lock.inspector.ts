@@ -2,12 +2,11 @@ import { performance } from 'node:perf_hooks';
 import { holderHere } from '../../inspect/holder-here';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
-import type { HeldLocks } from '../../local/held-locks';
+import type { LockLines } from '../../local/lock-lines';
 import type { RedisLock } from './holding/redis-lock';
 import { InspectScript } from './protocol/inspect.script';
 import type { RedisKeyspace } from './protocol/redis-keyspace';
 import type { RedisConnection } from './transport/redis-connection';
-import type { RedisWaiters } from './waiting/redis-waiters';
 
 /** The part of the provider an inspection reads. */
 export interface RedisInspectedParts {
@@ -15,9 +14,8 @@ export interface RedisInspectedParts {
   readonly keyspace: RedisKeyspace;
   /** This provider's session (the first part of its owner tokens). */
   readonly session: string;
-  readonly held: HeldLocks<RedisLock>;
-  /** This process's callers waiting for a key (`pendingOf`: sending, queued in Redis, or riding). */
-  readonly waiters: RedisWaiters;
+  /** The provider's local layer: this process's holder of a key and its callers waiting (sending, queued in Redis, or riding). */
+  readonly lines: Pick<LockLines<RedisLock>, 'inspectHere'>;
 }
 
 /**
@@ -33,23 +31,20 @@ export class RedisLockInspector implements KeyInspector {
   constructor(private readonly parts: RedisInspectedParts) {}
 
   async inspect(key: string): Promise<LockInfo> {
-    const { connection, keyspace, session, held, waiters } = this.parts;
+    const { connection, keyspace, session, lines } = this.parts;
     const seen = await connection.run(key, (client) => this.script.run(client, keyspace.keysOf(key), session));
     const now = performance.now();
     const ownerSession = seen.owner === '' ? undefined : seen.owner.slice(0, seen.owner.indexOf(':'));
     const lease = seen.pttl >= 0 ? { leaseRemainingMs: seen.pttl } : {};
     const holders: LockHolderInfo[] = [];
-    if (held.holds(key)) {
-      for (const lock of held.values()) {
-        if (lock.key === key && !lock.released)
-          holders.push(holderHere(lock, now, { instance: session, ...(ownerSession === session ? lease : {}) }));
-      }
-    }
+    const here = lines.inspectHere(key);
+    if (here.holder && !here.holder.released)
+      holders.push(holderHere(here.holder, now, { instance: session, ...(ownerSession === session ? lease : {}) }));
     // Kept in Redis under this session with no holder here right now (a release on its way, riders next).
     if (ownerSession === session && holders.length === 0) holders.push({ here: true, instance: session, shared: false, ...lease });
     if (ownerSession !== undefined && ownerSession !== session)
       holders.push({ here: false, instance: ownerSession, shared: false, ...lease });
-    const waitingHere = waiters.pendingOf(key);
+    const waitingHere = here.waiting;
     // Waiters of other processes with a place, and all of this process's (riders have no place).
     return { key, holders, waiting: Math.max(0, seen.places - seen.mine) + waitingHere, waitingHere };
   }

@@ -1,9 +1,7 @@
 import { LockLostError } from '../../../errors/index';
 import { DeadlineQueue } from '../../../internal/deadline-queue';
-import { RedisLock, type RedisLockContext } from './redis-lock';
+import { RedisLock, type RedisLockParts } from './redis-lock';
 import { ExtendScript } from '../protocol/extend.script';
-import type { PassOnResult } from '../protocol/hand-off';
-import { ReleaseScript } from '../protocol/release.script';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -14,46 +12,50 @@ interface Call {
   fail: (error: unknown) => void;
 }
 
-/** A Redis that records each script call and answers when the test says so. */
+/**
+ * A Redis that records each script call and answers when the test says so, and a
+ * local layer whose `released` records the lock and waits for the test's answer
+ * (what the backend sends at release is `RedisBackend`'s, specified in redis.backend.spec.ts).
+ */
 function fakeContext() {
   const calls: Call[] = [];
   const script = (name: string) => ({
     run: (_client: unknown, args: (string | number)[]) => new Promise((answer, fail) => calls.push({ script: name, args, answer, fail })),
   });
   const released: RedisLock[] = [];
+  const lines = {
+    released: (lock: RedisLock) => {
+      released.push(lock);
+      return new Promise<void>((answer, fail) => calls.push({ script: 'release', args: [], answer: () => answer(), fail }));
+    },
+  };
   const context = {
     connection: { run: (_key: string, send: (client: unknown) => Promise<unknown>) => send({}) },
     // The real gateways over a recording Redis: the arguments are what the scripts get.
     scripts: {
       extend: new ExtendScript(script('extend')),
-      release: new ReleaseScript(script('release'), { heartbeatMs: 5000, channelPrefix: 'p:wake:', session: 'session', block: 1 }),
     },
     deadlines: new DeadlineQueue(),
-    passOn: () => false,
-    keepFor: () => 0,
-    sharesWrite: () => true,
-    releaseSent: () => [],
-    releaseAnswered: (lock: RedisLock) => released.push(lock),
-    releasing: () => undefined,
-    warn: () => undefined,
-  } as unknown as RedisLockContext;
+    lines,
+  } as unknown as RedisLockParts & { lines: typeof lines };
   const extends_ = () => calls.filter((c) => c.script === 'extend');
   return { context, calls, extends_, released };
 }
 
 const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
-const make = (context: RedisLockContext, leaseMs: number) =>
-  new RedisLock(context, 'k', keys, 'session:90:1.x', 7n, leaseMs, leaseMs, performance.now());
+const make = (context: ReturnType<typeof fakeContext>['context'], leaseMs: number) =>
+  new RedisLock(context, context.lines, 'k', keys, 'session:90:1.x', 7n, leaseMs, leaseMs, performance.now(), undefined);
 
 describe('RedisLock', () => {
   it('renews about every third of the lease, owner-checked, with the full lease', async () => {
     const { context, extends_ } = fakeContext();
-    const lock = make(context, 90);
-    await sleep(50);
+    // Renewals at ~100 ms and ~100 ms after the first reply: 50 ms of slack either side for a busy host.
+    const lock = make(context, 300);
+    await sleep(150);
     expect(extends_()).toHaveLength(1);
-    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 90]);
+    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 300]);
     extends_()[0].answer(1);
-    await sleep(45);
+    await sleep(150);
     expect(extends_()).toHaveLength(2);
     extends_()[1].answer(1);
     expect(lock.signal.aborted).toBe(false);
@@ -257,22 +259,5 @@ describe('RedisLock', () => {
     expect(released.signal.aborted).toBe(false);
     calls.find((c) => c.script === 'release')!.answer([1]);
     await releasing;
-  });
-
-  it('reports the hand-off a release made with the time the release was sent, not when its reply was read', async () => {
-    const { context, calls } = fakeContext();
-    const handOffs: { member: string; since: number }[] = [];
-    (context as { releaseAnswered: unknown }).releaseAnswered = (_lock: RedisLock, result: PassOnResult | undefined, since: number) =>
-      result?.handed && handOffs.push({ member: result.handed.member, since });
-    const lock = make(context, 30_000);
-    const before = performance.now();
-    const releasing = lock.release();
-    const sentBy = performance.now();
-    await sleep(50);
-    calls.find((c) => c.script === 'release')!.answer([2, 'other:90:2.y', 8, 5000, 8, 0]);
-    await releasing;
-    expect(handOffs).toHaveLength(1);
-    expect(handOffs[0].since).toBeGreaterThanOrEqual(before);
-    expect(handOffs[0].since).toBeLessThanOrEqual(sentBy);
   });
 });

@@ -4,53 +4,23 @@ import { LockLostError } from '../../../errors/index';
 import type { Lock } from '../../../lock.interface';
 import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
 import { LocalLock } from '../../../local/local-lock';
-import { RELEASE, URGENT, type RedisConnection } from '../transport/redis-connection';
-import type { ReplicaAcks } from '../transport/replica-acks';
+import type { LockLines } from '../../../local/lock-lines';
 import * as commands from '../protocol/commands';
+import type { Redis } from '../protocol/commands';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
-import type { RedisScripts } from '../protocol/redis-scripts';
-import type { PassOnResult } from '../protocol/hand-off';
 
 /** Why a lock whose renewals failed until its lease ran out is lost (the lease-end timer's and the clock's verdict alike). */
 const NOT_RENEWED = 'its lease ran out before a renewal reached Redis';
 /** Why a lock whose lease ran out with no renewal failed is lost: its process did not run in time to renew it. */
 const STALLED = 'its lease ran out while its holder ran (the event loop or the process stalled past it)';
 
-/**
- * What a held lock needs from the waiting module (`RedisWaiters`), which carries
- * out the local hand-off decisions at its release. A host interface (one of two in
- * the provider, listed in scripts/check-structure.js): a lock is created by that
- * module and its release has to reach it, while the module cannot be imported from
- * here without a cycle.
- */
-export interface RedisLockContext {
-  readonly connection: RedisConnection;
-  readonly scripts: RedisScripts;
-  /** Set when a renewal counts only once replicas have it (`replicas` option): one that is not confirmed failed. */
-  readonly replicas?: ReplicaAcks;
+/** What a held lock sends its renewals with: the command connection, the scripts and the provider's timers. */
+export interface RedisLockParts extends Redis {
   readonly deadlines: DeadlineQueue;
-  /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
-  passOn(lock: RedisLock): boolean;
-  /**
-   * The lock's release may share its write with what this process sends until the end
-   * of the event-loop iteration: nobody is known to wait for its key (no waiter here,
-   * none of another process noticed), so it hands the key to no one, and this process
-   * holds other locks, so the commands of other callers are likely to follow in this
-   * iteration. With nothing else held it is written at once: Redis then applies it while
-   * the caller prepares its next command, which a shared write would hold back.
-   */
-  sharesWrite(lock: RedisLock): boolean;
-  /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
-  keepFor(lock: RedisLock): number;
-  /** The release is on its way (`keep` > 0: keeping the key): the served waiters' places it removes. */
-  releaseSent(lock: RedisLock, keep: number): readonly string[];
-  /** The release's reply (sent at `sentAt`, with `served` and `keep`), or its failure (`result` undefined). */
-  releaseAnswered(lock: RedisLock, result: PassOnResult | undefined, sentAt: number, served: readonly string[], keep: number): void;
-  /** One warning for a loss this lock found at release (the holder was not told before). */
-  warn(message: string): void;
-  /** Its release is on its way to Redis (`done` settles with the reply): a try of the key in this process waits for it. */
-  releasing(lock: RedisLock, done: Promise<unknown>): void;
 }
+
+/** Where a lock lets go: the provider's local layer (`LockLines.released`), which asks the backend. */
+type LetGo = Pick<LockLines<RedisLock>, 'released'>;
 
 /** Shortest pause before retrying a renewal that failed while the lease still runs. */
 const RENEW_RETRY_MIN_MS = 20;
@@ -78,8 +48,8 @@ export class RedisLock extends LocalLock implements Lock {
   private renewalInFlight = false;
   private lastRenewError: unknown;
   private releasing: Promise<void> | undefined;
-  /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
-  handoff: HandOffMode | undefined;
+  /** Whether, at release, its lease was one this process is sure of (see {@link passable}). */
+  private passableAtRelease = false;
   private readonly onRenewal = (): void => this.renew();
   private readonly onLeaseEnd = (): void => {
     this.guard = undefined;
@@ -90,15 +60,18 @@ export class RedisLock extends LocalLock implements Lock {
   };
 
   constructor(
-    private readonly context: RedisLockContext,
+    private readonly context: RedisLockParts,
+    private readonly lines: LetGo,
     readonly key: string,
-    private readonly keys: RedisLockKeys,
+    readonly keys: RedisLockKeys,
     /** The owner token this acquisition holds the key under. */
     readonly token: string,
     readonly fencingToken: bigint,
     private leaseMs: number,
     grantedPx: number,
     grantedAt: number,
+    /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
+    readonly handoff: HandOffMode | undefined,
   ) {
     super();
     // Counted from when the successful attempt was sent (or the hand-off heard of).
@@ -135,6 +108,10 @@ export class RedisLock extends LocalLock implements Lock {
     return Math.max(0, this.leaseEnd - performance.now());
   }
 
+  /**
+   * Lets go of the key: renewals stop now, and the provider's local layer asks the
+   * backend to hand it on or give it back (`RedisBackend.release`). Idempotent.
+   */
   release(): Promise<void> {
     // A local hand-off needs a lease this process is sure of: renewals healthy and
     // at least half of it ahead (the next holder renews it on its own schedule).
@@ -145,39 +122,27 @@ export class RedisLock extends LocalLock implements Lock {
       this.lastRenewError === undefined &&
       this.leaseEnd - performance.now() >= this.leaseWindow / 2;
     if (!this.markReleased()) return this.releasing!;
+    this.passableAtRelease = passable;
     this.cancelRenewal();
     this.cancelGuard();
-    const { context, keys } = this;
-    if (passable && context.passOn(this)) return (this.releasing = Promise.resolve());
-    // Riders wait and the block is spent: keep the key with a fresh block for them.
-    const keep = passable ? context.keepFor(this) : 0;
-    // Asked before releaseSent, which ends the tenure that knows of other processes' waiters.
-    const options = keep === 0 && context.sharesWrite(this) ? RELEASE : URGENT;
-    const served = context.releaseSent(this, keep);
-    let sentAt = -Infinity;
-    this.releasing = context.connection
-      .run(
-        this.key,
-        (client) => {
-          sentAt = performance.now();
-          return context.scripts.release.run(client, keys, this.token, served, keep);
-        },
-        options,
-      )
-      .then(
-        (result) => {
-          // Not ours any more: the lease ran out while the holder ran, and nobody had told it.
-          if (result.status === 'none') this.lostAtRelease();
-          context.releaseAnswered(this, result, sentAt, served, keep);
-        },
-        (error: unknown) => {
-          // Not released: the lease ends it (and the queue moves on then).
-          context.releaseAnswered(this, undefined, sentAt, served, keep);
-          throw error;
-        },
-      );
-    context.releasing(this, this.releasing);
-    return this.releasing;
+    return (this.releasing = this.lines.released(this));
+  }
+
+  /** Released with a lease this process was sure of: it may pass in-process to the next holder. */
+  get passable(): boolean {
+    return this.passableAtRelease;
+  }
+
+  /**
+   * The release's reply says the key was no longer its own: its lease had run out
+   * while its holder ran, and nobody had told it. The loss, to log once (undefined
+   * when it was known already).
+   */
+  lostAtRelease(): LockLostError | undefined {
+    if (this.lost) return undefined;
+    const error = new LockLostError(this.key, 'the key was no longer its own at release: its lease had run out while its holder ran');
+    this.markLost(error);
+    return error;
   }
 
   /**
@@ -291,13 +256,6 @@ export class RedisLock extends LocalLock implements Lock {
   private expiry(): LockLostError {
     if (this.lastRenewError !== undefined) return new LockLostError(this.key, NOT_RENEWED, this.lastRenewError);
     return new LockLostError(this.key, STALLED);
-  }
-
-  private lostAtRelease(): void {
-    if (this.lost) return;
-    const error = new LockLostError(this.key, 'the key was no longer its own at release: its lease had run out while its holder ran');
-    this.markLost(error);
-    this.context.warn(error.message);
   }
 
   private lose(reason: string, cause?: unknown): void {

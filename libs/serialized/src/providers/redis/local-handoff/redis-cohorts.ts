@@ -6,7 +6,7 @@ import { Floor } from '../protocol/floor';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import { Tenure } from './redis-tenure';
 
-/** What the cohorts read of a waiter (the waiting module's `RedisWaiter`); they never change it. */
+/** What the cohorts read of a waiter (waiting/redis-waiter.ts's `RedisWaiter`); they never change it. */
 export interface LocalWaiter {
   readonly token: string;
   readonly fence: number;
@@ -60,7 +60,7 @@ export interface TenureChange {
  * See docs/semantics.md.
  *
  * This class decides and keeps the tenures; it creates no lock and settles no
- * waiter: the waiting module (`RedisWaiters`) carries its decisions out.
+ * waiter: the Redis backend (`RedisBackend`) carries its decisions out.
  */
 export class RedisCohorts<W extends LocalWaiter> {
   private readonly tenures = new Map<string, Tenure>();

@@ -1,10 +1,10 @@
 import { Floor } from '../protocol/floor';
 
-/** What admission reads of a key's waiters in this process (the waiting module's `KeyWaiters`). */
+/** What admission reads of a key's waiters in this process (waiting/redis-waiter.ts's `KeyWaiters`). */
 export interface RiderView<W> {
-  readonly pending: number;
+  /** Waiters whose acquisition or confirmation is on its way to Redis (the newcomer among them). */
+  readonly asking: number;
   readonly queued: number;
-  readonly following: number;
   /** The waiter whose acquire call went out last. */
   readonly leader: (W & { readonly phase: string }) | undefined;
   /** This process's last place in the Redis queue (queued), with the place of the first waiter of another process told behind it. */
@@ -37,11 +37,11 @@ export type Admission<W> =
  * `may`: local hand-off is on, this process hears its wake-up channel (a remote
  * waiter's notice would reach it) and is not shutting down. `mayRideTenure`: no
  * waiter of another process is known to wait for the key this process holds.
- * Decides only; the waiting module carries it out.
+ * Decides only; the Redis backend (redis.backend.ts) carries it out.
  */
 export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () => boolean, maxPending: number): Admission<W> {
   if (!may) return { kind: 'send' };
-  if (queue.pending !== queue.queued + queue.following + 1) {
+  if (queue.asking > 1) {
     // Someone of this process is on the way to a place (nobody may get ahead of it):
     // the newcomer waits for its reply, then rides behind it or queues.
     return queue.leader?.phase === 'sending' ? { kind: 'follow', leader: queue.leader } : { kind: 'send' };

@@ -1,6 +1,7 @@
 import type { HandOffMode } from '../../../acquire-options.interface';
 import type { Deadline } from '../../../internal/deadline-queue';
-import type { Lock } from '../../../lock.interface';
+import type { LineCaller } from '../../../local/line-caller';
+import type { RedisLock } from '../holding/redis-lock';
 import { Floor } from '../protocol/floor';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { RedisCallOptions } from '../transport/redis-call';
@@ -15,28 +16,16 @@ export const WAITER_PHASES = ['sending', 'queued', 'riding', 'confirming', 'gran
 
 export type WaiterPhase = (typeof WAITER_PHASES)[number];
 
-/** One waiter's acquisition as asked for. */
-export interface WaitRequest {
-  readonly key: string;
-  readonly leaseMs: number;
-  readonly waitTimeoutMs: number;
-  readonly maxPending: number;
-  /** How this caller, once holding, passes the key on (default the provider's). */
-  readonly handoff?: HandOffMode;
-  readonly signal: AbortSignal | undefined;
-}
-
 /**
- * One caller waiting for a key in this process. It is also the options of its
- * acquire call: a call whose waiter gave up before it was sent is dropped unsent.
+ * One caller of the local layer waiting for a key in Redis: its Redis state (its
+ * caller's budget, signal and bound are the layer's, read from `caller`). It is
+ * also the options of its acquire call: a call whose waiter gave up before it was
+ * sent is dropped unsent.
  */
 export class RedisWaiter implements RedisCallOptions {
   phase: WaiterPhase = 'sending';
   /** Its place in the Redis queue, which becomes its fencing token (0: none yet). */
   fence = 0;
-  /** Most waiters of this process its call allows (`maxPending`): checked again when its reply shows it queued. */
-  maxPending = Infinity;
-  handoff: HandOffMode | undefined;
   /** A rider's waiter with a place it rides behind (undefined: it rides on this process's tenure). */
   anchor: RedisWaiter | undefined = undefined;
   /** The waiter on its way to a place whose reply this one waits for (it then rides behind it, or queues). */
@@ -53,10 +42,9 @@ export class RedisWaiter implements RedisCallOptions {
   handed = false;
   prev: RedisWaiter | undefined;
   next: RedisWaiter | undefined;
-  deadline: Deadline | undefined;
-  onAbort: (() => void) | undefined;
-  readonly promise: Promise<Lock>;
-  resolve!: (lock: Lock) => void;
+  /** What the backend answers the layer's `take` with: the lock once it holds the key, or why not. */
+  readonly promise: Promise<RedisLock>;
+  resolve!: (lock: RedisLock) => void;
   reject!: (error: unknown) => void;
 
   constructor(
@@ -64,15 +52,42 @@ export class RedisWaiter implements RedisCallOptions {
     /** Its owner token; a waiter that lost an expired hand-off waits again under a new one. */
     public token: string,
     readonly leaseMs: number,
-    readonly waitTimeoutMs: number,
-    readonly signal: AbortSignal | undefined,
-    /** When its wait budget started: the first turn of the event loop after the call (see `RedisWaiters.wait`). */
-    public startedAt: number,
+    /** The layer's caller it waits for. */
+    readonly caller: LineCaller<RedisLock>,
   ) {
-    this.promise = new Promise<Lock>((resolve, reject) => {
+    this.promise = new Promise<RedisLock>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
+    queue.asking++;
+  }
+
+  get waitTimeoutMs(): number {
+    return this.caller.waitTimeoutMs;
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.caller.signal;
+  }
+
+  /** Most waiters of this process its call allows (`maxPending`): checked again when its reply shows it queued. */
+  get maxPending(): number {
+    return this.caller.maxPending;
+  }
+
+  /** How this caller, once holding, passes the key on (undefined: the provider's mode). */
+  get handoff(): HandOffMode | undefined {
+    return this.caller.handoff;
+  }
+
+  /** When its wait budget started (the layer's stamp). */
+  get startedAt(): number {
+    return this.caller.startedAt;
+  }
+
+  /** Its acquisition or a confirmation is on its way to Redis: it is neither in the key's list nor following. */
+  private get asking(): boolean {
+    return (this.phase === 'sending' && this.following === undefined) || this.phase === 'confirming';
   }
 
   /** It has no place in Redis: it waits for a local hand-off. */
@@ -119,6 +134,7 @@ export class RedisWaiter implements RedisCallOptions {
     (leader.followers ??= []).push(this);
     this.following = leader;
     this.queue.following++;
+    this.queue.asking--;
   }
 
   /** No longer waits for a leader's reply (it came, or this one gives up). */
@@ -126,6 +142,7 @@ export class RedisWaiter implements RedisCallOptions {
     if (!this.following) return;
     this.following = undefined;
     this.queue.following--;
+    this.queue.asking++;
   }
 
   /** Its acquire call goes out now: newcomers follow it while it is on its way. */
@@ -176,7 +193,9 @@ export class RedisWaiter implements RedisCallOptions {
   private move(transition: string, to: WaiterPhase, ...from: WaiterPhase[]): void {
     if (!from.includes(this.phase))
       throw new Error(`nestjs-serialized: a ${this.phase} waiter cannot ${transition} (a bug: please report it)`);
+    const asked = this.asking;
     this.phase = to;
+    if (asked !== this.asking) this.queue.asking += asked ? -1 : 1;
   }
 }
 
@@ -190,8 +209,12 @@ export class RedisWaiter implements RedisCallOptions {
  * this process waits for the key.
  */
 export class KeyWaiters {
-  /** Waiters sending or queued: what `maxPending` bounds. */
-  pending = 0;
+  /**
+   * Waiters whose acquisition or confirmation is on its way to Redis (neither linked
+   * nor following): a newcomer may not ride ahead of them. How many callers wait
+   * (what `maxPending` bounds) is the local layer's count, not kept here.
+   */
+  asking = 0;
   /** Waiters linked (with a place in the Redis queue, or riders), in arrival order. */
   queued = 0;
   /** Of those, riders: no place in Redis. */
@@ -211,12 +234,10 @@ export class KeyWaiters {
    * process had heard of (docs/protocol.md, Redis).
    */
   heardBehind = 0;
-  /** The next heart-beat. */
-  heartbeat: Deadline | undefined;
-  /** A heart-beat is on its way to Redis. */
-  heartbeating = false;
+  private plannedBeat: Deadline | undefined;
+  private beating = false;
   /** When a heart-beat asked for during another one should run. */
-  heartbeatAgainAt = Infinity;
+  private againAt = Infinity;
 
   constructor(
     readonly key: string,
@@ -276,6 +297,45 @@ export class KeyWaiters {
     let count = 0;
     for (let w = this.first; w && w.rider && count < limit; w = w.next) count++;
     return count;
+  }
+
+  /** The key's next heart-beat, while one is planned. */
+  get heartbeat(): Deadline | undefined {
+    return this.plannedBeat;
+  }
+
+  /** A heart-beat is on its way to Redis. */
+  get heartbeating(): boolean {
+    return this.beating;
+  }
+
+  /** The next heart-beat is `beat` (undefined: none planned; it fired or was cancelled). */
+  planBeat(beat: Deadline | undefined): void {
+    this.plannedBeat = beat;
+  }
+
+  /** A heart-beat asked for while one is on its way: the next runs no later than `at`. */
+  beatAgainBy(at: number): void {
+    this.againAt = Math.min(this.againAt, at);
+  }
+
+  /** A heart-beat goes out. */
+  beatSent(): void {
+    this.beating = true;
+    this.againAt = Infinity;
+  }
+
+  /** Its reply came, or it failed: when the next was asked for meanwhile (Infinity: it was not). */
+  beatAnswered(): number {
+    const at = this.againAt;
+    this.beating = false;
+    this.againAt = Infinity;
+    return at;
+  }
+
+  /** No waiter of this process is left for the key (the key's state may go). */
+  get empty(): boolean {
+    return this.queued + this.following + this.asking === 0;
   }
 
   /** Waiters with a place in the Redis queue. */

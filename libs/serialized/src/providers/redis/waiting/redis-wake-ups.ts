@@ -2,8 +2,8 @@ import { closeClient } from '../transport/redis-client';
 import type { RedisClient, RedisConnection } from '../transport/redis-connection';
 
 /**
- * Who hears the wake-up channel (`RedisWaiters`). A host interface (one of two in
- * the provider, listed in scripts/check-structure.js): the subscriber's events come
+ * Who hears the wake-up channel (`RedisBackend`). Why an interface: a host (the
+ * provider's one, listed in scripts/check-structure.js): the subscriber's events come
  * when Redis sends them, not as the reply to anything this process asked, so they
  * can only be handed on.
  */

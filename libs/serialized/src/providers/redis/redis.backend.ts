@@ -1,60 +1,68 @@
-import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
-import type { HandOffMode } from '../../../acquire-options.interface';
-import { LockBackendError, LockBusyError, LockTimeoutError } from '../../../errors/index';
-import type { DeadlineQueue } from '../../../internal/deadline-queue';
-import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
-import type { HeldLocks } from '../../../local/held-locks';
-import type { PendingBudget } from '../../../local/pending-budget';
-import type { Lock } from '../../../lock.interface';
-import { RedisLock, type RedisLockContext } from '../holding/redis-lock';
-import { RedisCohorts, type GrantBlock, type Serve } from '../local-handoff/redis-cohorts';
-import { admit } from '../local-handoff/redis-riders';
-import * as commands from '../protocol/commands';
-import { Floor } from '../protocol/floor';
-import type { HandOff, PassOnResult } from '../protocol/hand-off';
-import type { AcquireResult } from '../protocol/acquire.script';
-import type { HeartbeatResult } from '../protocol/heartbeat.script';
-import { messageOf } from '../protocol/messages';
-import type { OwnerTokens } from '../protocol/owner-tokens';
-import type { RedisKeyspace, RedisLockKeys } from '../protocol/redis-keyspace';
-import type { RedisScripts } from '../protocol/redis-scripts';
-import type { RedisConnection } from '../transport/redis-connection';
-import type { ReplicaAcks } from '../transport/replica-acks';
-import { KeyWaiters, RedisWaiter, type WaitRequest } from './redis-waiter';
-import { RedisWakeUps, type WakeUpListener } from './redis-wake-ups';
+import type { HandOffMode } from '../../acquire-options.interface';
+import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors/index';
+import type { DeadlineQueue } from '../../internal/deadline-queue';
+import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
+import type { LineCaller } from '../../local/line-caller';
+import type { LockBackend } from '../../local/lock-backend.interface';
+import type { LockLines } from '../../local/lock-lines';
+import { RedisLock } from './holding/redis-lock';
+import { RedisCohorts, type GrantBlock, type Serve } from './local-handoff/redis-cohorts';
+import { admit } from './local-handoff/redis-riders';
+import * as commands from './protocol/commands';
+import { Floor } from './protocol/floor';
+import type { HandOff, PassOnResult } from './protocol/hand-off';
+import type { AcquireResult } from './protocol/acquire.script';
+import type { HeartbeatResult } from './protocol/heartbeat.script';
+import { messageOf } from './protocol/messages';
+import type { OwnerTokens } from './protocol/owner-tokens';
+import type { RedisKeyspace, RedisLockKeys } from './protocol/redis-keyspace';
+import type { RedisScripts } from './protocol/redis-scripts';
+import { RELEASE, URGENT, type RedisConnection } from './transport/redis-connection';
+import type { ReplicaAcks } from './transport/replica-acks';
+import { KeyWaiters, RedisWaiter } from './waiting/redis-waiter';
+import { RedisWakeUps, type WakeUpListener } from './waiting/redis-wake-ups';
 
-/** What the waiters work with (built once by the provider). */
-export interface RedisWaitersParts {
+/** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
+type RedisLines = Pick<LockLines<RedisLock>, 'released' | 'heldCount' | 'closing'>;
+
+/** What the backend works with (built once by the provider). */
+export interface RedisBackendParts {
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly keyspace: RedisKeyspace;
   readonly tokens: OwnerTokens;
+  /** The provider's timers: heart-beats, renewals, and the layer's budgets. */
   readonly deadlines: DeadlineQueue;
-  readonly held: HeldLocks<RedisLock>;
   readonly stalls: EventLoopStallMonitor;
   readonly heartbeatMs: number;
+  /** The lease of a caller that asked for none. */
+  readonly leaseMs: number;
   readonly handoff: HandOffMode;
   /** Cohort mode's bound on local hand-offs in a row ahead of a known waiter of another process. */
   readonly maxLocalHandOffs: number;
   readonly logger: Logger;
-  /** `maxPendingTotal`: a waiter holds a place from its call until it settles. */
-  readonly budget: PendingBudget;
   /** Set when a grant counts only once replicas have it (`replicas` option). */
   readonly replicas?: ReplicaAcks;
 }
 
 function noop(): void {}
 
+/** What a withdrawn waiter's own promise settles with (the layer answered its caller already and reads nothing). */
+const WITHDRAWN = new Error('withdrawn by the local layer');
+
 /**
- * The waiters of this process and every transition of their state (the phases
- * and transitions of models/VOCABULARY.md, carried out by `RedisWaiter`'s
- * methods). Each event enters here once — an acquire, heart-beat, leave or
- * confirmation reply, a message on the wake-up channel, a waiter's timeout or
- * abort, a held lock's release — and leaves with what it decided carried out: the
- * commands (protocol/commands.ts) only send and return the decoded reply, and the
- * local hand-off (local-handoff/) only decides.
+ * The Redis backend under the local layer (`LockLines`): every caller asks on
+ * arrival (`asksOn: 'arrival'`), so each waiter takes its place in the Redis queue
+ * at once and Redis keeps the global order of arrival. The layer admits callers,
+ * runs their budgets and aborts, counts the holders and drains at shutdown; this
+ * backend carries out every transition of a waiter's Redis state (the phases and
+ * transitions of models/VOCABULARY.md, by `RedisWaiter`'s methods). Each Redis
+ * event enters here once — an acquire, heart-beat, leave or confirmation reply, a
+ * message on the wake-up channel, a held lock's release — and leaves with what it
+ * decided carried out: the commands (protocol/commands.ts) only send and return
+ * the decoded reply, and the local hand-off (local-handoff/) only decides.
  *
  * How a hand-off reaches a waiter and when it may run on it: a script makes the
  * waiter the owner and says so by a reply (the release's, the acquisition's, a
@@ -68,7 +76,8 @@ function noop(): void {}
  * times out. So a late message or reply never makes this process a holder, and
  * fencing tokens stay strictly increasing in the order holders ran.
  */
-export class RedisWaiters implements RedisLockContext, WakeUpListener {
+export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
+  readonly asksOn = 'arrival';
   readonly connection: RedisConnection;
   readonly scripts: RedisScripts;
   readonly deadlines: DeadlineQueue;
@@ -81,27 +90,26 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   readonly replicas: ReplicaAcks | undefined;
   readonly cohorts: RedisCohorts<RedisWaiter>;
   private readonly wakeUps: RedisWakeUps;
-  private readonly held: HeldLocks<RedisLock>;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, KeyWaiters>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly byToken = new Map<string, RedisWaiter>();
-  private readonly releases = new Map<string, Promise<unknown>>();
+  /** This process's waiters, by the layer's caller: where a withdrawal finds them. */
+  private readonly byCaller = new Map<LineCaller<RedisLock>, RedisWaiter>();
   /** Leaves on their way (shutdown waits for them). */
   private readonly leaves = new Set<Promise<void>>();
-  /** Waiters whose budget starts at the next turn of the event loop. */
-  private readonly unstamped: RedisWaiter[] = [];
-  // The stamping turn is scheduled here, not in the request that happened to come first.
-  private readonly scope = new AsyncResource('nestjs-serialized.redis-wait-budgets');
-  private readonly onStamp = (): void => this.stamp();
   /** How often a waiter whose budget ran out while its script had no answer looks again. */
   private readonly recheckMs: number;
   /** A key's heart-beats: every third of the heart-beat timeout. */
   private readonly heartbeatEveryMs: number;
 
-  constructor(private readonly parts: RedisWaitersParts) {
-    ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines, held: this.held, replicas: this.replicas } = parts);
-    this.cohorts = new RedisCohorts(parts.handoff, parts.maxLocalHandOffs, parts, () => parts.held.closing);
+  constructor(
+    private readonly parts: RedisBackendParts,
+    /** The provider's lines (made after the backend): where its locks let go, and what it holds. */
+    private readonly lines: () => RedisLines,
+  ) {
+    ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines, replicas: this.replicas } = parts);
+    this.cohorts = new RedisCohorts(parts.handoff, parts.maxLocalHandOffs, parts, () => this.closing);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this);
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
     this.heartbeatEveryMs = parts.heartbeatMs / 3;
@@ -112,40 +120,62 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     return this.keys.size;
   }
 
-  /** Waiters of `key` sending or queued (what `maxPending` bounds). */
-  pendingOf(key: string): number {
-    return this.keys.get(key)?.pending ?? 0;
+  /** Shutdown began (the layer's): nothing is handed on in-process, and nobody rides. */
+  private get closing(): boolean {
+    return this.lines().closing;
   }
 
-  // ---- a new waiter: send, or ride -------------------------------------------------
+  // ---- a new caller: send, or ride -------------------------------------------------
 
-  /** A new waiter: its acquisition (mode "wait") is sent now, or it rides; the budget runs from this call. */
-  wait(request: WaitRequest): Promise<Lock> {
-    const { key, leaseMs, waitTimeoutMs, signal } = request;
+  /**
+   * LockBackend: a caller arrived. A try takes the key if it is free and nobody
+   * waits (one round trip); a waiter's acquisition (mode "wait") is sent now, or it
+   * rides, and its promise settles when it holds the key or Redis refuses it.
+   */
+  take(caller: LineCaller<RedisLock>): Promise<RedisLock | null> {
+    const leaseMs = caller.leaseMs ?? this.parts.leaseMs;
+    if (caller.mode === 'try') return this.tryTake(caller.key, leaseMs, caller.signal, caller.handoff);
+    const key = caller.key;
     let queue = this.keys.get(key);
     if (!queue) {
       queue = new KeyWaiters(key, this.parts.keyspace.keysOf(key));
       this.keys.set(key, queue);
     }
-    queue.pending++;
-    const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, waitTimeoutMs, signal, performance.now());
-    [waiter.maxPending, waiter.handoff] = [request.maxPending, request.handoff];
+    const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, caller);
     this.byToken.set(waiter.token, waiter);
-    // Budgets run from the call, but not from within the caller's own synchronous burst
-    // (issue 11): they start at the first turn of the event loop after it, one stamp per turn.
-    if (this.unstamped.push(waiter) === 1) this.scope.runInAsyncScope(() => setImmediate(this.onStamp));
-    if (signal) {
-      waiter.onAbort = () => this.giveUp(waiter, signal.reason);
-      signal.addEventListener('abort', waiter.onAbort, { once: true });
-    }
+    this.byCaller.set(caller, waiter);
     this.admit(waiter);
     return waiter.promise;
+  }
+
+  /** LockBackend: the caller left (timeout, abort, shutdown): its place in Redis, if any, is given up. */
+  withdraw(caller: LineCaller<RedisLock>): void {
+    const waiter = this.byCaller.get(caller);
+    if (waiter) this.giveUp(waiter, WITHDRAWN);
+  }
+
+  /**
+   * LockBackend: the caller's budget ran out. Queued (or confirming a hand-off, or
+   * riding): it times out. Its script unanswered while others were answered since:
+   * Redis is merely busy, a timeout like any other (the reply undoes what the script
+   * took). Nothing answered since: Redis may be gone, which the backend bound says
+   * (`LockBackendError`, never a 429 for an outage), so it looks again shortly.
+   */
+  overdue(caller: LineCaller<RedisLock>): number | undefined {
+    const waiter = this.byCaller.get(caller);
+    if (!waiter || waiter.phase !== 'sending' || this.connection.answeredSince(caller.key, caller.startedAt)) return undefined;
+    return this.recheckMs;
+  }
+
+  /** LockBackend: the error of a caller whose budget ran out. */
+  timeoutError(key: string, waitTimeoutMs: number): Error {
+    return new LockTimeoutError(key, waitTimeoutMs);
   }
 
   /** `send` or `ride` (see local-handoff/redis-riders.ts). */
   private admit(waiter: RedisWaiter): void {
     const queue = waiter.queue;
-    const may = !this.held.closing && this.wakeUps.listening && this.cohorts.on;
+    const may = !this.closing && this.wakeUps.listening && this.cohorts.on;
     const admission = admit(queue, may, () => this.cohorts.mayRide(queue.key), waiter.maxPending);
     if (admission.kind === 'follow') waiter.follow(admission.leader);
     else if (admission.kind === 'ride') waiter.ride(admission.anchor);
@@ -206,8 +236,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
         true,
       );
     }
-    // Its budget (started: it has a deadline) ran out while the reply was on its way (see `onTimeout`).
-    if (waiter.deadline && performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
+    // Its budget ran out while the reply was on its way (see `overdue`).
+    if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
       return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
     }
     // It was let through in case it became the holder, and it did not: one waiter too many.
@@ -290,7 +320,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   private grant(waiter: RedisWaiter, fence: number, px: number, since: number, block?: GrantBlock, synced = false): void {
     const { key, keys } = waiter.queue;
     if (waiter.signal?.aborted) {
-      // Handed over in the same tick the caller gave up: pass it on, never run.
+      // Handed over in the same tick the caller gave up (its abort not yet heard by the layer): pass it on, never run.
       this.finish(waiter, false, true);
       this.leave(key, keys, waiter.token);
       waiter.reject(waiter.signal.reason);
@@ -396,12 +426,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     else waiter.unfollow();
     if (granted) waiter.grant();
     else waiter.giveUp(handed);
-    queue.pending--;
-    this.parts.budget.give();
     this.byToken.delete(waiter.token);
-    if (waiter.deadline) this.deadlines.cancel(waiter.deadline);
-    if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort);
-    waiter.deadline = waiter.onAbort = undefined;
+    this.byCaller.delete(waiter.caller);
     if (orphans?.length) this.sendAll(orphans);
     this.closeKeyIfIdle(queue);
   }
@@ -413,35 +439,6 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     waiter.reject(error);
     // A waiter still sending is undone when its reply arrives.
     if (hasPlace) this.leave(waiter.queue.key, waiter.queue.keys, waiter.token);
-  }
-
-  // ---- timeouts --------------------------------------------------------------------
-
-  private stamp(): void {
-    const now = performance.now();
-    for (const waiter of this.unstamped) {
-      if (waiter.done) continue;
-      waiter.startedAt = now;
-      waiter.deadline = this.deadlines.schedule(waiter.waitTimeoutMs, () => this.onTimeout(waiter));
-    }
-    this.unstamped.length = 0;
-  }
-
-  /**
-   * A waiter's budget ran out. Queued (or confirming a hand-off, or riding): it
-   * gives up. Its script unanswered while others were answered since: Redis is
-   * merely busy, a timeout like any other (the reply undoes what the script took).
-   * Nothing answered since: Redis may be gone, which the backend bound says
-   * (`LockBackendError`, never a 429 for an outage), so it looks again shortly.
-   */
-  private onTimeout(waiter: RedisWaiter): void {
-    waiter.deadline = undefined;
-    if (waiter.done) return;
-    const key = waiter.queue.key;
-    if (waiter.phase !== 'sending' || this.connection.answeredSince(key, waiter.startedAt)) {
-      return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
-    }
-    waiter.deadline = this.deadlines.schedule(this.recheckMs, () => this.onTimeout(waiter));
   }
 
   // ---- heart-beats -----------------------------------------------------------------
@@ -460,24 +457,23 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       delay = 0; // no holder: someone must pass the key on
     else if (holderPttl >= 0 && holderPttl + 2 < delay) delay = holderPttl + 2;
     const at = performance.now() + delay;
-    if (queue.heartbeating) {
-      queue.heartbeatAgainAt = Math.min(queue.heartbeatAgainAt, at);
-      return;
+    if (queue.heartbeating) return queue.beatAgainBy(at);
+    const planned = queue.heartbeat;
+    if (planned) {
+      if (planned.at <= at) return;
+      this.deadlines.cancel(planned);
     }
-    if (queue.heartbeat) {
-      if (queue.heartbeat.at <= at) return;
-      this.deadlines.cancel(queue.heartbeat);
-    }
-    queue.heartbeat = this.deadlines.schedule(delay, () => {
-      queue.heartbeat = undefined;
-      this.heartbeat(queue);
-    });
+    queue.planBeat(
+      this.deadlines.schedule(delay, () => {
+        queue.planBeat(undefined);
+        this.heartbeat(queue);
+      }),
+    );
   }
 
   private heartbeat(queue: KeyWaiters): void {
     if (queue.places === 0 || queue.heartbeating || this.keys.get(queue.key) !== queue) return;
-    queue.heartbeating = true;
-    queue.heartbeatAgainAt = Infinity;
+    queue.beatSent();
     commands.heartbeat(this, queue.key, queue.keys, queue.tokens()).then(
       (sent) => this.onHeartbeatReply(queue, sent.reply, sent.sentAt),
       (error: unknown) => this.onHeartbeatFailed(queue, error),
@@ -485,7 +481,8 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   }
 
   private onHeartbeatReply(queue: KeyWaiters, result: HeartbeatResult, sentAt: number): void {
-    queue.heartbeating = false;
+    // Asked for while this one was on its way (no later than then).
+    const againAt = queue.beatAnswered();
     // What the reply says held when the script ran, no earlier than when it was sent.
     if (result.handed) this.onHandOff(result.handed, sentAt);
     const ours = result.owner ? this.byToken.get(result.owner) : undefined;
@@ -501,8 +498,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       if (lost && lost.phase === 'queued') this.waitAgain(lost, false);
     }
     if (queue.places === 0) return this.closeKeyIfIdle(queue);
-    const again = queue.heartbeatAgainAt - performance.now();
-    queue.heartbeatAgainAt = Infinity;
+    const again = againAt - performance.now();
     this.scheduleHeartbeat(
       queue,
       Math.min(result.pttl === -2 ? -2 : result.pttl, Number.isFinite(again) ? Math.max(0, again - 2) : Infinity),
@@ -511,7 +507,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
 
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
   private onHeartbeatFailed(queue: KeyWaiters, error: unknown): void {
-    queue.heartbeating = false;
+    queue.beatAnswered();
     // Riders too: their tenure cannot renew without Redis either. From the last: a rider
     // goes before the place it rides on would send it to Redis for a place of its own.
     for (let waiter = queue.last; waiter; waiter = queue.last) {
@@ -528,9 +524,9 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   }
 
   private closeKeyIfIdle(queue: KeyWaiters): void {
-    if (queue.pending > 0 || queue.heartbeating) return;
+    if (!queue.empty || queue.heartbeating) return;
     if (queue.heartbeat) this.deadlines.cancel(queue.heartbeat);
-    queue.heartbeat = undefined;
+    queue.planBeat(undefined);
     if (this.keys.get(queue.key) === queue) this.keys.delete(queue.key);
     if (this.keys.size === 0) this.parts.stalls.stop();
   }
@@ -564,13 +560,15 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
 
   /**
    * Takes the key if it is free and nobody waits, in one round trip, `null`
-   * otherwise. Used by `tryAcquire`, `waitTimeoutMs: 0` and `maxPending: 0`.
+   * otherwise (the layer's `tryAcquire`, `waitTimeoutMs: 0` and `maxPending: 0`;
+   * it waited for this process's own release in flight first).
    */
-  tryAcquire(key: string, leaseMs: number, signal: AbortSignal | undefined, handoff?: HandOffMode): Promise<Lock | null> {
-    // This process's own release of the key is on its way (run() does not wait for it; a script reloaded
-    // after NOSCRIPT may reach Redis after a later call): a caller that saw the section end finds the key free.
-    const releasing = this.releases.get(key);
-    if (releasing) return releasing.then(noop, noop).then(() => this.tryAcquire(key, leaseMs, signal, handoff));
+  private tryTake(
+    key: string,
+    leaseMs: number,
+    signal: AbortSignal | undefined,
+    handoff: HandOffMode | undefined,
+  ): Promise<RedisLock | null> {
     const keys = this.parts.keyspace.keysOf(key);
     const token = this.parts.tokens.next(leaseMs);
     return commands.acquire(this, key, keys, token, leaseMs, 'try').then(
@@ -609,7 +607,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     signal: AbortSignal | undefined,
     last: number,
     handoff: HandOffMode | undefined,
-  ): Promise<Lock | null> {
+  ): Promise<RedisLock | null> {
     if (!commands.isFresh(since, px)) {
       // The reply came too late to count (a stalled event loop): Redis decides.
       const confirmed = await commands.confirm(this, key, keys, token, leaseMs).catch((error: unknown) => {
@@ -647,9 +645,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     if (block) this.keys.get(key)?.heardOf(block.floor);
     for (const served of change.leave?.tokens ?? []) this.leave(key, change.leave!.keys, served);
     if (change.unride) this.unride(key);
-    const lock = new RedisLock(this, key, keys, token, BigInt(fence), leaseMs, px, since);
-    lock.handoff = handoff;
-    this.held.add(lock);
+    const lock = new RedisLock(this, this.lines(), key, keys, token, BigInt(fence), leaseMs, px, since, handoff);
     // A holder hears of other processes' waiters on the wake-up channel: whether its release hands the key to anyone.
     this.wakeUps.ensure();
     return lock;
@@ -658,55 +654,113 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
   /** A local hand-off decided by the cohorts: the waiter holds the key in-process (`grant`). */
   private serve(key: string, serve: Serve<RedisWaiter>): void {
     const { waiter } = serve;
-    const lock = new RedisLock(this, key, serve.keys, serve.token, serve.fence, waiter.leaseMs, serve.px, serve.since);
-    lock.handoff = waiter.handoff;
-    this.held.add(lock);
+    const lock = new RedisLock(
+      this,
+      this.lines(),
+      key,
+      serve.keys,
+      serve.token,
+      serve.fence,
+      waiter.leaseMs,
+      serve.px,
+      serve.since,
+      waiter.handoff,
+    );
     const queue = waiter.queue;
     this.finish(waiter, true);
     waiter.resolve(lock);
     this.cohorts.afterServe(key, serve.fence, waiter.leaseMs, queue.riders, (limit) => queue.frontRiders(limit));
   }
 
-  /** RedisLockContext. */
-  passOn(lock: RedisLock): boolean {
+  /**
+   * LockBackend: the holder lets go (the layer still counts it until this settles).
+   * With a lease this process is sure of, the key passes to its next waiter
+   * in-process when the cohorts allow (nothing sent); riders waiting with the block
+   * spent keep the key with a fresh block; otherwise the release script hands it to
+   * the first live waiter in Redis. Resolves with the reply; rejects when Redis
+   * could not be told (the lease ends it, and the queue moves on then).
+   */
+  release(lock: RedisLock): Promise<undefined> | undefined {
+    const passable = lock.passable;
+    if (passable && this.passOn(lock)) return undefined;
+    // Riders wait and the block is spent: keep the key with a fresh block for them.
+    const keep = passable ? this.keepFor(lock) : 0;
+    // Asked before releaseSent, which ends the tenure that knows of other processes' waiters.
+    const options = keep === 0 && this.sharesWrite(lock) ? RELEASE : URGENT;
+    const served = this.releaseSent(lock, keep);
+    let sentAt = -Infinity;
+    return this.connection
+      .run(
+        lock.key,
+        (client) => {
+          sentAt = performance.now();
+          return this.scripts.release.run(client, lock.keys, lock.token, served, keep);
+        },
+        options,
+      )
+      .then(
+        (result) => {
+          // Not ours any more: the lease ran out while the holder ran, and nobody had told it.
+          const lost = result.status === 'none' ? lock.lostAtRelease() : undefined;
+          if (lost) this.parts.logger.warn(lost.message);
+          this.releaseAnswered(lock, result, sentAt, served, keep);
+          return undefined;
+        },
+        (error: unknown) => {
+          this.releaseAnswered(lock, undefined, sentAt, served, keep);
+          throw error;
+        },
+      );
+  }
+
+  /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
+  private passOn(lock: RedisLock): boolean {
     const serve = this.cohorts.passOn(lock, this.keys.get(lock.key)?.first);
     if (!serve) return false;
-    this.held.delete(lock);
     this.serve(lock.key, serve);
     return true;
   }
 
   /**
-   * RedisLockContext: another lock is held here (`held` still counts this one until its
-   * release is answered), no waiter of this process waits for the key, and none of
-   * another was heard of by its tenure (while listening).
+   * The release may share its write with what this process sends until the end of
+   * the event-loop iteration: another lock is held here (the layer still counts this
+   * one until its release is answered), so the commands of other callers are likely
+   * to follow in this iteration; no waiter of this process waits for the key, and
+   * none of another was heard of by its tenure (while listening), so it hands the
+   * key to no one. With nothing else held it is written at once: Redis then applies
+   * it while the caller prepares its next command, which a shared write would hold back.
    */
-  sharesWrite(lock: RedisLock): boolean {
+  private sharesWrite(lock: RedisLock): boolean {
     return (
-      this.held.size > 1 &&
+      this.lines().heldCount > 1 &&
       this.wakeUps.listening &&
       this.keys.get(lock.key)?.first === undefined &&
       this.cohorts.floorOf(lock.key) === Floor.NONE
     );
   }
 
-  /** RedisLockContext. */
-  keepFor(lock: RedisLock): number {
+  /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
+  private keepFor(lock: RedisLock): number {
     const queue = this.keys.get(lock.key);
     return this.cohorts.keepFor(lock, queue?.first, queue?.first ? queue.riders : 0);
   }
 
-  /** RedisLockContext. */
-  releaseSent(lock: RedisLock, keep: number): readonly string[] {
+  /** The release is on its way (`keep` > 0: keeping the key): the served waiters' places it removes. */
+  private releaseSent(lock: RedisLock, keep: number): readonly string[] {
     if (keep > 0) return this.cohorts.keeping(lock);
     const { served, unride } = this.cohorts.end(lock);
     if (unride) this.unride(lock.key);
     return served;
   }
 
-  /** RedisLockContext: the release's reply, or its failure (`result` undefined). */
-  releaseAnswered(lock: RedisLock, result: PassOnResult | undefined, sentAt: number, served: readonly string[], keep: number): void {
-    this.held.delete(lock);
+  /** The release's reply (sent at `sentAt`, with `served` and `keep`), or its failure (`result` undefined). */
+  private releaseAnswered(
+    lock: RedisLock,
+    result: PassOnResult | undefined,
+    sentAt: number,
+    served: readonly string[],
+    keep: number,
+  ): void {
     this.cohorts.forget(served);
     if (result?.kept) {
       this.keys.get(lock.key)?.heardOf(result.kept.floor);
@@ -715,7 +769,18 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
       else {
         // Nobody left to serve here (they gave up on the way, or the next has to wait behind another process): back to Redis.
         const { fence, px } = result.kept;
-        new RedisLock(this, lock.key, this.parts.keyspace.keysOf(lock.key), lock.token, BigInt(fence), px, px, sentAt)
+        new RedisLock(
+          this,
+          this.lines(),
+          lock.key,
+          this.parts.keyspace.keysOf(lock.key),
+          lock.token,
+          BigInt(fence),
+          px,
+          px,
+          sentAt,
+          undefined,
+        )
           .release()
           .catch(noop);
       }
@@ -723,24 +788,7 @@ export class RedisWaiters implements RedisLockContext, WakeUpListener {
     if (result?.handed) this.onHandOff(result.handed, sentAt);
   }
 
-  /** RedisLockContext: a release on its way, by key, until its reply (a try of the key waits for it). */
-  releasing(lock: RedisLock, done: Promise<unknown>): void {
-    this.releases.set(lock.key, done);
-    const forget = () => void (this.releases.get(lock.key) === done && this.releases.delete(lock.key));
-    done.then(forget, forget);
-  }
-
-  /** RedisLockContext: one warning for a loss a lock found at its release. */
-  warn(message: string): void {
-    this.parts.logger.warn(message);
-  }
-
-  // ---- shutdown --------------------------------------------------------------------
-
-  /** Every waiter fails with `error` (shutdown); their places are given up. */
-  rejectAll(error: (key: string) => Error): void {
-    for (const waiter of [...this.byToken.values()]) this.giveUp(waiter, error(waiter.queue.key));
-  }
+  // ---- shutdown ----------------------------------------------------------------
 
   /** Closes the wake-up connection (after the leaves on their way have their answers). */
   async close(): Promise<void> {

@@ -2,28 +2,29 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Logger } from '@nestjs/common';
 import fc from 'fast-check';
-import { LockTimeoutError } from '../../../errors/index';
-import { DeadlineQueue } from '../../../internal/deadline-queue';
-import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
-import { HeldLocks } from '../../../local/held-locks';
-import { PendingBudget } from '../../../local/pending-budget';
-import type { Lock } from '../../../lock.interface';
-import type { RedisLock } from '../holding/redis-lock';
-import type { AcquireResult } from '../protocol/acquire.script';
-import type { PassOnResult } from '../protocol/hand-off';
-import type { HeartbeatResult } from '../protocol/heartbeat.script';
-import { OwnerTokens } from '../protocol/owner-tokens';
-import { RedisKeyspace } from '../protocol/redis-keyspace';
-import type { RedisScripts } from '../protocol/redis-scripts';
-import type { RedisCallOptions } from '../transport/redis-call';
-import type { RedisConnection } from '../transport/redis-connection';
-import { RedisWaiters } from './redis-waiters';
+import { LockTimeoutError } from '../../errors/index';
+import { DeadlineQueue } from '../../internal/deadline-queue';
+import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
+import { LockLines } from '../../local/lock-lines';
+import type { Lock } from '../../lock.interface';
+import type { RedisLock } from './holding/redis-lock';
+import type { AcquireResult } from './protocol/acquire.script';
+import { Floor } from './protocol/floor';
+import type { PassOnResult } from './protocol/hand-off';
+import type { HeartbeatResult } from './protocol/heartbeat.script';
+import { OwnerTokens } from './protocol/owner-tokens';
+import { RedisKeyspace } from './protocol/redis-keyspace';
+import type { RedisScripts } from './protocol/redis-scripts';
+import type { RedisCallOptions } from './transport/redis-call';
+import type { RedisConnection } from './transport/redis-connection';
+import { RedisBackend } from './redis.backend';
 
 /**
- * The real waiter module over a fake connection: every script call waits until the
- * test (or fast-check's scheduler) answers it, so the order of replies, channel
- * messages and aborts is the test's. Nothing here models the waiters a second time:
- * the assertions are on what callers and Redis would see (locks, rejections, calls).
+ * The real backend under the real local layer, over a fake connection: every
+ * script call waits until the test (or fast-check's scheduler) answers it, so the
+ * order of replies, channel messages and aborts is the test's. Nothing here models
+ * the waiters a second time: the assertions are on what callers and Redis would
+ * see (locks, rejections, calls).
  */
 interface Asked {
   readonly script: 'acquire' | 'leave' | 'heartbeat' | 'extend' | 'release';
@@ -66,31 +67,32 @@ function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number 
     release: { run: (_c: unknown, _keys: unknown, token: string, served: string[], keep: number) => ask('release', token, [served, keep]) },
   } as unknown as RedisScripts;
   const deadlines = new DeadlineQueue({ unref: true });
-  const held = new HeldLocks<RedisLock>(true);
   const stalls = {
     start: () => undefined,
     stop: () => undefined,
     respondedAt: options.respondedAt ?? (() => performance.now()),
   } as unknown as EventLoopStallMonitor;
   const tokens = new OwnerTokens();
-  const waiters = new RedisWaiters({
-    connection,
-    scripts,
-    keyspace: new RedisKeyspace('t', false),
-    tokens,
-    deadlines,
-    held,
-    stalls,
-    heartbeatMs: 60_000,
-    handoff: 'strict',
-    maxLocalHandOffs: options.maxLocalHandOffs ?? 0,
-    logger: new Logger('test'),
-    budget: new PendingBudget(Infinity),
-  });
+  const backend: RedisBackend = new RedisBackend(
+    {
+      connection,
+      scripts,
+      keyspace: new RedisKeyspace('t', false),
+      tokens,
+      deadlines,
+      stalls,
+      heartbeatMs: 60_000,
+      leaseMs: 30_000,
+      handoff: 'strict',
+      maxLocalHandOffs: options.maxLocalHandOffs ?? 0,
+      logger: new Logger('test'),
+    },
+    () => lines,
+  );
+  const lines = new LockLines<RedisLock>(backend, { deadlines, trackHeld: true });
   // Listening from the start (a message before the subscription is lost, and the heart-beat finds what it said).
-  (waiters as unknown as { wakeUps: { ensure(): void } }).wakeUps.ensure();
-  const wait = (waitTimeoutMs = 10_000, signal?: AbortSignal) =>
-    waiters.wait({ key: 'k', leaseMs: 30_000, waitTimeoutMs, maxPending: Infinity, signal });
+  (backend as unknown as { wakeUps: { ensure(): void } }).wakeUps.ensure();
+  const wait = (waitTimeoutMs = 10_000, signal?: AbortSignal): Promise<Lock> => lines.acquire('k', { waitTimeoutMs, signal });
   const acquires = () => asked.filter((a) => a.script === 'acquire');
   const message = (text: string) => subscriber.emit('message', `t:wake:${tokens.session}`, text);
   const queued = (fence: number): AcquireResult => ({
@@ -101,7 +103,15 @@ function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number 
     last: 0,
     floor: -Infinity,
   });
-  return { waiters, asked, acquires, wait, message, queued, deadlines, held, tokens };
+  const granted = (fence: number): AcquireResult => ({
+    status: 'granted',
+    fence,
+    pttl: 30_000,
+    handed: undefined,
+    last: fence,
+    floor: Floor.NONE,
+  });
+  return { backend, lines, asked, acquires, wait, message, queued, granted, deadlines, tokens };
 }
 
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -114,7 +124,7 @@ const outcome = (promise: Promise<Lock>) => {
   return seen;
 };
 
-describe('RedisWaiters (the one writer of waiter state, over a fake connection)', () => {
+describe('RedisBackend under the local layer (the one writer of waiter state, over a fake connection)', () => {
   it('a hand-off message read at once runs at once: no question to Redis', async () => {
     const { acquires, asked, wait, message, queued, deadlines } = setUp();
     const w = outcome(wait());
@@ -166,12 +176,12 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
   });
 
   it('a waiter whose place was dropped while its process stalled waits again, or times out once its budget is spent', async () => {
-    const { acquires, asked, wait, queued, waiters, deadlines } = setUp();
+    const { acquires, asked, wait, queued, backend, deadlines } = setUp();
     const w = outcome(wait(40));
     await tick();
     acquires()[0].answer(queued(5));
     await tick();
-    waiters.resync();
+    backend.resync();
     await new Promise((resolve) => setTimeout(resolve, 60));
     const beat = asked.find((a) => a.script === 'heartbeat')!;
     beat.answer({
@@ -253,7 +263,7 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
         fc.integer({ min: 1, max: 4 }),
         fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
         async (s, n, aborts) => {
-          const { acquires, asked, wait, message, queued, deadlines, held } = setUp();
+          const { acquires, asked, wait, message, queued, deadlines, lines } = setUp();
           const failures: unknown[] = [];
           const onUnhandled = (error: unknown) => failures.push(error);
           process.on('unhandledRejection', onUnhandled);
@@ -284,7 +294,7 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
             callers.forEach(
               (c, i) => c.error && i > 0 && expect(asked.some((a) => a.script === 'leave' && a.token === tokens[i])).toBe(true),
             );
-            expect(held.size).toBe(first.lock ? 1 : 0);
+            expect(lines.heldCount).toBe(first.lock ? 1 : 0);
           } finally {
             process.off('unhandledRejection', onUnhandled);
             deadlines.clear();
@@ -293,5 +303,29 @@ describe('RedisWaiters (the one writer of waiter state, over a fake connection)'
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('dates a hand-off a release made by when the release was sent, not when its reply was read', async () => {
+    const { acquires, asked, wait, queued, granted, deadlines } = setUp();
+    const w1 = outcome(wait());
+    const w2 = outcome(wait());
+    await tick();
+    acquires()[0].answer(granted(5));
+    acquires()[1].answer(queued(6));
+    await tick();
+    const before = performance.now();
+    const releasing = w1.lock!.release();
+    const sentBy = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const handed = { member: acquires()[1].token, fence: 6, px: 5000, last: 6, floor: Floor.NONE };
+    asked.find((a) => a.script === 'release')!.answer({ status: 'handed', handed } satisfies PassOnResult);
+    await releasing;
+    await tick();
+    const readAt = performance.now();
+    const left = (w2.lock as RedisLock).leaseLeft();
+    // Counted from between `before` and `sentBy`, whenever the reply was read.
+    expect(left).toBeLessThanOrEqual(sentBy + 5000 - readAt);
+    expect(left).toBeGreaterThanOrEqual(before + 5000 - performance.now());
+    deadlines.clear();
   });
 });
