@@ -503,8 +503,14 @@ describe('PostgresLockProvider (real PostgreSQL)', () => {
     it('never releases a lock whose holder outlives the grace period; it is released when the holder finishes', async () => {
       const provider = make({ keyPrefix: uniquePrefix('grace'), shutdownGraceMs: 200 });
       const gate = deferred();
-      const holder = new LockService(provider).run('k', () => gate.promise);
-      await waitFor(async () => (await pg.advisoryLocks(provider.applicationName, true)) === 1, 5000, 'held');
+      let entered = false;
+      const holder = new LockService(provider).run('k', () => {
+        entered = true;
+        return gate.promise;
+      });
+      // The holder runs (the server showing the lock is not enough: its grant may still be on its way back).
+      await waitFor(() => entered, 5000, 'the holder to run');
+      expect(await pg.advisoryLocks(provider.applicationName, true)).toBe(1);
       await provider.close();
       // Closed, but the handler still runs: its lock stays.
       expect(await pg.advisoryLocks(provider.applicationName, true)).toBe(1);
