@@ -73,13 +73,7 @@ const HOST_EXCEPTIONS = {};
  * Fields written by a second class or outside their own file today ("file
  * Class.field" → who gives them one writer). The list may only shrink.
  */
-const FIELD_WRITER_EXCEPTIONS = {
-  'providers/redis/local-handoff/redis-tenure.ts Tenure.ahead': 'Redis on the local layer',
-  'providers/redis/local-handoff/redis-tenure.ts Tenure.floor': 'Redis on the local layer',
-  'providers/redis/local-handoff/redis-tenure.ts Tenure.issued': 'Redis on the local layer',
-  'providers/redis/local-handoff/redis-tenure.ts Tenure.served': 'Redis on the local layer',
-  'providers/redis/waiting/redis-waiter.ts KeyWaiters.riders': 'Redis on the local layer',
-};
+const FIELD_WRITER_EXCEPTIONS = {};
 
 /** Interfaces with one implementer and no "Why an interface" today ("file Interface" → who settles them). */
 const ONE_IMPLEMENTER_EXCEPTIONS = {

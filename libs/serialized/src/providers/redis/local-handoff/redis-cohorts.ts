@@ -103,7 +103,7 @@ export class RedisCohorts<W extends LocalWaiter> {
   /** A reply says `floor` is the place of the first waiter of another process ahead of this key's waiters. */
   learned(key: string, floor: Floor): void {
     const tenure = this.tenures.get(key);
-    if (tenure && floor !== Floor.UNKNOWN && floor < tenure.floor) tenure.floor = floor;
+    if (tenure && floor !== Floor.UNKNOWN) tenure.lowerFloor(floor);
   }
 
   /** A waiter of another process queued at `place` behind the holder `owner` (a notice): the key, if `owner` is a tenure's. */
@@ -185,10 +185,7 @@ export class RedisCohorts<W extends LocalWaiter> {
 
   /** The release with `keep` is on its way: the served waiters' places it removes (the tenure goes on meanwhile). */
   keeping(lock: RedisLock): readonly string[] {
-    const tenure = this.tenures.get(lock.key)!;
-    const served = tenure.served;
-    tenure.served = [];
-    return served;
+    return this.tenures.get(lock.key)!.takeServed();
   }
 
   /**
@@ -226,12 +223,8 @@ export class RedisCohorts<W extends LocalWaiter> {
 
   private serve(key: string, tenure: Tenure, waiter: W, fence: bigint, px: number, since: number): Serve<W> {
     this.handOffs++;
-    if (tenure.floor !== Floor.NONE) tenure.ahead++;
-    if (!waiter.rider) {
-      tenure.served.push(waiter.token);
-      this.served.set(waiter.token, { key, keys: tenure.keys });
-    }
-    tenure.issued = fence;
+    if (!waiter.rider) this.served.set(waiter.token, { key, keys: tenure.keys });
+    tenure.handedOn(fence, waiter.rider ? undefined : waiter.token);
     return { waiter, keys: tenure.keys, token: tenure.token, fence, px, since };
   }
 

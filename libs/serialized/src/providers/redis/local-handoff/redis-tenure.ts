@@ -1,4 +1,4 @@
-import type { Floor } from '../protocol/floor';
+import { Floor } from '../protocol/floor';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import type { PassOnResult } from '../protocol/hand-off';
 
@@ -40,6 +40,28 @@ export class Tenure {
   ) {
     this.issued = fence;
     this.floor = floor;
+  }
+
+  /** `learned`: a waiter of another process is known to be queued at `floor` (only ever lowers it). */
+  lowerFloor(floor: Floor): void {
+    if (floor < this.floor) this.floor = floor;
+  }
+
+  /**
+   * `handOn`: the key passed in-process to the holder of `fence`; `served`, the
+   * owner token of a waiter that had a place in the queue (it leaves at the release).
+   */
+  handedOn(fence: bigint, served: string | undefined): void {
+    if (this.floor !== Floor.NONE) this.ahead++;
+    if (served !== undefined) this.served.push(served);
+    this.issued = fence;
+  }
+
+  /** The served waiters' tokens, handed to a release that removes their places (the list starts again). */
+  takeServed(): string[] {
+    const served = this.served;
+    this.served = [];
+    return served;
   }
 
   /** The next block, if reserved. */

@@ -125,7 +125,6 @@ export class RedisWaiter implements RedisCallOptions {
     this.move('ride', 'riding', 'sending');
     this.anchor = anchor;
     this.queue.link(this);
-    this.queue.riders++;
   }
 
   /** Still sending: it waits for `leader`'s acquire reply before it rides or is sent (part of `ride`'s admission). */
@@ -256,6 +255,7 @@ export class KeyWaiters {
     else this.first = waiter;
     this.last = waiter;
     this.queued++;
+    if (waiter.rider) this.riders++;
   }
 
   /** Unlinks a waiter leaving the list (a rider, or a place granted or leaving). */
