@@ -4,6 +4,7 @@ import { LockTimeoutError } from '../../errors';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { CallerMode } from '../../local/line-caller';
 import type { SessionRequest, PendingSession } from '../postgres/lock-session.pool';
+import { ownSessionRoundMs, ROUND_OVER } from '../postgres/lock-session.request';
 import type { MysqlLock } from './mysql-lock';
 import type { LockAnswer, MysqlSession } from './mysql-session';
 import type { MysqlSessions } from './mysql-sessions';
@@ -52,6 +53,8 @@ export class MysqlLockAttempt implements SessionRequest {
   private settled = false;
   private finished = false;
   private retried = false;
+  /** Rounds queued for a session of its own so far (see `ownSessionRoundMs`). */
+  private rounds = 0;
   private abortedWith: { reason: unknown } | undefined;
   /** The budget ran out while the server wait ran (its kill is on its way). */
   private expired = false;
@@ -97,9 +100,10 @@ export class MysqlLockAttempt implements SessionRequest {
     return this.whenDone.promise;
   }
 
-  /** SessionRequest: how long it may queue for a session (what is left of the budget). */
+  /** SessionRequest: how long it may queue for a session: what is left of the budget; a blocked one, a round of it. */
   get timeoutMs(): number {
-    return Math.max(0, this.remainingMs());
+    const left = Math.max(0, this.remainingMs());
+    return this.blocked ? Math.min(left, ownSessionRoundMs(this.rounds)) : left;
   }
 
   /** SessionRequest: a try shares a session; a blocking wait needs one of its own. */
@@ -109,6 +113,7 @@ export class MysqlLockAttempt implements SessionRequest {
 
   /** SessionRequest: the budget ran out in the pool's queue. */
   timeoutError(): LockTimeoutError {
+    if (this.blocked && this.remainingMs() >= 1) return ROUND_OVER as LockTimeoutError;
     const message = `no lock connection free within ${this.request.waitTimeoutMs} ms (pool size ${this.sessions.pool.size})`;
     return new LockTimeoutError(this.key, this.request.waitTimeoutMs, undefined, { reason: 'no-connection', message });
   }
@@ -153,9 +158,17 @@ export class MysqlLockAttempt implements SessionRequest {
       },
       (error: unknown) => {
         this.pending = undefined;
+        if (error === ROUND_OVER) return this.lookAgain();
         this.finish(error);
       },
     );
+  }
+
+  /** A round in the pool's queue is over: the key is tried again on a shared session (it may have come free). */
+  private lookAgain(): void {
+    this.rounds++;
+    this.blocked = false;
+    this.takeSession();
   }
 
   private lock(session: MysqlSession): void {
@@ -192,7 +205,8 @@ export class MysqlLockAttempt implements SessionRequest {
     if (!taken && this.request.mode === 'wait' && !this.blocked) {
       this.blocked = true;
       this.sessions.pool.release(session);
-      const refusal = this.owner.attemptBlocked(this);
+      // Counted as a waiter once, not again after each round.
+      const refusal = this.rounds === 0 ? this.owner.attemptBlocked(this) : undefined;
       return refusal === undefined ? this.takeSession() : this.finish(refusal);
     }
     if (!taken) {

@@ -55,3 +55,21 @@ export interface LockSessionPoolOptions<C extends PooledSession = LockSession> {
   /** Most shared uses (held locks plus statements in flight) of one session (default 64). */
   readonly usesPerSession?: number;
 }
+
+/**
+ * A waiter does not queue for a session of its own for its whole budget: held
+ * locks keep their sessions, so a process whose every session holds a lock has
+ * none to wait on, and the key the waiter wants may come free meanwhile. Were it
+ * to queue on, the holders of the pinned sessions (waiting for it through a key
+ * set or a nested call) and the waiter would wait for each other until the budget
+ * ran out (test/semantics/session-pool-full.e2e-spec.ts). So it queues for a
+ * round — 25 ms, doubling to 400 ms — then looks at the key again with a
+ * non-blocking try on a shared session, and queues for the next round if the key
+ * is still held. Only a full pool pays for it: a free session ends the rounds.
+ */
+export function ownSessionRoundMs(round: number): number {
+  return Math.min(400, 25 * 2 ** round);
+}
+
+/** What a queued request for a session of its own rejects with when its round is over (see {@link ownSessionRoundMs}). */
+export const ROUND_OVER: Error = Object.freeze(new Error('the round in the lock pool queue is over; the key is looked at again'));

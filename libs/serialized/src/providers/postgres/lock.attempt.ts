@@ -4,6 +4,7 @@ import type { LockBackendError } from '../../errors';
 import { LockTimeoutError } from '../../errors';
 import { LockSession } from './lock-session';
 import type { SessionRequest, PendingSession } from './lock-session.pool';
+import { ownSessionRoundMs, ROUND_OVER } from './lock-session.request';
 import type { PostgresLock } from './postgres-lock';
 import { SessionChangedError } from './session-changed.error';
 import type { LockSessions } from './lock-sessions';
@@ -69,6 +70,8 @@ export class LockAttempt implements SessionRequest {
   private pending: PendingSession | undefined;
   private session: LockSession | undefined;
   private retried = false;
+  /** Rounds queued for a session of its own so far (see `ownSessionRoundMs`). */
+  private rounds = 0;
   // The current connection is this attempt's alone (a blocking wait), not shared.
   private ownSession = false;
   // The statement in flight waits less than the budget left (lock_timeout clamped).
@@ -122,9 +125,10 @@ export class LockAttempt implements SessionRequest {
     return this.whenDone.promise;
   }
 
-  /** What is left of the wait budget: how long this attempt may queue for a connection. */
+  /** How long this attempt may queue for a connection: what is left of the budget; a blocked one, a round of it. */
   get timeoutMs(): number {
-    return Math.max(0, this.remainingMs());
+    const left = Math.max(0, this.remainingMs());
+    return this.blocked ? Math.min(left, ownSessionRoundMs(this.rounds)) : left;
   }
 
   /** SessionRequest: a try shares a session; a blocking wait needs one of its own. */
@@ -134,6 +138,7 @@ export class LockAttempt implements SessionRequest {
 
   /** SessionRequest: the budget ran out in the pool's queue, not on the key. */
   timeoutError(): LockTimeoutError {
+    if (this.blocked && this.remainingMs() >= 1) return ROUND_OVER as LockTimeoutError;
     const message = `no lock connection free within ${this.waitTimeoutMs} ms (pool size ${this.sessions.pool.size})`;
     return new LockTimeoutError(this.key, this.waitTimeoutMs, undefined, { reason: 'no-connection', message });
   }
@@ -179,9 +184,17 @@ export class LockAttempt implements SessionRequest {
       },
       (error: unknown) => {
         this.pending = undefined;
+        if (error === ROUND_OVER) return this.lookAgain();
         this.finish(error);
       },
     );
+  }
+
+  /** A round in the pool's queue is over: the key is tried again on a shared session (it may have come free). */
+  private lookAgain(): void {
+    this.rounds++;
+    this.blocked = false;
+    this.takeConnection();
   }
 
   private lock(session: LockSession): void {
@@ -225,7 +238,8 @@ export class LockAttempt implements SessionRequest {
     if (!granted && this.mode === 'wait' && !this.blocked) {
       this.blocked = true;
       this.sessions.pool.release(session);
-      const refusal = this.owner.attemptBlocked(this);
+      // Counted as a waiter once, not again after each round.
+      const refusal = this.rounds === 0 ? this.owner.attemptBlocked(this) : undefined;
       return refusal === undefined ? this.takeConnection() : this.finish(refusal);
     }
     if (!granted) {
