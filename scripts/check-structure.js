@@ -76,10 +76,7 @@ const HOST_EXCEPTIONS = {};
 const FIELD_WRITER_EXCEPTIONS = {};
 
 /** Interfaces with one implementer and no "Why an interface" today ("file Interface" → who settles them). */
-const ONE_IMPLEMENTER_EXCEPTIONS = {
-  'providers/postgres/lock.attempt.ts AttemptOwner': 'the session work',
-  'providers/mysql/mysql-lock.attempt.ts MysqlAttemptOwner': 'the session work',
-};
+const ONE_IMPLEMENTER_EXCEPTIONS = {};
 
 /**
  * Import edges ("from -> to", relative to libs/serialized/src) allowed to close a

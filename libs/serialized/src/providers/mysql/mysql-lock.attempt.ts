@@ -4,20 +4,12 @@ import { LockTimeoutError } from '../../errors';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { CallerMode } from '../../local/line-caller';
 import type { SessionRequest, PendingSession } from '../postgres/lock-session.pool';
-import { ownSessionRoundMs, ROUND_OVER } from '../postgres/lock-session.request';
-import type { MysqlLock } from './mysql-lock';
+import { HELD_ELSEWHERE, ownSessionRoundMs, ROUND_OVER, type SessionGrant } from '../postgres/lock-session.request';
 import type { LockAnswer, MysqlSession } from './mysql-session';
 import type { MysqlSessions } from './mysql-sessions';
 
-/** Who an attempt reports to (the backend). */
-export interface MysqlAttemptOwner {
-  /** The server granted the key with `fencingToken`: the caller becomes its holder. */
-  grant(key: string, fencingToken: bigint, name: string, session: MysqlSession): MysqlLock;
-  /** The attempt is over, server side included. */
-  attemptDone(attempt: MysqlLockAttempt): void;
-  /** Another session holds the key and the caller is about to wait: the error to end with when it may not (`maxPending`). */
-  attemptBlocked(attempt: MysqlLockAttempt): Error | undefined;
-}
+/** A part of an attempt's answer: the grant, `null` (a try found the key busy), or `HELD_ELSEWHERE` (a wait's try did). */
+export type MysqlAttemptAnswer = SessionGrant<MysqlSession> | null | typeof HELD_ELSEWHERE;
 
 /** How one caller asks the server for a key. */
 export interface MysqlAttemptRequest {
@@ -26,7 +18,6 @@ export interface MysqlAttemptRequest {
   readonly waitTimeoutMs: number;
   readonly startedAt: number;
   readonly signal: AbortSignal | undefined;
-  readonly maxPending: number;
 }
 
 /** MySQL 8's answer to a wait that would close a cycle of named-lock waits between sessions. */
@@ -38,7 +29,10 @@ const MAX_WAIT_SECONDS = 2 ** 31 - 1;
  * One caller of this process asks the server for a key (the layer lets one per key
  * ask at a time). First `GET_LOCK(name, 0)` on a shared session; only when another
  * session holds the key does the caller take a session of its own and wait in the
- * server's queue with `GET_LOCK(name, s)`.
+ * server's queue with `GET_LOCK(name, s)`. It answers in up to two parts, each a
+ * decoded result: {@link start} gives the grant, `null` (a try found the key busy)
+ * or `HELD_ELSEWHERE` (a wait did); then its backend either {@link decline}s (the
+ * caller may not wait) or asks for {@link waitBehind}.
  *
  * `GET_LOCK` counts whole seconds on MySQL, so `s` is the budget left rounded up
  * and never ends the wait early; the budget's own deadline (and an abort, and
@@ -47,10 +41,10 @@ const MAX_WAIT_SECONDS = 2 ** 31 - 1;
  * whatever it took: no session is ever left blocked or holding a lock nobody owns.
  */
 export class MysqlLockAttempt implements SessionRequest {
-  readonly maxPending: number;
   /** The key proved held by another session: this caller waits in the server. */
   private blocked = false;
-  private settled = false;
+  /** The resolvers of the part of the answer being made, while one is. */
+  private part: { resolve: (answer: MysqlAttemptAnswer) => void; reject: (error: unknown) => void } | undefined;
   private finished = false;
   private retried = false;
   /** Rounds queued for a session of its own so far (see `ownSessionRoundMs`). */
@@ -64,29 +58,24 @@ export class MysqlLockAttempt implements SessionRequest {
   private deadline: Deadline | undefined;
   private readonly onAbort: (() => void) | undefined;
   private whenDone: { promise: Promise<void>; resolve: () => void } | undefined;
-  private resolve!: (lock: MysqlLock | null) => void;
-  private reject!: (error: unknown) => void;
-  /** The caller's answer: the lock, `null` (a try and busy), or the error. */
-  readonly promise: Promise<MysqlLock | null>;
 
   constructor(
     private readonly sessions: Pick<MysqlSessions, 'pool' | 'kill' | 'backendError'>,
     private readonly deadlines: DeadlineQueue,
-    private readonly owner: MysqlAttemptOwner,
     readonly key: string,
     /** The named lock's name. */
     readonly name: string,
     private readonly request: MysqlAttemptRequest,
   ) {
-    this.maxPending = request.maxPending;
-    this.promise = new Promise<MysqlLock | null>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     if (request.signal) {
       this.onAbort = () => this.abort(request.signal!.reason);
       request.signal.addEventListener('abort', this.onAbort, { once: true });
     }
+  }
+
+  /** Whether the attempt is over, server side included. */
+  get over(): boolean {
+    return this.finished;
   }
 
   /** Resolves when the attempt is over, server side included. */
@@ -123,13 +112,30 @@ export class MysqlLockAttempt implements SessionRequest {
     return this.sessions.backendError(this.key, cause);
   }
 
-  start(): void {
+  /** The first part of the answer: `GET_LOCK(name, 0)` on a shared session (see the class). */
+  start(): Promise<MysqlAttemptAnswer> {
+    const answer = this.nextPart();
     this.takeSession();
+    return answer;
+  }
+
+  /** The second part, after `HELD_ELSEWHERE`: the wait in the server's queue, on a session of its own. */
+  waitBehind(): Promise<SessionGrant<MysqlSession>> {
+    const answer = this.nextPart() as Promise<SessionGrant<MysqlSession>>;
+    // Given up between the two parts: nothing was taken.
+    if (this.abortedWith) this.finish(this.abortedWith.reason);
+    else this.takeSession();
+    return answer;
+  }
+
+  /** After `HELD_ELSEWHERE`: the caller may not wait, and the attempt ends (it holds nothing). */
+  decline(): void {
+    this.finish(undefined);
   }
 
   /** Answers the caller with `reason` now; the server side winds down in the background. */
   abort(reason: unknown): void {
-    if (this.settled || this.abortedWith) return;
+    if (this.finished || this.abortedWith) return;
     this.abortedWith = { reason };
     this.answer(reason);
     if (this.pending) this.pending.cancel(reason);
@@ -205,9 +211,8 @@ export class MysqlLockAttempt implements SessionRequest {
     if (!taken && this.request.mode === 'wait' && !this.blocked) {
       this.blocked = true;
       this.sessions.pool.release(session);
-      // Counted as a waiter once, not again after each round.
-      const refusal = this.rounds === 0 ? this.owner.attemptBlocked(this) : undefined;
-      return refusal === undefined ? this.takeSession() : this.finish(refusal);
+      // The backend counts the caller as a waiter once, not again after each round.
+      return this.rounds === 0 ? this.settle(HELD_ELSEWHERE) : this.takeSession();
     }
     if (!taken) {
       this.sessions.pool.release(session);
@@ -242,7 +247,7 @@ export class MysqlLockAttempt implements SessionRequest {
     session.grantToken(counter).then(
       (token) => {
         if (this.abortedWith) return this.windDown(session, true, this.abortedWith.reason);
-        this.finish(undefined, this.owner.grant(this.key, token, this.name, session));
+        this.finish(undefined, { fencingToken: token, session });
       },
       (error: unknown) => this.windDown(session, true, this.sessions.backendError(this.key, error)),
     );
@@ -301,27 +306,31 @@ export class MysqlLockAttempt implements SessionRequest {
       .finally(() => this.finish(error));
   }
 
-  private finish(error: unknown, lock?: MysqlLock | null): void {
+  private finish(error: unknown, grant?: SessionGrant<MysqlSession> | null): void {
     if (!this.finished) {
       this.finished = true;
       if (this.onAbort) this.request.signal!.removeEventListener('abort', this.onAbort);
-      this.owner.attemptDone(this);
       this.whenDone?.resolve();
     }
-    if (lock) this.settle(lock);
+    if (grant) this.settle(grant);
     else if (error === undefined) this.settle(null);
     else this.answer(error);
   }
 
-  private settle(lock: MysqlLock | null): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.resolve(lock);
+  /** Opens the next part of the answer. */
+  private nextPart(): Promise<MysqlAttemptAnswer> {
+    return new Promise<MysqlAttemptAnswer>((resolve, reject) => (this.part = { resolve, reject }));
+  }
+
+  private settle(answer: MysqlAttemptAnswer): void {
+    const part = this.part;
+    this.part = undefined;
+    part?.resolve(answer);
   }
 
   private answer(error: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.reject(error);
+    const part = this.part;
+    this.part = undefined;
+    part?.reject(error);
   }
 }

@@ -5,7 +5,8 @@ import type { LineCaller } from '../../local/line-caller';
 import type { LockBackend } from '../../local/lock-backend.interface';
 import type { LockLines } from '../../local/lock-lines';
 import { SessionLivenessMonitor } from '../postgres/session-liveness.monitor';
-import { MysqlLockAttempt, type MysqlAttemptOwner } from './mysql-lock.attempt';
+import { SessionAttempts } from '../postgres/session-attempts.registry';
+import { MysqlLockAttempt } from './mysql-lock.attempt';
 import { mysqlLockName } from './mysql-lock.name';
 import { MysqlLock } from './mysql-lock';
 import type { MysqlSession } from './mysql-session';
@@ -26,9 +27,8 @@ const NO_LONGER_WATCHED =
  * shutdown). Every release goes to the server (no local hand-off: MySQL cannot say
  * whether another session waits, so arrival order is the server's).
  */
-export class MysqlBackend implements LockBackend<MysqlLock>, MysqlAttemptOwner {
-  /** The attempt in flight per key (at most one: the layer lets one caller per key ask). */
-  private readonly attempts = new Map<string, MysqlLockAttempt>();
+export class MysqlBackend implements LockBackend<MysqlLock> {
+  private readonly attempts = new SessionAttempts<MysqlSession, MysqlLockAttempt>();
   private readonly monitor: SessionLivenessMonitor<MysqlSession>;
   private readonly owner = {
     releaseLock: (lock: MysqlLock) => this.lines().released(lock),
@@ -61,21 +61,19 @@ export class MysqlBackend implements LockBackend<MysqlLock>, MysqlAttemptOwner {
 
   take(caller: LineCaller<MysqlLock>): Promise<MysqlLock | null> {
     this.leaseNote.check(caller.leaseMs, caller.key);
-    const attempt = new MysqlLockAttempt(
-      this.sessions,
-      this.deadlines,
-      this,
-      caller.key,
-      mysqlLockName(this.keyPrefix, caller.key),
-      caller,
-    );
-    this.attempts.set(caller.key, attempt);
-    attempt.start();
-    return attempt.promise;
+    const attempt = new MysqlLockAttempt(this.sessions, this.deadlines, caller.key, mysqlLockName(this.keyPrefix, caller.key), caller);
+    return this.attempts.run(attempt, caller, this.lines()).then((grant) => {
+      if (grant === null) return null;
+      const lock = new MysqlLock(caller.key, grant.fencingToken, attempt.name, grant.session, this.owner);
+      // A session that ended on the way tells the lock at once.
+      grant.session.hold(lock);
+      this.monitor.arm();
+      return lock;
+    });
   }
 
   windingDown(key: string): Promise<void> | undefined {
-    return this.attempts.get(key)?.done;
+    return this.attempts.windingDown(key);
   }
 
   /** `RELEASE_LOCK`, its answer checked: anything but 1 means the lock was not ours any more, and the holder is told. */
@@ -120,26 +118,7 @@ export class MysqlBackend implements LockBackend<MysqlLock>, MysqlAttemptOwner {
   }
 
   stopAsking(error: (key: string) => Error): void {
-    for (const attempt of [...this.attempts.values()]) attempt.abort(error(attempt.key));
-  }
-
-  /** MysqlAttemptOwner: the server granted the key. */
-  grant(key: string, fencingToken: bigint, name: string, session: MysqlSession): MysqlLock {
-    const lock = new MysqlLock(key, fencingToken, name, session, this.owner);
-    // A session that ended on the way tells the lock at once.
-    session.hold(lock);
-    this.monitor.arm();
-    return lock;
-  }
-
-  /** MysqlAttemptOwner: the attempt is over, server side included. */
-  attemptDone(attempt: MysqlLockAttempt): void {
-    if (this.attempts.get(attempt.key) === attempt) this.attempts.delete(attempt.key);
-  }
-
-  /** MysqlAttemptOwner: the attempt's caller is about to wait in the server behind another session. */
-  attemptBlocked(attempt: MysqlLockAttempt): Error | undefined {
-    return this.lines().waitsBehind(attempt.key, attempt.maxPending);
+    this.attempts.abortAll(error);
   }
 
   /** After shutdown: stops the checks, tells holders past the grace period, closes the lock pool. */
@@ -148,10 +127,7 @@ export class MysqlBackend implements LockBackend<MysqlLock>, MysqlAttemptOwner {
     const still = [...holders];
     for (const lock of still) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
     // Killed waits end their sessions as soon as the server answers the kill.
-    await Promise.race([
-      Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
-      new Promise((resolve) => setTimeout(resolve, this.sessions.connectTimeoutMs).unref()),
-    ]);
+    await this.attempts.settled(this.sessions.connectTimeoutMs);
     for (const lock of still) lock.session.unref();
     await this.sessions.pool.close();
   }

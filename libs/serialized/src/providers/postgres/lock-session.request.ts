@@ -73,3 +73,17 @@ export function ownSessionRoundMs(round: number): number {
 
 /** What a queued request for a session of its own rejects with when its round is over (see {@link ownSessionRoundMs}). */
 export const ROUND_OVER: Error = Object.freeze(new Error('the round in the lock pool queue is over; the key is looked at again'));
+
+/** A session attempt's grant, decoded: the holder-to-be's fencing token and the session that now holds the key. */
+export interface SessionGrant<C extends PooledSession> {
+  readonly fencingToken: bigint;
+  readonly session: C;
+}
+
+/**
+ * A waiting caller's try found the key held by another session: the first answer
+ * of its attempt. Its backend then counts it as a waiter of the process (the
+ * layer's `waitsBehind`, which may refuse it) and, if it may wait, asks the
+ * attempt for the second part: the wait in the server's queue.
+ */
+export const HELD_ELSEWHERE: unique symbol = Symbol('held by another session');

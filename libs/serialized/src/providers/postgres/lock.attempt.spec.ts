@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockTimeoutError } from '../../errors';
-import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type AttemptOwner, type AttemptSessions } from './lock.attempt';
+import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type AttemptSessions } from './lock.attempt';
+import { HELD_ELSEWHERE } from './lock-session.request';
 import type { LockSession } from './lock-session';
 import type { LockSessionPool } from './lock-session.pool';
-import type { PostgresLock } from './postgres-lock';
 import { lockStatements } from './postgres-lock.statements';
 import { SessionTokens } from './session-tokens';
 
@@ -41,9 +41,8 @@ class ScriptedConnection {
   }
 }
 
-function attempt(session: ScriptedConnection, mode: 'wait' | 'try', waitTimeoutMs: number) {
-  const released: unknown[] = [];
-  const sessions: AttemptSessions = {
+function sessionsOf(session: ScriptedConnection, released: unknown[] = []): AttemptSessions {
+  return {
     pool: {
       // A try shares a session; a blocking wait gets one of its own.
       take: (request: { shared: boolean }) => {
@@ -60,22 +59,18 @@ function attempt(session: ScriptedConnection, mode: 'wait' | 'try', waitTimeoutM
     backendError: (key, cause) => new LockBackendError(`backend: ${(cause as Error).message}`, { key, cause }),
     refuse: () => undefined,
   };
-  const owner: AttemptOwner = {
-    grant: (key, fencingToken) => ({ key, fencingToken }) as unknown as PostgresLock,
-    attemptDone: () => undefined,
-    // Another session holds the key: the caller waits (it counts as a waiter).
-    attemptBlocked: () => undefined,
-  };
-  const made = new LockAttempt(sessions, owner, 'k', '1', {
-    mode,
-    waitTimeoutMs,
-    startedAt: performance.now(),
-    signal: undefined,
-    maxPending: Infinity,
-    handoff: undefined,
-  });
-  made.start();
-  return { promise: made.promise, released };
+}
+
+function attempt(session: ScriptedConnection, mode: 'wait' | 'try', waitTimeoutMs: number) {
+  const released: unknown[] = [];
+  const sessions = sessionsOf(session, released);
+  const made = new LockAttempt(sessions, 'k', '1', { mode, waitTimeoutMs, startedAt: performance.now(), signal: undefined });
+  // Another session holds the key: the caller waits (its backend would count it as a waiter first).
+  const promise = made
+    .start()
+    .then((answer) => (answer === HELD_ELSEWHERE ? made.waitBehind() : answer))
+    .then((grant) => grant && { key: 'k', fencingToken: grant.fencingToken });
+  return { promise, released };
 }
 
 describe('LockAttempt', () => {
@@ -107,5 +102,38 @@ describe('LockAttempt', () => {
     const { promise, released } = attempt(session, 'try', 5000);
     await expect(promise).resolves.toBeNull();
     expect(released).toEqual([session]);
+  });
+
+  it('answers a wait whose try finds the key busy with HELD_ELSEWHERE, and ends with nothing held when its backend declines', async () => {
+    const session = new ScriptedConnection([[null, 42]]);
+    const made = new LockAttempt(sessionsOf(session), 'k', '1', {
+      mode: 'wait',
+      waitTimeoutMs: 5000,
+      startedAt: performance.now(),
+      signal: undefined,
+    });
+    await expect(made.start()).resolves.toBe(HELD_ELSEWHERE);
+    expect(made.over).toBe(false);
+    made.decline();
+    expect(made.over).toBe(true);
+    await expect(made.done).resolves.toBeUndefined();
+    // Only the try was sent: no wait in the server.
+    expect(session.sent).toHaveLength(1);
+  });
+
+  it('rejects the second part at once, sending nothing, when the caller gave up between the two parts', async () => {
+    const session = new ScriptedConnection([[null, 42]]);
+    const controller = new AbortController();
+    const made = new LockAttempt(sessionsOf(session), 'k', '1', {
+      mode: 'wait',
+      waitTimeoutMs: 5000,
+      startedAt: performance.now(),
+      signal: controller.signal,
+    });
+    await expect(made.start()).resolves.toBe(HELD_ELSEWHERE);
+    controller.abort(new Error('client went away'));
+    await expect(made.waitBehind()).rejects.toThrow('client went away');
+    expect(made.over).toBe(true);
+    expect(session.sent).toHaveLength(1);
   });
 });

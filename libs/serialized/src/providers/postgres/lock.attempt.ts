@@ -1,30 +1,14 @@
-import type { HandOffMode } from '../../acquire-options.interface';
 import { performance } from 'node:perf_hooks';
 import type { LockBackendError } from '../../errors';
 import { LockTimeoutError } from '../../errors';
 import { LockSession } from './lock-session';
 import type { SessionRequest, PendingSession } from './lock-session.pool';
-import { ownSessionRoundMs, ROUND_OVER } from './lock-session.request';
-import type { PostgresLock } from './postgres-lock';
+import { HELD_ELSEWHERE, ownSessionRoundMs, ROUND_OVER, type SessionGrant } from './lock-session.request';
 import { SessionChangedError } from './session-changed.error';
 import type { LockSessions } from './lock-sessions';
 
 /** The database side an attempt uses: the pool, the SQL, and how a failure is reported. */
 export type AttemptSessions = Pick<LockSessions, 'pool' | 'statements' | 'connectTimeoutMs' | 'backendError' | 'refuse'>;
-
-/** Who an attempt reports to (`PostgresBackend`, which asks the local layer for what it may do). */
-export interface AttemptOwner {
-  /** The server granted the key: the caller becomes its holder. */
-  grant(key: string, fencingToken: bigint, lockKey: string, session: LockSession, handoff?: HandOffMode): PostgresLock;
-  /** The attempt is over; `held` tells whether it ended holding the key. */
-  attemptDone(attempt: LockAttempt, held: boolean): void;
-  /**
-   * Another session holds the key: the attempt's caller is about to wait, so it
-   * counts as a waiter of this process (`maxPending`). Returns the error to end
-   * the attempt with when it may not wait.
-   */
-  attemptBlocked(attempt: LockAttempt): Error | undefined;
-}
 
 /** How one caller asks the server for a key. */
 export interface AttemptRequest {
@@ -33,14 +17,13 @@ export interface AttemptRequest {
   readonly waitTimeoutMs: number;
   readonly startedAt: number;
   readonly signal: AbortSignal | undefined;
-  /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
-  readonly maxPending: number;
-  /** How the holder-to-be may hand the key on locally (undefined: the provider's default). */
-  readonly handoff: HandOffMode | undefined;
 }
 
 /** `wait` queues in PostgreSQL for the rest of the budget; `try` takes the key only if it is free. */
 export type AttemptMode = 'wait' | 'try';
+
+/** A part of an attempt's answer: the grant, `null` (a try found the key busy), or `HELD_ELSEWHERE` (a wait's try did). */
+export type AttemptAnswer = SessionGrant<LockSession> | null | typeof HELD_ELSEWHERE;
 
 const LOCK_NOT_AVAILABLE = '55P03';
 const UNDEFINED_TABLE = '42P01';
@@ -51,6 +34,10 @@ export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
  * The second level of an acquisition: the caller already owns the key in this
  * process (first in the local FIFO), so it is the only caller of this process
  * that takes a lock connection for the key and waits in PostgreSQL's lock queue.
+ * It answers in up to two parts, each a decoded result: {@link start} tries the
+ * key on a shared session (the grant, `null` for a try that found it busy, or
+ * `HELD_ELSEWHERE` for a wait); after `HELD_ELSEWHERE` its backend either
+ * {@link decline}s (the caller may not wait) or asks for {@link waitBehind}.
  *
  * The wait budget carries over: what is left of `waitTimeoutMs` after the local
  * queue bounds the wait for a pooled connection, then becomes the statement's
@@ -60,11 +47,10 @@ export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
  * ended, so a lock granted in the same instant is freed rather than kept.
  */
 export class LockAttempt implements SessionRequest {
-  /** Most callers of this process that may wait for the key, this one included once it waits (`maxPending`). */
-  readonly maxPending: number;
   /** The key proved held by another session: this caller waits in the server (a waiter, not the holder-to-be). */
-  blocked = false;
-  private settled = false;
+  private blocked = false;
+  /** The resolvers of the part of the answer being made, while one is. */
+  private part: { resolve: (grant: AttemptAnswer) => void; reject: (error: unknown) => void } | undefined;
   private finished = false;
   private abortedWith: { reason: unknown } | undefined;
   private pending: PendingSession | undefined;
@@ -78,40 +64,33 @@ export class LockAttempt implements SessionRequest {
   private waitClamped = false;
   private readonly onAbort: (() => void) | undefined;
   private whenDone: { promise: Promise<void>; resolve: () => void } | undefined;
-  private resolve!: (lock: PostgresLock | null) => void;
-  private reject!: (error: unknown) => void;
-  /** The caller's answer: the lock, `null` (`try` and busy), or the error. */
-  readonly promise: Promise<PostgresLock | null>;
 
   private readonly mode: AttemptMode;
   private readonly waitTimeoutMs: number;
   private readonly startedAt: number;
   private readonly signal: AbortSignal | undefined;
-  private readonly handoff: HandOffMode | undefined;
 
   constructor(
     private readonly sessions: AttemptSessions,
-    private readonly owner: AttemptOwner,
     readonly key: string,
     /** The 64-bit advisory lock key (decimal). */
     readonly lockKey: string,
     request: AttemptRequest,
   ) {
-    const { mode, waitTimeoutMs, startedAt, signal, maxPending, handoff } = request;
+    const { mode, waitTimeoutMs, startedAt, signal } = request;
     this.mode = mode;
     this.waitTimeoutMs = waitTimeoutMs;
     this.startedAt = startedAt;
     this.signal = signal;
-    this.maxPending = maxPending;
-    this.handoff = handoff;
-    this.promise = new Promise<PostgresLock | null>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     if (signal) {
       this.onAbort = () => this.abort(signal.reason);
       signal.addEventListener('abort', this.onAbort, { once: true });
     }
+  }
+
+  /** Whether the attempt is over, server side included. */
+  get over(): boolean {
+    return this.finished;
   }
 
   /** Resolves when the attempt is over, server side included (made on demand: only shutdown asks). */
@@ -148,13 +127,30 @@ export class LockAttempt implements SessionRequest {
     return this.sessions.backendError(this.key, cause);
   }
 
-  start(): void {
+  /** The first part of the answer: the try on a shared session (see the class). */
+  start(): Promise<AttemptAnswer> {
+    const answer = this.nextPart();
     this.takeConnection();
+    return answer;
+  }
+
+  /** The second part, after `HELD_ELSEWHERE`: the wait in the server's queue, on a session of its own. */
+  waitBehind(): Promise<SessionGrant<LockSession>> {
+    const answer = this.nextPart() as Promise<SessionGrant<LockSession>>;
+    // Given up between the two parts: nothing was taken.
+    if (this.abortedWith) this.finish(this.abortedWith.reason);
+    else this.takeConnection();
+    return answer;
+  }
+
+  /** After `HELD_ELSEWHERE`: the caller may not wait, and the attempt ends (it holds nothing). */
+  decline(): void {
+    this.finish(undefined);
   }
 
   /** Answers the caller with `reason` now; the server side is wound down in the background. */
   abort(reason: unknown): void {
-    if (this.settled || this.abortedWith) return;
+    if (this.finished || this.abortedWith) return;
     this.abortedWith = { reason };
     this.answer(reason);
     if (this.pending) {
@@ -238,9 +234,8 @@ export class LockAttempt implements SessionRequest {
     if (!granted && this.mode === 'wait' && !this.blocked) {
       this.blocked = true;
       this.sessions.pool.release(session);
-      // Counted as a waiter once, not again after each round.
-      const refusal = this.rounds === 0 ? this.owner.attemptBlocked(this) : undefined;
-      return refusal === undefined ? this.takeConnection() : this.finish(refusal);
+      // The backend counts the caller as a waiter once, not again after each round.
+      return this.rounds === 0 ? this.settle(HELD_ELSEWHERE) : this.takeConnection();
     }
     if (!granted) {
       this.sessions.pool.release(session);
@@ -251,7 +246,7 @@ export class LockAttempt implements SessionRequest {
     const fencingToken = BigInt(token as string);
     // A draw starts the session's next block of tokens (see SessionTokens).
     session.tokens.granted(fencingToken);
-    this.finish(undefined, this.owner.grant(this.key, fencingToken, this.lockKey, session, this.handoff));
+    this.finish(undefined, { fencingToken, session });
   }
 
   private failed(session: LockSession, error: unknown): void {
@@ -309,27 +304,31 @@ export class LockAttempt implements SessionRequest {
       .finally(() => this.finish(error));
   }
 
-  private finish(error: unknown, lock?: PostgresLock | null): void {
+  private finish(error: unknown, grant?: SessionGrant<LockSession> | null): void {
     if (!this.finished) {
       this.finished = true;
       if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort);
-      this.owner.attemptDone(this, !!lock);
       this.whenDone?.resolve();
     }
-    if (lock) this.settle(lock);
+    if (grant) this.settle(grant);
     else if (error === undefined) this.settle(null);
     else this.answer(error);
   }
 
-  private settle(lock: PostgresLock | null): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.resolve(lock);
+  /** Opens the next part of the answer. */
+  private nextPart(): Promise<AttemptAnswer> {
+    return new Promise<AttemptAnswer>((resolve, reject) => (this.part = { resolve, reject }));
+  }
+
+  private settle(answer: AttemptAnswer): void {
+    const part = this.part;
+    this.part = undefined;
+    part?.resolve(answer);
   }
 
   private answer(error: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.reject(error);
+    const part = this.part;
+    this.part = undefined;
+    part?.reject(error);
   }
 }

@@ -7,7 +7,8 @@ import type { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
 import { checkSession, KEPT, unlockSession } from './session-unlock';
-import { LockAttempt, type AttemptOwner } from './lock.attempt';
+import { LockAttempt } from './lock.attempt';
+import { SessionAttempts } from './session-attempts.registry';
 import type { LockSession, UnownedLock } from './lock-session';
 import type { LockSessions } from './lock-sessions';
 import { PostgresLock, type Cohort } from './postgres-lock';
@@ -41,9 +42,8 @@ const NO_LONGER_WATCHED =
  * (one statement that unlocks if one does), `cohort` up to the layer's bound —
  * and otherwise unlocks, with every result checked.
  */
-export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, AttemptOwner {
-  /** The attempt in flight per key (at most one: the layer lets one caller per key ask). */
-  private readonly attempts = new Map<string, LockAttempt>();
+export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
+  private readonly attempts = new SessionAttempts<LockSession, LockAttempt>();
   private readonly mode: HandOffMode;
   private readonly monitor: SessionLivenessMonitor;
   private readonly audit: SessionAudit;
@@ -78,21 +78,18 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   take(caller: LineCaller<PostgresLock>): Promise<PostgresLock | null> {
     this.leaseNote.check(caller.leaseMs, caller.key);
     this.sessions.assertUsable(caller.key);
-    const attempt = new LockAttempt(this.sessions, this, caller.key, advisoryLockKey(this.keyPrefix, caller.key), {
-      mode: caller.mode,
-      waitTimeoutMs: caller.waitTimeoutMs,
-      startedAt: caller.startedAt,
-      signal: caller.signal,
-      maxPending: caller.maxPending,
-      handoff: caller.handoff,
+    const attempt = new LockAttempt(this.sessions, caller.key, advisoryLockKey(this.keyPrefix, caller.key), caller);
+    return this.attempts.run(attempt, caller, this.lines()).then((grant) => {
+      if (grant === null) return null;
+      const { fencingToken, session } = grant;
+      // A session whose sequence reserves no block (increment 1) cannot hand off.
+      const cohort = session.tokens.block >= 2 ? { mode: caller.handoff ?? this.mode } : undefined;
+      return this.holderOf(caller.key, fencingToken, attempt.lockKey, session, cohort);
     });
-    this.attempts.set(caller.key, attempt);
-    attempt.start();
-    return attempt.promise;
   }
 
   windingDown(key: string): Promise<void> | undefined {
-    return this.attempts.get(key)?.done;
+    return this.attempts.windingDown(key);
   }
 
   release(lock: PostgresLock, handOn: boolean): HandedLock | undefined | Promise<HandedLock | undefined> {
@@ -123,24 +120,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
   }
 
   stopAsking(error: (key: string) => Error): void {
-    for (const attempt of [...this.attempts.values()]) attempt.abort(error(attempt.key));
-  }
-
-  /** AttemptOwner: the server granted the key. */
-  grant(key: string, fencingToken: bigint, lockKey: string, session: LockSession, handoff?: HandOffMode): PostgresLock {
-    // A session whose sequence reserves no block (increment 1) cannot hand off.
-    const cohort = session.tokens.block >= 2 ? { mode: handoff ?? this.mode } : undefined;
-    return this.holderOf(key, fencingToken, lockKey, session, cohort);
-  }
-
-  /** AttemptOwner: the attempt is over, server side included. */
-  attemptDone(attempt: LockAttempt): void {
-    if (this.attempts.get(attempt.key) === attempt) this.attempts.delete(attempt.key);
-  }
-
-  /** AttemptOwner: the attempt's caller is about to wait in the server behind another session. */
-  attemptBlocked(attempt: LockAttempt): Error | undefined {
-    return this.lines().waitsBehind(attempt.key, attempt.maxPending);
+    this.attempts.abortAll(error);
   }
 
   /** Audits every lock session now; resolves with the advisory locks found without an owner (given back). */
@@ -156,10 +136,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock>, A
     // they no longer keep the process alive): their holders are told now.
     for (const lock of still) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
     // Aborted waits end their sessions as soon as the server answers the cancel.
-    await Promise.race([
-      Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
-      new Promise((resolve) => setTimeout(resolve, this.sessions.connectTimeoutMs).unref()),
-    ]);
+    await this.attempts.settled(this.sessions.connectTimeoutMs);
     // Sessions still held past the grace period stay until their holders release them, without keeping the process alive.
     for (const lock of still) lock.session.unref();
     await this.sessions.pool.close();

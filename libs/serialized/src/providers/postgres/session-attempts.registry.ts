@@ -1,0 +1,105 @@
+import type { LineCaller } from '../../local/line-caller';
+import { HELD_ELSEWHERE, type PooledSession, type SessionGrant } from './lock-session.request';
+
+/** What the registry needs of a driver's session attempt (PostgreSQL's `LockAttempt`, MySQL's `MysqlLockAttempt`). */
+export interface SessionAttempt<C extends PooledSession> {
+  readonly key: string;
+  /** Whether the attempt is over, server side included. */
+  readonly over: boolean;
+  /** Resolves once it is over. */
+  readonly done: Promise<void>;
+  /** The first part of its answer: the grant, `null` (a try found the key busy), or `HELD_ELSEWHERE` (a wait did). */
+  start(): Promise<SessionGrant<C> | null | typeof HELD_ELSEWHERE>;
+  /** The second part, after `HELD_ELSEWHERE`: the wait in the server's queue. */
+  waitBehind(): Promise<SessionGrant<C>>;
+  /** After `HELD_ELSEWHERE`: the caller may not wait; the attempt ends. */
+  decline(): void;
+  /** Answers the caller with `reason` now; the server side winds down in the background. */
+  abort(reason: unknown): void;
+}
+
+/** The layer's transition a caller goes through when it learns it waits behind another process (`LockLines.waitsBehind`). */
+interface WaitsBehind {
+  waitsBehind(key: string, maxPending: number): Error | undefined;
+}
+
+/**
+ * The session attempts of one provider in flight, at most one per key (the layer
+ * lets one caller per key and process ask at a time), each kept until it is over
+ * server side included: the next caller of its key waits for that
+ * (`windingDown`), shutdown aborts them and waits for them, and the PostgreSQL
+ * session audit counts their keys as owned. It also runs an attempt's two parts
+ * in order — the try, then, if the caller may wait, the wait — for the
+ * PostgreSQL and MySQL backends alike.
+ */
+export class SessionAttempts<C extends PooledSession, A extends SessionAttempt<C>> {
+  private readonly byKey = new Map<string, A>();
+
+  /**
+   * Runs `attempt` for `caller`: resolves with the grant or `null` (a try found the
+   * key busy), or rejects with the caller's error. A waiting caller whose try found
+   * the key held elsewhere is counted as a waiter of this process first
+   * (`lines.waitsBehind`), which may refuse it.
+   */
+  run(attempt: A, caller: Pick<LineCaller<unknown>, 'key' | 'maxPending'>, lines: WaitsBehind): Promise<SessionGrant<C> | null> {
+    this.byKey.set(attempt.key, attempt);
+    return attempt.start().then(
+      (answer) => (answer === HELD_ELSEWHERE ? this.waitBehind(attempt, caller, lines) : this.ended(attempt, answer)),
+      (error: unknown) => this.failed(attempt, error),
+    );
+  }
+
+  /** What the attempt of `key` still winds down (after an answer other than a grant), if it is not over. */
+  windingDown(key: string): Promise<void> | undefined {
+    return this.byKey.get(key)?.done;
+  }
+
+  /** The attempts in flight or winding down. */
+  values(): IterableIterator<A> {
+    return this.byKey.values();
+  }
+
+  /** Shutdown: every attempt answers `error(key)` now. */
+  abortAll(error: (key: string) => Error): void {
+    for (const attempt of [...this.byKey.values()]) attempt.abort(error(attempt.key));
+  }
+
+  /** Resolves once every attempt is over, or after `timeoutMs`. */
+  async settled(timeoutMs: number): Promise<void> {
+    await Promise.race([
+      Promise.all([...this.byKey.values()].map((attempt) => attempt.done)),
+      new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
+    ]);
+  }
+
+  private waitBehind(attempt: A, caller: Pick<LineCaller<unknown>, 'key' | 'maxPending'>, lines: WaitsBehind): Promise<SessionGrant<C>> {
+    const refused = lines.waitsBehind(caller.key, caller.maxPending);
+    if (refused !== undefined) {
+      attempt.decline();
+      return this.failed(attempt, refused);
+    }
+    return attempt.waitBehind().then(
+      (grant) => this.ended(attempt, grant) as SessionGrant<C>,
+      (error: unknown) => this.failed(attempt, error),
+    );
+  }
+
+  private ended(attempt: A, answer: SessionGrant<C> | null): SessionGrant<C> | null {
+    this.forget(attempt);
+    return answer;
+  }
+
+  private failed(attempt: A, error: unknown): Promise<never> {
+    this.forget(attempt);
+    return Promise.reject(error);
+  }
+
+  /** The attempt leaves once it is over, server side included. */
+  private forget(attempt: A): void {
+    if (!attempt.over) {
+      void attempt.done.then(() => this.forget(attempt));
+      return;
+    }
+    if (this.byKey.get(attempt.key) === attempt) this.byKey.delete(attempt.key);
+  }
+}
