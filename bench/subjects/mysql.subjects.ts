@@ -1,7 +1,7 @@
-import { createConnection, createPool } from 'mysql2/promise';
+import { createConnection, createPool, type PoolConnection } from 'mysql2/promise';
 import { MysqlLockProvider } from 'nestjs-serialized';
 import { lockServiceSubject } from './memory.subjects';
-import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
+import { nestedOnOneSession, type LockSubject, type SubjectContext, type SubjectSpec } from './subject';
 
 /** Connections of this library's lock pool per process (its default). */
 const OURS_LOCK_POOL_SIZE = 10;
@@ -76,29 +76,20 @@ export const mysqlNested: SubjectSpec = {
   connectionsFor: (concurrency) => Math.min(concurrency, 10),
   async open(context: SubjectContext): Promise<LockSubject> {
     const pool = createPool({ uri: context.mysqlUrl });
-    const withLocks = async (keys: readonly string[], fn: () => void | Promise<void>): Promise<void> => {
-      const names = [...new Set(keys)].sort().map((key) => `${context.prefix}:nested:${key}`.slice(-64));
-      const connection = await pool.getConnection();
-      const held: string[] = [];
-      try {
-        for (const name of names) {
-          const [rows] = await connection.query({ sql: 'SELECT GET_LOCK(?, 10)', rowsAsArray: true }, [name]);
-          if ((rows as unknown[][])[0]?.[0] !== 1) throw new Error(`GET_LOCK(${name}) did not return 1`);
-          held.push(name);
-        }
-        await fn();
-      } finally {
-        for (const name of held.reverse()) {
-          const [rows] = await connection.query({ sql: 'SELECT RELEASE_LOCK(?)', rowsAsArray: true }, [name]);
-          if ((rows as unknown[][])[0]?.[0] !== 1) {
-            connection.destroy();
-            // eslint-disable-next-line no-unsafe-finally -- deliberate: a release that failed is the finding
-            throw new Error('RELEASE_LOCK did not return 1');
-          }
-        }
-        connection.release();
-      }
-    };
+    const withLocks = nestedOnOneSession<PoolConnection>({
+      name: (key) => `${context.prefix}:nested:${key}`.slice(-64),
+      session: () => pool.getConnection(),
+      async lock(connection, name) {
+        const [rows] = await connection.query({ sql: 'SELECT GET_LOCK(?, 10)', rowsAsArray: true }, [name]);
+        if ((rows as unknown[][])[0]?.[0] !== 1) throw new Error(`GET_LOCK(${name}) did not return 1`);
+      },
+      async unlock(connection, name) {
+        const [rows] = await connection.query({ sql: 'SELECT RELEASE_LOCK(?)', rowsAsArray: true }, [name]);
+        return (rows as unknown[][])[0]?.[0] === 1;
+      },
+      giveBack: (connection, broken) => (broken ? connection.destroy() : connection.release()),
+      unlockFailed: 'RELEASE_LOCK did not return 1',
+    });
     return { withLock: (key, fn) => withLocks([key], fn), withLocks, close: () => pool.end() };
   },
 };

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import advisoryLock from 'advisory-lock';
-import { Client, Pool } from 'pg';
+import { Client, Pool, type PoolClient } from 'pg';
 import { PostgresLockProvider } from 'nestjs-serialized';
 import { lockServiceSubject } from './memory.subjects';
-import type { LockSubject, SubjectContext, SubjectSpec } from './subject';
+import { nestedOnOneSession, type LockSubject, type SubjectContext, type SubjectSpec } from './subject';
 
 /** Connections of this library's lock pool per process (its default). */
 export const OURS_LOCK_POOL_SIZE = 10;
@@ -130,32 +130,23 @@ export const postgresNested: SubjectSpec = {
   async open(context: SubjectContext): Promise<LockSubject> {
     const pool = new Pool({ connectionString: context.databaseUrl });
     pool.on('error', () => undefined);
-    const withLocks = async (keys: readonly string[], fn: () => void | Promise<void>): Promise<void> => {
-      const ids = [...new Set(keys)].sort().map((key) => advisoryKey(`${context.prefix}:nested:${key}`));
-      const client = await pool.connect();
-      const held: string[] = [];
-      try {
-        for (const id of ids) {
-          await client.query({ name: 'nsbench_nested_lock', text: 'SELECT pg_advisory_lock($1::bigint)', values: [id] });
-          held.push(id);
-        }
-        await fn();
-      } finally {
-        for (const id of held.reverse()) {
-          const { rows } = await client.query({
-            name: 'nsbench_nested_unlock',
-            text: 'SELECT pg_advisory_unlock($1::bigint) AS ok',
-            values: [id],
-          });
-          if (rows[0]?.ok !== true) {
-            client.release(true);
-            // eslint-disable-next-line no-unsafe-finally -- deliberate: an unlock that failed is the finding
-            throw new Error('pg_advisory_unlock returned false');
-          }
-        }
-        client.release();
-      }
-    };
+    const withLocks = nestedOnOneSession<PoolClient>({
+      name: (key) => advisoryKey(`${context.prefix}:nested:${key}`),
+      session: () => pool.connect(),
+      async lock(client, id) {
+        await client.query({ name: 'nsbench_nested_lock', text: 'SELECT pg_advisory_lock($1::bigint)', values: [id] });
+      },
+      async unlock(client, id) {
+        const { rows } = await client.query({
+          name: 'nsbench_nested_unlock',
+          text: 'SELECT pg_advisory_unlock($1::bigint) AS ok',
+          values: [id],
+        });
+        return rows[0]?.ok === true;
+      },
+      giveBack: (client, broken) => client.release(broken),
+      unlockFailed: 'pg_advisory_unlock returned false',
+    });
     return { withLock: (key, fn) => withLocks([key], fn), withLocks, close: () => pool.end() };
   },
 };

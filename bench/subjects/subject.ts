@@ -63,3 +63,54 @@ export function nestedInSortedOrder(
   const enter = (i: number): Promise<void> => (i === sorted.length ? Promise.resolve(fn()) : withLock(sorted[i], () => enter(i + 1)));
   return enter(0);
 }
+
+/**
+ * What a hand-rolled SQL peer of scenario 7 does with its backend
+ * ({@link nestedOnOneSession}): a session from its pool and one lock per key on it.
+ */
+export interface SessionLocks<S> {
+  /** The backend's name (MySQL) or key (PostgreSQL) of the lock on `key`. */
+  name(key: string): string;
+  /** A session from the pool. */
+  session(): Promise<S>;
+  /** Takes `name` on `session`, waiting for it; rejects when the backend does not grant it. */
+  lock(session: S, name: string): Promise<void>;
+  /** Releases `name` on `session`; false when the backend says `session` did not hold it. */
+  unlock(session: S, name: string): Promise<boolean>;
+  /** Gives `session` back to its pool, or (`broken`: an unlock failed, a lock may be left on it) discards it. */
+  giveBack(session: S, broken: boolean): void;
+  /** The message of the error thrown when an unlock returns false. */
+  readonly unlockFailed: string;
+}
+
+/**
+ * `withLocks` as users of a SQL backend write it for a transfer: one session of the
+ * pool, a lock on each key in sorted order (sorting avoids the A→B / B→A deadlock),
+ * the work, the unlocks in reverse order (each result checked), the session back to
+ * the pool. One copy for the MySQL and PostgreSQL peers, so the two do the same.
+ */
+export function nestedOnOneSession<S>(
+  backend: SessionLocks<S>,
+): (keys: readonly string[], fn: () => void | Promise<void>) => Promise<void> {
+  return async (keys, fn) => {
+    const names = [...new Set(keys)].sort().map((key) => backend.name(key));
+    const session = await backend.session();
+    const held: string[] = [];
+    try {
+      for (const name of names) {
+        await backend.lock(session, name);
+        held.push(name);
+      }
+      await fn();
+    } finally {
+      for (const name of held.reverse()) {
+        if (!(await backend.unlock(session, name))) {
+          backend.giveBack(session, true);
+          // eslint-disable-next-line no-unsafe-finally -- deliberate: an unlock that failed is the finding
+          throw new Error(backend.unlockFailed);
+        }
+      }
+      backend.giveBack(session, false);
+    }
+  };
+}

@@ -337,15 +337,9 @@ export class LockService {
    * @internal
    */
   acquireSet(keys: readonly string[], options: RunOptions): Promise<HeldKey> {
-    const reentrant = options.reentrant ?? this.reentrant;
-    const store = reentrant ? this.context.getStore() : undefined;
-    let plan: SetPlan;
-    try {
-      plan = this.planSet(keys, options, store, 'LockService#acquire');
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.acquireAll(plan.missing, options, reentrant).then((owned) => this.heldSet(plan, owned, reentrant));
+    const plan = this.plannedSet(keys, options, 'LockService#acquire');
+    if (plan instanceof Promise) return plan;
+    return this.acquireAll(plan.missing, options, plan.reentrant).then((owned) => this.heldSet(plan, owned));
   }
 
   /**
@@ -359,15 +353,10 @@ export class LockService {
 
   /** `run` with a key set: planned (validated, ordered, checked against what the context holds), taken, run, released. */
   private runSet<T>(keys: readonly string[], fn: (locks: LockSet) => Promise<T> | T, options: RunOptions): Promise<T> {
-    const reentrant = options.reentrant ?? this.reentrant;
-    const store = reentrant ? this.context.getStore() : undefined;
-    let plan: SetPlan;
-    try {
-      plan = this.planSet(keys, options, store, 'LockService#run');
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const section = (owned: readonly OwnedLock[]) => this.runSetSection(this.heldSet(plan, owned, reentrant), fn, store);
+    const plan = this.plannedSet(keys, options, 'LockService#run');
+    if (plan instanceof Promise) return plan;
+    const { reentrant, store } = plan;
+    const section = (owned: readonly OwnedLock[]) => this.runSetSection(this.heldSet(plan, owned), fn, store);
     if (options.transaction && plan.missing.length > 0) {
       const inTransaction = (locks: readonly Lock[]) =>
         section(locks.map((lock) => new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing)));
@@ -380,11 +369,32 @@ export class LockService {
   }
 
   /**
+   * The opening {@link runSet} and {@link acquireSet} share: the call's plan, or
+   * the rejection it gets when {@link planSet} refuses it. Returned, not awaited:
+   * an accepted call reaches its keys with no promise in between.
+   */
+  private plannedSet(keys: readonly string[], options: RunOptions, where: string): SetPlan | Promise<never> {
+    const reentrant = options.reentrant ?? this.reentrant;
+    const store = reentrant ? this.context.getStore() : undefined;
+    try {
+      return this.planSet(keys, options, reentrant, store, where);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
    * A key set's call checked once: its options, each key (as {@link run} checks
    * one), the distinct keys in the order given and in canonical order, and which
    * of them the context holds already. Throws what the call rejects with.
    */
-  private planSet(keys: readonly string[], options: RunOptions, store: LockContext | undefined, where: string): SetPlan {
+  private planSet(
+    keys: readonly string[],
+    options: RunOptions,
+    reentrant: boolean,
+    store: LockContext | undefined,
+    where: string,
+  ): SetPlan {
     const invalid = options === NO_OPTIONS ? undefined : validateAcquireOptions(options, options.handler ?? where);
     if (invalid) throw invalid;
     if (!Array.isArray(keys)) throw new SerializationKeyError(String(keys), 'not-scalar', [], options.handler);
@@ -406,7 +416,7 @@ export class LockService {
     if (lastJoined !== undefined && missing.length > 0 && compareKeys(missing[0], lastJoined) < 0) {
       throw new LockOrderError([...joined.keys()], missing, options.handler);
     }
-    return { given, missing, joined };
+    return { given, missing, joined, reentrant, store };
   }
 
   /**
@@ -457,10 +467,10 @@ export class LockService {
   }
 
   /** The set held: `plan`'s keys in the order given, each the lock acquired now (`owned`, canonical order) or the one joined. */
-  private heldSet(plan: SetPlan, owned: readonly OwnedLock[], reentrant: boolean): HeldSet {
+  private heldSet(plan: SetPlan, owned: readonly OwnedLock[]): HeldSet {
     const byKey = new Map(plan.joined);
     for (let i = 0; i < owned.length; i++) byKey.set(plan.missing[i], owned[i].lock);
-    return new HeldSet(plan.given, lockSetOf(plan.given.map((key) => byKey.get(key)!)), owned, reentrant);
+    return new HeldSet(plan.given, lockSetOf(plan.given.map((key) => byKey.get(key)!)), owned, plan.reentrant);
   }
 
   /** Runs `fn` holding the set `held` and releases it (see {@link runSection}). */
@@ -614,4 +624,8 @@ interface SetPlan {
   readonly missing: readonly string[];
   /** The keys an enclosing section holds already, with their locks (joined, not released by this call). */
   readonly joined: ReadonlyMap<string, Lock>;
+  /** Whether the call joins what its context holds (`reentrant`): the locks it takes are joinable by nested calls. */
+  readonly reentrant: boolean;
+  /** The context of held locks the call runs in (none when not reentrant): what it joins and what its section links to. */
+  readonly store: LockContext | undefined;
 }

@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { freeLocalPort } from '../../support/local-server';
+import { ThrowawayServer } from '../../support/throwaway-server';
 
 /** Where distributions put the server binaries (often outside a non-root PATH). */
 const SEARCHED = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin', '/usr/local/mysql/bin'];
@@ -16,11 +17,11 @@ const INSTALL_HINT = 'install MariaDB (apt-get install mariadb-server) or MySQL 
  * the foreground as a child of the test. Missing binaries fail with what to install.
  */
 export class ThrowawayMariadb {
-  private process: ChildProcess | undefined;
+  private readonly server = new ThrowawayServer();
 
   private constructor(
     readonly port: number,
-    private readonly server: string,
+    private readonly binary: string,
     private readonly dir: string,
   ) {}
 
@@ -61,30 +62,24 @@ export class ThrowawayMariadb {
       '--innodb-buffer-pool-size=16M',
       ...userArgs(),
     ];
-    const log = fs.openSync(path.join(this.dir, 'server.log'), 'a');
-    const child = spawn(this.server, args, { stdio: ['ignore', log, log] });
-    fs.closeSync(log);
-    child.once('error', () => undefined);
-    this.process = child;
-    for (const deadline = Date.now() + 60_000; ;) {
-      if (await this.answers()) return;
-      if (child.exitCode !== null || Date.now() > deadline) {
-        const tail = fs.readFileSync(path.join(this.dir, 'server.log'), 'utf8').split('\n').slice(-8).join('\n');
-        throw new Error(`${this.server} did not start on port ${this.port} (${INSTALL_HINT}):\n${tail}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const log = path.join(this.dir, 'server.log');
+    await this.server.start({
+      command: this.binary,
+      args,
+      log,
+      answers: () => this.answers(),
+      startMs: 60_000,
+      pollMs: 100,
+      failed: () => {
+        const tail = fs.readFileSync(log, 'utf8').split('\n').slice(-8).join('\n');
+        return new Error(`${this.binary} did not start on port ${this.port} (${INSTALL_HINT}):\n${tail}`);
+      },
+    });
   }
 
   /** Kills the server at once (SIGKILL): sessions drop without a goodbye, as in a crash. */
-  async kill(): Promise<void> {
-    const child = this.process;
-    this.process = undefined;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
+  kill(): Promise<void> {
+    return this.server.kill();
   }
 
   /** Kills the server and removes its datadir. */

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freeLocalPort } from '../../support/local-server';
+import { ThrowawayServer } from '../../support/throwaway-server';
 
 /**
  * A private `redis-server` for tests that stop, kill or reconfigure Redis: the shared
@@ -11,7 +11,7 @@ import { freeLocalPort } from '../../support/local-server';
  * free port that survives restarts (so clients can reconnect to it).
  */
 export class ThrowawayRedis {
-  private process: ChildProcess | undefined;
+  private readonly server = new ThrowawayServer();
 
   private constructor(
     readonly port: number,
@@ -43,16 +43,14 @@ export class ThrowawayRedis {
     const args = this.args.length
       ? this.args
       : ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extraArgs];
-    const child = spawn('redis-server', args, { stdio: 'ignore' });
-    child.once('error', () => undefined);
-    this.process = child;
-    const deadline = Date.now() + 10_000;
-    while (!(await accepts(this.port))) {
-      if (child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`redis-server did not start on port ${this.port} (is redis-server installed? apt-get install redis-server)`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await this.server.start({
+      command: 'redis-server',
+      args,
+      answers: () => accepts(this.port),
+      startMs: 10_000,
+      pollMs: 50,
+      failed: () => new Error(`redis-server did not start on port ${this.port} (is redis-server installed? apt-get install redis-server)`),
+    });
   }
 
   /**
@@ -61,23 +59,17 @@ export class ThrowawayRedis {
    * network path.
    */
   pause(): void {
-    this.process?.kill('SIGSTOP');
+    this.server.signal('SIGSTOP');
   }
 
   /** Lets a paused server run again (SIGCONT); it then answers what it was sent meanwhile. */
   resume(): void {
-    this.process?.kill('SIGCONT');
+    this.server.signal('SIGCONT');
   }
 
   /** Kills the server at once (SIGKILL): clients see the connection drop. */
   async kill(): Promise<void> {
-    const child = this.process;
-    this.process = undefined;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await this.server.kill();
     if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -245,17 +245,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (this.inProcess) return this.takenNow(this.backend.takeNow!(key, options.leaseMs));
     if (this.arrival) return this.tryOnArrival(key, options);
     const fresh = this.open(key, Turn.Asking);
-    const caller = new LineCaller<L>(
-      this,
-      key,
-      'try',
-      options.waitTimeoutMs ?? this.waitTimeoutMs,
-      performance.now(),
-      options.signal,
-      Infinity,
-      options.leaseMs,
-      options.handoff,
-    );
+    const caller = this.tryCaller(key, options);
     this.ask(fresh, caller);
     return caller.promise;
   }
@@ -452,18 +442,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
 
   /** Arrival mode, a try: the backend grants the key at once or says it is busy; the line records a holder. */
   private async tryOnArrival(key: string, options: ProviderAcquireOptions): Promise<L | null> {
-    const caller = new LineCaller<L>(
-      this,
-      key,
-      'try',
-      options.waitTimeoutMs ?? this.waitTimeoutMs,
-      performance.now(),
-      options.signal,
-      Infinity,
-      options.leaseMs,
-      options.handoff,
-    );
-    const lock = await this.backend.take(caller);
+    const lock = await this.backend.take(this.tryCaller(key, options));
     if (lock === null) return null;
     const line = (this.lines.get(key) as LockLine<L> | undefined) ?? this.open(key, Turn.Free);
     line.hold(lock);
@@ -566,6 +545,21 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     this.lines.set(lock.key, lock);
     this.held.add(lock);
     return lock;
+  }
+
+  /** The caller of a try (`tryAcquire`, `tryOnArrival`): it takes no place in line, so no `maxPending` bounds it. */
+  private tryCaller(key: string, options: ProviderAcquireOptions): LineCaller<L> {
+    return new LineCaller<L>(
+      this,
+      key,
+      'try',
+      options.waitTimeoutMs ?? this.waitTimeoutMs,
+      performance.now(),
+      options.signal,
+      Infinity,
+      options.leaseMs,
+      options.handoff,
+    );
   }
 
   /** A waiting caller leaves its place (its turn came, or it gave up); false when it had none. */
