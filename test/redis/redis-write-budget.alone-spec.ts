@@ -6,6 +6,13 @@ import { uniqueId } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
 
 /**
+ * Performance budgets, not behaviour: how many system calls the sockets to Redis
+ * make around a release (counted by wrapping `net.Socket`'s `_write`/`_writev`).
+ * Kept out of the functional suites and run alone, after the rest (as
+ * `redis-command-budget.alone-spec.ts`), so that a budget never fails for another
+ * suite's load. That the key is free for another process once its release is
+ * written is the functional suites' (test/contract/redis.contract.spec.ts).
+ *
  * A release nobody is known to wait for, while the process holds other locks (a busy
  * server), does not take a system call of its own: what the process sends after it until
  * the end of the event-loop iteration (other requests' acquisitions, a caller's next one)
@@ -14,7 +21,7 @@ import { deleteKeysWithPrefix } from './support/delete-keys';
  * next acquisition. Either way the key is free for another process as soon as the write is
  * applied.
  */
-describe('RedisLockProvider: a release shares its write with the next command', () => {
+describe('Redis write budget of a release (a budget suite, not a functional one): it shares its write with the next command', () => {
   const prefix = uniqueId('release-write');
   const redisPort = Number(new URL(TEST_REDIS_URL).port || 6379);
   let redis: Redis;
