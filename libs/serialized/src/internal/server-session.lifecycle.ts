@@ -5,14 +5,14 @@ export interface SessionLossListener {
 
 /**
  * What is watched for overdue statements (the shape `QueryWatchdog` calls). Why an
- * interface: the watchdog (providers/postgres/query.watchdog.ts) belongs to a
+ * interface: the watchdog (providers/sessions/query.watchdog.ts) belongs to a
  * driver, and this shared file imports no driver; it sees sessions only so.
  */
 export interface OverdueCheck {
   checkOverdue(now: number): void;
 }
 
-/** The watchdog a session registers with while it lives (providers/postgres/query.watchdog.ts). */
+/** The watchdog a session registers with while it lives (providers/sessions/query.watchdog.ts). */
 export interface SessionWatchdog {
   add(watched: OverdueCheck): void;
   delete(watched: OverdueCheck): void;

@@ -3,8 +3,8 @@ import type { LockBackendError } from '../../errors';
 import { LockTimeoutError } from '../../errors';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
 import type { CallerMode } from '../../local/line-caller';
-import type { SessionRequest, PendingSession } from '../postgres/lock-session.pool';
-import { HELD_ELSEWHERE, ownSessionRoundMs, ROUND_OVER, type SessionGrant } from '../postgres/lock-session.request';
+import type { SessionRequest, PendingSession } from '../sessions/lock-session.pool';
+import { HELD_ELSEWHERE, ownSessionRoundMs, ROUND_OVER, type SessionGrant } from '../sessions/lock-session.request';
 import type { LockAnswer, MysqlSession } from './mysql-session';
 import type { MysqlSessions } from './mysql-sessions';
 

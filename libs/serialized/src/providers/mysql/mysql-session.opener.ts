@@ -1,4 +1,4 @@
-import type { QueryWatchdog, Watched } from '../postgres/query.watchdog';
+import type { QueryWatchdog, Watched } from '../sessions/query.watchdog';
 import type { MysqlConnectionLike, MysqlError, MysqlModule } from './mysql-driver.loader';
 import { SESSION_ID, SESSION_SETUP, type CounterStatements } from './mysql-lock.sql';
 import { MysqlSession } from './mysql-session';

@@ -1,6 +1,6 @@
 import { ServerSession, type SessionLossListener, type StatementInFlight } from '../../internal/server-session.lifecycle';
-import type { QueryWatchdog } from '../postgres/query.watchdog';
-import { SessionTokens } from '../postgres/session-tokens';
+import type { QueryWatchdog } from '../sessions/query.watchdog';
+import { SessionTokens } from '../sessions/session-tokens';
 import type { MysqlConnectionLike, MysqlError } from './mysql-driver.loader';
 import { RELEASE_LOCK, SESSION_ID, TRY_LOCK, WAIT_LOCK, type CounterStatements } from './mysql-lock.sql';
 

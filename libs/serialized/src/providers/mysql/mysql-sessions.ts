@@ -2,8 +2,8 @@ import { LockBackendError } from '../../errors';
 import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { redactUrls } from '../../internal/redact';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
-import { LockSessionPool } from '../postgres/lock-session.pool';
-import { QueryWatchdog } from '../postgres/query.watchdog';
+import { LockSessionPool } from '../sessions/lock-session.pool';
+import { QueryWatchdog } from '../sessions/query.watchdog';
 import { loadMysqlDriver } from './mysql-driver.loader';
 import { counterStatements } from './mysql-lock.sql';
 import {

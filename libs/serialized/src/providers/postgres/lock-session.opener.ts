@@ -4,7 +4,7 @@ import { SEQUENCE_INCREMENT, SESSION_CHECK, SESSION_SETUP } from './lock-session
 import { destroySocket } from './pg-client.internals';
 import type { PgModule } from './pg-driver.loader';
 import { TOKEN_BLOCK } from './postgres-lock.statements';
-import type { QueryWatchdog, Watched } from './query.watchdog';
+import type { QueryWatchdog, Watched } from '../sessions/query.watchdog';
 import { SessionChangedError } from './session-changed.error';
 
 /** How the lock sessions of one provider are opened. */

@@ -1,14 +1,14 @@
 import type { Client, QueryArrayConfig } from 'pg';
 import { ServerSession, type SessionLossListener, type StatementInFlight } from '../../internal/server-session.lifecycle';
 import { sendCancelRequest } from './cancel-request';
-import type { QueryWatchdog } from './query.watchdog';
+import type { QueryWatchdog } from '../sessions/query.watchdog';
 import type { LockStatements } from './postgres-lock.statements';
 import { SessionChangedError } from './session-changed.error';
 import { GIVE_BACK_IF_HELD, PING, SESSION_AUDIT } from './lock-session.sql';
 import { destroySocket, type ClientInternals } from './pg-client.internals';
 import { StatementBatch } from './statement.batch';
 import { SessionClaims } from './session-claims';
-import { SessionTokens } from './session-tokens';
+import { SessionTokens } from '../sessions/session-tokens';
 
 /** Who is told when a session ends while it holds a lock. */
 export interface SessionHolder extends SessionLossListener {

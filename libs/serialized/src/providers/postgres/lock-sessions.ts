@@ -3,7 +3,8 @@ import type { DeadlineQueue } from '../../internal/deadline-queue';
 import { redactUrls } from '../../internal/redact';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { lockClientConfig } from './lock-client.config';
-import { LockSessionPool } from './lock-session.pool';
+import { LockSessionPool } from '../sessions/lock-session.pool';
+import type { LockSession } from './lock-session';
 import { openLockSession, type LockSessionSettings } from './lock-session.opener';
 import { loadPgDriver } from './pg-driver.loader';
 import { lockStatements, type LockStatements } from './postgres-lock.statements';
@@ -13,7 +14,7 @@ import {
   type PostgresLockProviderOptions,
   type SessionTimings,
 } from './postgres-lock-provider.options';
-import { QueryWatchdog } from './query.watchdog';
+import { QueryWatchdog } from '../sessions/query.watchdog';
 import type { SessionChangedError } from './session-changed.error';
 
 /**
@@ -23,7 +24,7 @@ import type { SessionChangedError } from './session-changed.error';
  * which every acquisition is refused. Knows nothing of keys, waiters or holders.
  */
 export class LockSessions {
-  readonly pool: LockSessionPool;
+  readonly pool: LockSessionPool<LockSession>;
   readonly statements: LockStatements;
   /** The lock sessions' `application_name`. */
   readonly applicationName: string;
@@ -57,7 +58,7 @@ export class LockSessions {
       sequence: this.statements.sequence,
       createSchema: options.createSchema ?? true,
     };
-    this.pool = new LockSessionPool(
+    this.pool = new LockSessionPool<LockSession>(
       {
         size: lockPoolSizeOf(options),
         open: () => openLockSession(this.settings, this.watchdog, (error) => this.refuse(error)),

@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockTimeoutError } from '../../errors';
 import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type AttemptSessions } from './lock.attempt';
-import { HELD_ELSEWHERE } from './lock-session.request';
+import { HELD_ELSEWHERE } from '../sessions/lock-session.request';
 import type { LockSession } from './lock-session';
-import type { LockSessionPool } from './lock-session.pool';
+import type { LockSessionPool } from '../sessions/lock-session.pool';
 import { lockStatements } from './postgres-lock.statements';
-import { SessionTokens } from './session-tokens';
+import { SessionTokens } from '../sessions/session-tokens';
 
 /** A session that answers each statement with the next scripted outcome. */
 class ScriptedConnection {
@@ -53,7 +53,7 @@ function sessionsOf(session: ScriptedConnection, released: unknown[] = []): Atte
       size: 10,
       release: (c: unknown) => void released.push(c),
       discard: (c: ScriptedConnection, reason: Error) => c.kill(reason),
-    } as unknown as LockSessionPool,
+    } as unknown as LockSessionPool<LockSession>,
     statements: lockStatements('nsz_spec_seq'),
     connectTimeoutMs: 1000,
     backendError: (key, cause) => new LockBackendError(`backend: ${(cause as Error).message}`, { key, cause }),

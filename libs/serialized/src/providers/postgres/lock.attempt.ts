@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { LockBackendError } from '../../errors';
 import { LockTimeoutError } from '../../errors';
 import { LockSession } from './lock-session';
-import type { SessionRequest, PendingSession } from './lock-session.pool';
-import { HELD_ELSEWHERE, ownSessionRoundMs, ROUND_OVER, type SessionGrant } from './lock-session.request';
+import type { SessionRequest, PendingSession } from '../sessions/lock-session.pool';
+import { HELD_ELSEWHERE, ownSessionRoundMs, ROUND_OVER, type SessionGrant } from '../sessions/lock-session.request';
 import { SessionChangedError } from './session-changed.error';
 import type { LockSessions } from './lock-sessions';
 
@@ -53,7 +53,7 @@ export class LockAttempt implements SessionRequest {
   private part: { resolve: (grant: AttemptAnswer) => void; reject: (error: unknown) => void } | undefined;
   private finished = false;
   private abortedWith: { reason: unknown } | undefined;
-  private pending: PendingSession | undefined;
+  private pending: PendingSession<LockSession> | undefined;
   private session: LockSession | undefined;
   private retried = false;
   /** Rounds queued for a session of its own so far (see `ownSessionRoundMs`). */

@@ -1,7 +1,7 @@
 import { LockBackendError } from '../../errors';
 import { withTimeout } from '../../observability/with-timeout';
 import { LockSession } from './lock-session';
-import type { LockSessionPool } from './lock-session.pool';
+import type { LockSessionPool } from '../sessions/lock-session.pool';
 
 /** Marks "every lock connection is busy" apart from "PostgreSQL did not answer". */
 class PoolBusy extends Error {}
@@ -16,7 +16,7 @@ class PoolBusy extends Error {}
  * so frees room for the next check) when PostgreSQL stops answering. A full pool
  * is load, not an outage.
  */
-export async function pingLockPool(pool: LockSessionPool, timeoutMs: number): Promise<void> {
+export async function pingLockPool(pool: LockSessionPool<LockSession>, timeoutMs: number): Promise<void> {
   const taken = pool.take({
     // A non-blocking statement: it may share a session with held locks.
     shared: true,

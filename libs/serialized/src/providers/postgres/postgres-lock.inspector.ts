@@ -73,7 +73,7 @@ export class PostgresLockInspector implements KeyInspector {
     });
     const session = taken instanceof LockSession ? taken : await taken.promise;
     try {
-      const config: QueryArrayConfig = { ...INSPECT, values: [lockKey, pool.pids()], rowMode: 'array' };
+      const config: QueryArrayConfig = { ...INSPECT, values: [lockKey, pool.sessions().map((open) => open.pid)], rowMode: 'array' };
       // Bounded by the session's watchdog like every statement; never cut short here, since
       // ending a session shared with held locks would take their locks with it.
       return await session.queryRows(config);

@@ -8,12 +8,12 @@ import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
 import { checkSession, KEPT, unlockSession } from './session-unlock';
 import { LockAttempt } from './lock.attempt';
-import { SessionAttempts } from './session-attempts.registry';
+import { SessionAttempts } from '../sessions/session-attempts.registry';
 import type { LockSession, UnownedLock } from './lock-session';
 import type { LockSessions } from './lock-sessions';
 import { PostgresLock, type Cohort } from './postgres-lock';
 import { SessionAudit } from './session-audit';
-import { SessionLivenessMonitor } from './session-liveness.monitor';
+import { SessionLivenessMonitor } from '../sessions/session-liveness.monitor';
 
 /** A server lock on its way from a releasing holder to the next caller of this process (a local hand-off). */
 export interface HandedLock {
@@ -45,7 +45,7 @@ const NO_LONGER_WATCHED =
 export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
   private readonly attempts = new SessionAttempts<LockSession, LockAttempt>();
   private readonly mode: HandOffMode;
-  private readonly monitor: SessionLivenessMonitor;
+  private readonly monitor: SessionLivenessMonitor<LockSession>;
   private readonly audit: SessionAudit;
   private readonly owner = { releaseLock: (lock: PostgresLock) => this.lines().released(lock), checkLock: checkSession };
 
@@ -62,7 +62,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
   ) {
     this.mode = options.handoff ?? SERIALIZED_DEFAULTS.pgHandoff;
     this.audit = new SessionAudit(sessions.pool, (session) => this.ownedOn(session), log.error);
-    this.monitor = new SessionLivenessMonitor(
+    this.monitor = new SessionLivenessMonitor<LockSession>(
       () => sessions.pool.shareable(),
       () => lines().heldCount > 0,
       (session) => this.audit.session(session),

@@ -1,5 +1,5 @@
 import type { LockSession, UnownedLock } from './lock-session';
-import type { LockSessionPool } from './lock-session.pool';
+import type { LockSessionPool } from '../sessions/lock-session.pool';
 
 /**
  * The invariant every lock session keeps, checked against the server: each
@@ -19,7 +19,7 @@ export class SessionAudit {
    * @param report logs one line per lock found without an owner
    */
   constructor(
-    private readonly pool: LockSessionPool,
+    private readonly pool: LockSessionPool<LockSession>,
     private readonly ownedOn: (session: LockSession) => ReadonlySet<string>,
     private readonly report: (message: string) => void,
   ) {}

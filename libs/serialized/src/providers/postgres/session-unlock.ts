@@ -1,5 +1,6 @@
 import { LockLostError } from '../../errors';
-import type { LockSessionPool } from './lock-session.pool';
+import type { LockSessionPool } from '../sessions/lock-session.pool';
+import type { LockSession } from './lock-session';
 import type { PostgresLock } from './postgres-lock';
 import type { LockStatements } from './postgres-lock.statements';
 
@@ -18,7 +19,7 @@ export const KEPT = Symbol('kept');
  */
 export async function unlockSession(
   lock: Pick<PostgresLock, 'key' | 'lockKey' | 'session'>,
-  pool: LockSessionPool,
+  pool: LockSessionPool<LockSession>,
   statements: LockStatements,
   /** Only if another session waits for the key in the server; otherwise keep it (`KEPT`). */
   onlyIfWaited = false,

@@ -1,5 +1,3 @@
-import type { LockSession } from './lock-session';
-
 /**
  * What the pool needs of a session: the PostgreSQL driver's `LockSession`, and
  * any other driver's session that keeps the same life cycle (the MySQL driver's).
@@ -34,14 +32,14 @@ export interface SessionRequest {
 }
 
 /** A request that could not be served at once. */
-export interface PendingSession<C extends PooledSession = LockSession> {
+export interface PendingSession<C extends PooledSession> {
   readonly promise: Promise<C>;
   /** Withdraws the request; its promise rejects with `reason`. */
   cancel(reason: unknown): void;
 }
 
 /** Options of `LockSessionPool`. */
-export interface LockSessionPoolOptions<C extends PooledSession = LockSession> {
+export interface LockSessionPoolOptions<C extends PooledSession> {
   /** Most connections at once (open, opening, held or idle). */
   readonly size: number;
   /** Opens one session; rejects within the connect timeout. */

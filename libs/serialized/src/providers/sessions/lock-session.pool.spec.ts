@@ -1,5 +1,5 @@
+import type { LockSession } from '../postgres/lock-session';
 import { DeadlineQueue } from '../../internal/deadline-queue';
-import type { LockSession } from './lock-session';
 import { LockSessionPool, type SessionRequest, type PendingSession } from './lock-session.pool';
 
 /** Just enough of a connection for the pool's bookkeeping. */
@@ -34,7 +34,7 @@ const request = (timeoutMs = 10_000, shared = false): SessionRequest => ({
   backendError: (cause) => new Error(`backend: ${(cause as Error).message}`),
 });
 
-const pending = (taken: LockSession | PendingSession): PendingSession => {
+const pending = (taken: LockSession | PendingSession<LockSession>): PendingSession<LockSession> => {
   if (!('promise' in taken)) throw new Error('expected to wait');
   return taken;
 };

@@ -1,5 +1,4 @@
 import { AsyncResource } from 'node:async_hooks';
-import type { LockSession } from './lock-session';
 
 /**
  * Checks the lock sessions while locks are held, one timer for all of them. A
@@ -13,7 +12,7 @@ import type { LockSession } from './lock-session';
  * aborts its holders' signals; a slow answer is an answer. With no lock held there
  * is no timer.
  */
-export class SessionLivenessMonitor<C extends { kill(reason: Error): void } = LockSession> {
+export class SessionLivenessMonitor<C extends { kill(reason: Error): void }> {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   // Created in a neutral scope so the interval never pins a request's context.

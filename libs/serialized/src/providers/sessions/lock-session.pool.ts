@@ -1,6 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
-import type { LockSession } from './lock-session';
 import type { SessionRequest, LockSessionPoolOptions, PendingSession, PooledSession } from './lock-session.request';
 
 export type { SessionRequest, LockSessionPoolOptions, PendingSession, PooledSession } from './lock-session.request';
@@ -37,7 +36,7 @@ interface Waiter<C> {
  * becomes shareable again. So the pool size bounds connections, not the number of
  * distinct keys held at once.
  */
-export class LockSessionPool<C extends PooledSession = LockSession> {
+export class LockSessionPool<C extends PooledSession> {
   private readonly idle: C[] = [];
   // Connections in use (shared or exclusive), each counting its uses.
   private readonly busy = new Set<C>();
@@ -84,14 +83,6 @@ export class LockSessionPool<C extends PooledSession = LockSession> {
   /** Every open session of the pool (shared, exclusive or idle). */
   sessions(): C[] {
     return [...this.idle, ...this.busy];
-  }
-
-  /** Backend pids of every open session of the pool (shared, exclusive or idle). */
-  pids(this: LockSessionPool<LockSession>): number[] {
-    const pids: number[] = [];
-    for (const session of this.idle) pids.push(session.pid);
-    for (const session of this.busy) pids.push(session.pid);
-    return pids;
   }
 
   /** Requests queued for a connection. */
