@@ -15,7 +15,11 @@ export interface PooledSession {
   unref(): void;
 }
 
-/** One caller's request for a lock connection. */
+/**
+ * One caller's request for a lock connection. Why an interface: besides the lock
+ * attempts (`SessionLockAttempt`), the PostgreSQL inspector and health check ask
+ * the pool with plain objects.
+ */
 export interface SessionRequest {
   /** How long it may queue while every connection is busy. */
   readonly timeoutMs: number;

@@ -1,22 +1,6 @@
 import type { LineCaller } from '../../local/line-caller';
 import { HELD_ELSEWHERE, type PooledSession, type SessionGrant } from './lock-session.request';
-
-/** What the registry needs of a driver's session attempt (PostgreSQL's `LockAttempt`, MySQL's `MysqlLockAttempt`). */
-export interface SessionAttempt<C extends PooledSession> {
-  readonly key: string;
-  /** Whether the attempt is over, server side included. */
-  readonly over: boolean;
-  /** Resolves once it is over. */
-  readonly done: Promise<void>;
-  /** The first part of its answer: the grant, `null` (a try found the key busy), or `HELD_ELSEWHERE` (a wait did). */
-  start(): Promise<SessionGrant<C> | null | typeof HELD_ELSEWHERE>;
-  /** The second part, after `HELD_ELSEWHERE`: the wait in the server's queue. */
-  waitBehind(): Promise<SessionGrant<C>>;
-  /** After `HELD_ELSEWHERE`: the caller may not wait; the attempt ends. */
-  decline(): void;
-  /** Answers the caller with `reason` now; the server side winds down in the background. */
-  abort(reason: unknown): void;
-}
+import type { SessionLockAttempt } from './session-lock.attempt';
 
 /** The layer's transition a caller goes through when it learns it waits behind another process (`LockLines.waitsBehind`). */
 interface WaitsBehind {
@@ -32,7 +16,7 @@ interface WaitsBehind {
  * in order — the try, then, if the caller may wait, the wait — for the
  * PostgreSQL and MySQL backends alike.
  */
-export class SessionAttempts<C extends PooledSession, A extends SessionAttempt<C>> {
+export class SessionAttempts<C extends PooledSession, A extends SessionLockAttempt<C>> {
   private readonly byKey = new Map<string, A>();
 
   /**
