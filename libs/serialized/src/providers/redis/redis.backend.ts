@@ -21,7 +21,7 @@ import type { RedisKeyspace, RedisLockKeys } from './protocol/redis-keyspace';
 import type { RedisScripts } from './protocol/redis-scripts';
 import { RELEASE, URGENT, type RedisConnection } from './transport/redis-connection';
 import type { ReplicaAcks } from './transport/replica-acks';
-import { KeyWaiters, RedisWaiter } from './waiting/redis-waiter';
+import { RedisQueueShare, RedisWaiter } from './waiting/redis-waiter';
 import { RedisWakeUps, type WakeUpListener } from './waiting/redis-wake-ups';
 
 /** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
@@ -91,7 +91,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   readonly cohorts: RedisCohorts<RedisWaiter>;
   private readonly wakeUps: RedisWakeUps;
   /** This process's waiters, per key (only while someone waits). */
-  private readonly keys = new Map<string, KeyWaiters>();
+  private readonly keys = new Map<string, RedisQueueShare>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly byToken = new Map<string, RedisWaiter>();
   /** This process's waiters, by the layer's caller: where a withdrawal finds them. */
@@ -138,7 +138,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     const key = caller.key;
     let queue = this.keys.get(key);
     if (!queue) {
-      queue = new KeyWaiters(key, this.parts.keyspace.keysOf(key));
+      queue = new RedisQueueShare(key, this.parts.keyspace.keysOf(key));
       this.keys.set(key, queue);
     }
     const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, caller);
@@ -450,7 +450,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    * their places alive, passes on a key whose holder's lease ran out, and finds
    * what a missed hand-off message said. No waiter polls.
    */
-  private scheduleHeartbeat(queue: KeyWaiters, holderPttl: number): void {
+  private scheduleHeartbeat(queue: RedisQueueShare, holderPttl: number): void {
     if (queue.places === 0) return;
     let delay = this.heartbeatEveryMs;
     if (holderPttl === -2)
@@ -471,7 +471,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     );
   }
 
-  private heartbeat(queue: KeyWaiters): void {
+  private heartbeat(queue: RedisQueueShare): void {
     if (queue.places === 0 || queue.heartbeating || this.keys.get(queue.key) !== queue) return;
     queue.beatSent();
     commands.heartbeat(this, queue.key, queue.keys, queue.tokens()).then(
@@ -480,7 +480,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     );
   }
 
-  private onHeartbeatReply(queue: KeyWaiters, result: HeartbeatResult, sentAt: number): void {
+  private onHeartbeatReply(queue: RedisQueueShare, result: HeartbeatResult, sentAt: number): void {
     // Asked for while this one was on its way (no later than then).
     const againAt = queue.beatAnswered();
     // What the reply says held when the script ran, no earlier than when it was sent.
@@ -506,7 +506,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   }
 
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
-  private onHeartbeatFailed(queue: KeyWaiters, error: unknown): void {
+  private onHeartbeatFailed(queue: RedisQueueShare, error: unknown): void {
     queue.beatAnswered();
     // Riders too: their tenure cannot renew without Redis either. From the last: a rider
     // goes before the place it rides on would send it to Redis for a place of its own.
@@ -523,7 +523,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     this.closeKeyIfIdle(queue);
   }
 
-  private closeKeyIfIdle(queue: KeyWaiters): void {
+  private closeKeyIfIdle(queue: RedisQueueShare): void {
     if (!queue.empty || queue.heartbeating) return;
     if (queue.heartbeat) this.deadlines.cancel(queue.heartbeat);
     queue.planBeat(undefined);

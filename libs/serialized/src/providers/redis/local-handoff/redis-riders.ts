@@ -1,6 +1,6 @@
 import { Floor } from '../protocol/floor';
 
-/** What admission reads of a key's waiters in this process (waiting/redis-waiter.ts's `KeyWaiters`). */
+/** What admission reads of a key's waiters in this process (waiting/redis-waiter.ts's `RedisQueueShare`). */
 export interface RiderView<W> {
   /** Waiters whose acquisition or confirmation is on its way to Redis (the newcomer among them). */
   readonly asking: number;
