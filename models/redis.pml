@@ -51,7 +51,7 @@
  *   - a hand-off (a reply's or a message's) is run at once when fresh
  *     (commands.isFresh: (now - since) * 3 <= px), else confirmed first
  *     (confirm, extend script: confirmed, or requeue under a new token);
- *   - a grant from Redis with a block of tokens begins a tenure (local-handoff/redis-cohorts.ts,
+ *   - a grant from Redis with a block of tokens begins a tenure (local-handoff/tenure.registry.ts,
  *     local-handoff/redis-tenure.ts): its holders pass K on locally with the block's next tokens,
  *     strict: to a rider or a place ahead of the tenure's floor; cohort: also up to
  *     MLH places behind it; at the block's end with riders waiting, the release keeps
@@ -154,7 +154,7 @@
  *   BROKEN_COHORT_BOUND   cohort mode hands off locally without the MLH bound (COHORT=1)
  *   BROKEN_RELEASE_TELLS  a release that finds the key gone does not tell its holder
  *   BROKEN_TENURE_TOKEN   a local hand-off without checking the holder is of the
- *                         current tenure (RedisCohorts.passOn)
+ *                         current tenure (TenureRegistry.passOn)
  *   BROKEN_RIDER_MAXP     a newcomer rides behind maxPending linked waiters (MAXP)
  *   BROKEN_LATE_RENEWAL   the renewal rule before issue 32: a renewal is sent after the
  *                         lease ran out, `lock.lost` reads unset while a renewal flies
@@ -314,7 +314,7 @@ byte tLast[2];
 byte tFl[2];
 byte tAh[2];
 byte tSv[2];                  /* served waiters (bit per waiter): their places leave at the release */
-byte svd[2];                  /* RedisCohorts.served: served waiters until the release removing their places is answered */
+byte svd[2];                  /* TenureRegistry.served: served waiters until the release removing their places is answered */
 byte resp[2];
 bool checking[2];
 bool due[2];
@@ -723,7 +723,7 @@ inline heardOf(pp, place) {
   od
 }
 
-/* RedisCohorts.learned */
+/* TenureRegistry.learned */
 inline learned(pp, f) {
   if
   :: f > 0 && f != UNK && f != FINF -> heardOf(pp, f)
@@ -949,8 +949,8 @@ inline leaveServed(pp) {
   od
 }
 
-/* RedisCohorts.grant: a lock from Redis; a block of tokens begins a tenure */
-inline cohortGrant(pp, x, fence, px, since, last, floor) {
+/* TenureRegistry.begin: a lock from Redis; a block of tokens begins a tenure */
+inline tenureBegin(pp, x, fence, px, since, last, floor) {
   if
   :: tOn[pp] -> leaveServed(pp); drop(pp)
   :: else -> skip
@@ -974,7 +974,7 @@ inline grantW(pp, x, fence, px, since, last, floor) {
   :: (now - gw_s) * 3 <= gw_p ->
      gr[x] = true;
      settle(pp, x, granted);
-     cohortGrant(pp, x, gw_f, gw_p, gw_s, gw_l, gw_fl);
+     tenureBegin(pp, x, gw_f, gw_p, gw_s, gw_l, gw_fl);
      learned(pp, ntc[x])
   :: else ->
      /* confirm */
@@ -1039,7 +1039,7 @@ inline giveUp(pp, x) {
   if :: y_ -> outPush(pp, OLEAVE, NONE, tok[x], 0, 0) :: else -> skip fi
 }
 
-/* RedisCohorts.next: the local waiter a release may pass K to */
+/* TenureRegistry.next: the local waiter a release may pass K to */
 inline nextW(pp, res) {
   res = NONE;
   if
@@ -1114,7 +1114,7 @@ inline release(pp, x) {
   po_ok = false;
   if
   :: !told[x] && now < lend[x] && !rinf[x] ->
-     /* passable (no renewal in flight): RedisCohorts.passOn */
+     /* passable (no renewal in flight): TenureRegistry.passOn */
      if
 #ifndef BROKEN_TENURE_TOKEN
      :: tOn[pp] && tTok[pp] == lten[x] && ltok[x] < tLast[pp] ->
@@ -1175,7 +1175,7 @@ inline onRelease(pp) {
   fi;
   if
   :: r4 == 3 ->
-     /* RedisCohorts.kept */
+     /* TenureRegistry.kept */
      po_ok = false;
      if
      :: tOn[pp] && tTok[pp] == r3 ->

@@ -9,7 +9,7 @@ import { ThreeLockWorkers } from './support/three-lock-workers';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
 
 /**
- * The Redis provider's local hand-off, riders and cohorts in one suite:
+ * The Redis provider's local hand-off, riders and tenures in one suite:
  * local hand-offs in-process and per call, riders on a tenure, riders on a queued
  * place, riders behind a place whose process stalls past its hand-off, and both
  * modes across OS processes.

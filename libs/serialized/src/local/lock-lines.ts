@@ -5,7 +5,7 @@ import { LockBackendError, LockBusyError } from '../errors';
 import { DeadlineQueue } from '../internal/deadline-queue';
 import { DONE } from '../internal/release-after';
 import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
-import { HeldLocks } from './held-locks';
+import { HolderDrain } from './holder.drain';
 import { LineCaller, type CallerEnds } from './line-caller';
 import type { LockBackend } from './lock-backend.interface';
 import { LockLine, Turn } from './lock-line';
@@ -73,7 +73,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   private readonly lines = new Map<string | typeof IDLE, LockLine<L> | L>([[IDLE, HELD]]);
   /** Lines of their own (not `HELD`, not a lock); none: releasing in-process is one Map delete. */
   private lined = 0;
-  private readonly held: HeldLocks<L>;
+  private readonly holderDrain: HolderDrain<L>;
   private readonly budget: PendingBudget;
   private readonly deadlines: DeadlineQueue;
   private readonly waitTimeoutMs: number;
@@ -103,7 +103,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     this.maxLocalHandOffs = settings.maxLocalHandOffs ?? 0;
     this.budget = new PendingBudget(settings.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal);
     // Counted, not kept, unless the provider visits them: each lock is released once.
-    this.held = new HeldLocks<L>(false, settings.trackHeld ?? false);
+    this.holderDrain = new HolderDrain<L>(false, settings.trackHeld ?? false);
   }
 
   /** Keys held, asked for or waited for in this process (0 when idle: nothing is retained). */
@@ -118,17 +118,17 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
 
   /** Locks held through this provider right now. */
   get heldCount(): number {
-    return this.held.size;
+    return this.holderDrain.size;
   }
 
   /** Whether shutdown began. */
   get closing(): boolean {
-    return this.held.closing;
+    return this.holderDrain.closing;
   }
 
   /** The held locks (with `trackHeld`). */
   holders(): IterableIterator<L> {
-    return this.held.values();
+    return this.holderDrain.values();
   }
 
   /** Callers of this process waiting for `key` (the holder and the caller asking the backend not counted). */
@@ -157,7 +157,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    */
   acquireNow(key: string, signal: AbortSignal | undefined, leaseMs: number | undefined): L | undefined {
     // A held key is the common miss: answered first.
-    if (this.lines.has(key) || !this.inProcess || this.held.closing || signal?.aborted) return undefined;
+    if (this.lines.has(key) || !this.inProcess || this.holderDrain.closing || signal?.aborted) return undefined;
     return this.takenNow(this.backend.takeNow!(key, leaseMs));
   }
 
@@ -168,7 +168,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    * `LockService` validated them).
    */
   acquire(key: string, options: ProviderAcquireOptions): Promise<L> {
-    if (this.held.closing) return Promise.reject(LockBackendError.shuttingDown(key));
+    if (this.holderDrain.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.arrival) return this.arrive(key, options);
@@ -232,7 +232,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    */
   async tryAcquire(key: string, options: ProviderAcquireOptions): Promise<L | null> {
     for (;;) {
-      if (this.held.closing) throw LockBackendError.shuttingDown(key);
+      if (this.holderDrain.closing) throw LockBackendError.shuttingDown(key);
       if (options.signal?.aborted) throw options.signal.reason;
       const line = this.lines.get(key);
       if (line === undefined) break;
@@ -284,17 +284,17 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     // Nobody waits for any key and nothing is asked of a backend (the uncontended in-process case): one Map delete.
     if (this.lined === 0 && this.inProcess) {
       this.lines.delete(key);
-      this.held.delete(lock);
+      this.holderDrain.delete(lock);
       return DONE;
     }
     const line = this.lines.get(key);
     if (!(line instanceof LockLine)) {
       // Held in-process with nobody waiting (or already forgotten): nothing to hand on.
       if (line === lock) this.lines.delete(key);
-      this.held.delete(lock);
+      this.holderDrain.delete(lock);
       return DONE;
     }
-    const waits = line.waiting > 0 && !this.held.closing;
+    const waits = line.waiting > 0 && !this.holderDrain.closing;
     let outcome: K | undefined | Promise<K | undefined>;
     try {
       outcome = this.backend.release(lock, waits && line.passes < this.maxLocalHandOffs);
@@ -305,7 +305,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       // The next holder (if any) is counted before this one leaves: a drain never sees a handed-on key as idle.
       if (outcome === undefined) this.nextTurn(line);
       else this.handOn(line, outcome);
-      this.held.delete(lock);
+      this.holderDrain.delete(lock);
       return DONE;
     }
     line.letGo(outcome);
@@ -313,11 +313,11 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       (handed) => {
         if (handed === undefined) this.nextTurn(line);
         else this.handOn(line, handed);
-        this.held.delete(lock);
+        this.holderDrain.delete(lock);
       },
       (error: unknown) => {
         this.nextTurn(line);
-        this.held.delete(lock);
+        this.holderDrain.delete(lock);
         throw error;
       },
     );
@@ -325,7 +325,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
 
   /** Shutdown: newcomers and waiters get `LockBackendError`, asks in flight end, holders get up to the grace period. */
   async stopTaking(): Promise<boolean> {
-    this.held.close();
+    this.holderDrain.close();
     for (const line of this.lines.values()) {
       if (!(line instanceof LockLine)) continue;
       for (let caller = line.head; caller; caller = line.head) {
@@ -336,7 +336,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       if (this.arrival) this.closeIfIdle(line);
     }
     this.backend.stopAsking?.((key) => LockBackendError.shuttingDown(key));
-    return this.held.drain(this.shutdownGraceMs);
+    return this.holderDrain.drain(this.shutdownGraceMs);
   }
 
   /** Clears the timers (after shutdown). */
@@ -446,7 +446,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (lock === null) return null;
     const line = (this.lines.get(key) as LockLine<L> | undefined) ?? this.open(key, Turn.Free);
     line.hold(lock);
-    this.held.add(lock);
+    this.holderDrain.add(lock);
     return lock;
   }
 
@@ -455,7 +455,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     const line = this.lines.get(caller.key) as LockLine<L>;
     if (lock === null) return;
     // Held until its release is answered (a drain waits for it), whoever runs.
-    this.held.add(lock);
+    this.holderDrain.add(lock);
     // It left meanwhile (its budget ran out, it aborted, shutdown): the key goes on, never run.
     if (!this.leave(caller)) {
       lock.release().catch(noop);
@@ -509,7 +509,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   }
 
   private releasedOnArrival(lock: L, release: Promise<unknown>): void {
-    this.held.delete(lock);
+    this.holderDrain.delete(lock);
     const line = this.lines.get(lock.key);
     if (!(line instanceof LockLine)) return;
     line.gone(release);
@@ -536,14 +536,14 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   }
 
   private holding(lock: L): L {
-    this.held.add(lock);
+    this.holderDrain.add(lock);
     return lock;
   }
 
   /** A free key taken in-process (nobody in line): its entry is the lock itself. */
   private takenNow(lock: L): L {
     this.lines.set(lock.key, lock);
-    this.held.add(lock);
+    this.holderDrain.add(lock);
     return lock;
   }
 

@@ -3,8 +3,11 @@ import type { Lock } from '../../lock.interface';
 import type { LockSession, SessionHolder } from './lock-session';
 import type { HandOffMode } from '../../acquire-options.interface';
 
-/** The run of local holders one server grant started: shared by every holder of that run. */
-export interface Cohort {
+/**
+ * The run of local holders one server grant started (they take their tokens from
+ * its session's block): shared by every holder of that run.
+ */
+export interface HandOffRun {
   /** How the run's current holder passes the key on at release (see `HandOffMode`). */
   readonly mode: HandOffMode;
 }
@@ -28,7 +31,7 @@ export class PostgresLock extends SessionLock<PostgresLock> implements Lock, Ses
     readonly session: LockSession,
     owner: PostgresLockOwner,
     /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). */
-    readonly cohort?: Cohort,
+    readonly handOffRun?: HandOffRun,
   ) {
     super(owner, 'PostgreSQL');
   }

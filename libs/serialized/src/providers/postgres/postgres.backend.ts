@@ -11,7 +11,7 @@ import { LockAttempt } from './lock.attempt';
 import { SessionAttempts } from '../sessions/session-attempts.registry';
 import type { LockSession, UnownedLock } from './lock-session';
 import type { LockSessions } from './lock-sessions';
-import { PostgresLock, type Cohort } from './postgres-lock';
+import { PostgresLock, type HandOffRun } from './postgres-lock';
 import { SessionAudit } from './session-audit';
 import { SessionLivenessMonitor } from '../sessions/session-liveness.monitor';
 
@@ -22,7 +22,7 @@ export interface HandedLock {
   readonly session: LockSession;
   /** The token the next holder takes: reserved from the session's block when the holder let go. */
   readonly token: bigint;
-  readonly cohort: Cohort;
+  readonly handOffRun: HandOffRun;
 }
 
 /** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
@@ -83,8 +83,8 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
       if (grant === null) return null;
       const { fencingToken, session } = grant;
       // A session whose sequence reserves no block (increment 1) cannot hand off.
-      const cohort = session.tokens.block >= 2 ? { mode: caller.handoff ?? this.mode } : undefined;
-      return this.holderOf(caller.key, fencingToken, attempt.lockKey, session, cohort);
+      const run = session.tokens.block >= 2 ? { mode: caller.handoff ?? this.mode } : undefined;
+      return this.holderOf(caller.key, fencingToken, attempt.lockKey, session, run);
     });
   }
 
@@ -94,7 +94,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
 
   release(lock: PostgresLock, handOn: boolean): HandedLock | undefined | Promise<HandedLock | undefined> {
     const eligible = handOn && this.mayHandOn(lock);
-    if (eligible && lock.cohort!.mode === 'cohort') return this.handOff(lock);
+    if (eligible && lock.handOffRun!.mode === 'cohort') return this.handOff(lock);
     return this.unlock(lock, eligible);
   }
 
@@ -105,8 +105,8 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
       return undefined;
     }
     // The new holder's own mode, if it gave one, decides its release; the token block carries on.
-    const cohort = caller.handoff && caller.handoff !== handed.cohort.mode ? { mode: caller.handoff } : handed.cohort;
-    return this.holderOf(handed.key, handed.token, handed.lockKey, handed.session, cohort);
+    const run = caller.handoff && caller.handoff !== handed.handOffRun.mode ? { mode: caller.handoff } : handed.handOffRun;
+    return this.holderOf(handed.key, handed.token, handed.lockKey, handed.session, run);
   }
 
   giveBack(handed: HandedLock): Promise<void> {
@@ -142,8 +142,8 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
     await this.sessions.pool.close();
   }
 
-  private holderOf(key: string, fencingToken: bigint, lockKey: string, session: LockSession, cohort: Cohort | undefined): PostgresLock {
-    const lock = new PostgresLock(key, fencingToken, lockKey, session, this.owner, cohort);
+  private holderOf(key: string, fencingToken: bigint, lockKey: string, session: LockSession, run: HandOffRun | undefined): PostgresLock {
+    const lock = new PostgresLock(key, fencingToken, lockKey, session, this.owner, run);
     // A session that ended on the way tells the lock at once (its holders were told when it went).
     session.hold(lock);
     this.monitor.arm();
@@ -151,8 +151,8 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
   }
 
   private mayHandOn(lock: PostgresLock): boolean {
-    const { cohort, session } = lock;
-    return cohort !== undefined && session.tokens.available && !lock.lost && !session.dead;
+    const { handOffRun, session } = lock;
+    return handOffRun !== undefined && session.tokens.available && !lock.lost && !session.dead;
   }
 
   /** The key stays locked on the holder's session for the next caller here, with the next token of the session's block. */
@@ -160,7 +160,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
     const { session } = lock;
     session.letGo(lock);
     // The token is taken now, while the key is held: larger than every token this session gave before.
-    return { key: lock.key, lockKey: lock.lockKey, session, token: session.tokens.take()!, cohort: lock.cohort! };
+    return { key: lock.key, lockKey: lock.lockKey, session, token: session.tokens.take()!, handOffRun: lock.handOffRun! };
   }
 
   /** Unlocks on the server (`strict` and eligible: only if another session waits, else keeps it for the next caller here). */

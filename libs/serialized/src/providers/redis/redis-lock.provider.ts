@@ -59,8 +59,8 @@ export {
  * leaves, releases), transport/ (the connection, its client, readiness gate and
  * reply streams), protocol/ (keys, tokens, one typed gateway per Lua script, the
  * commands and channel messages), waiting/ (a waiter's state, the wake-up
- * channel), holding/ (`RedisLock`, a held key) and local-handoff/ (cohorts,
- * riders, tenures: decisions only).
+ * channel), holding/ (`RedisLock`, a held key) and local-handoff/ (the tenure
+ * registry, riders: decisions only).
  *
  * After every lock is released, nothing is left in Redis but the fencing counter
  * (one per prefix; with Cluster, one per hash slot in use). See docs/providers/redis.md.
@@ -199,7 +199,7 @@ export class RedisLockProvider
    * process, in-process (local hand-off, no Redis round trip), since the start.
    */
   get localHandOffs(): number {
-    return this.backend.cohorts.handOffs;
+    return this.backend.tenures.handOffs;
   }
 
   /** Diagnostics: locks held through this provider right now. */

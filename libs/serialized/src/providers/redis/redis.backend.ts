@@ -8,7 +8,7 @@ import type { LineCaller } from '../../local/line-caller';
 import type { LockBackend } from '../../local/lock-backend.interface';
 import type { LockLines } from '../../local/lock-lines';
 import { RedisLock } from './holding/redis-lock';
-import { RedisCohorts, type GrantBlock, type Serve } from './local-handoff/redis-cohorts';
+import { TenureRegistry, type GrantBlock, type Serve } from './local-handoff/tenure.registry';
 import { admit } from './local-handoff/redis-riders';
 import * as commands from './protocol/commands';
 import { Floor } from './protocol/floor';
@@ -21,7 +21,7 @@ import type { RedisKeyspace, RedisLockKeys } from './protocol/redis-keyspace';
 import type { RedisScripts } from './protocol/redis-scripts';
 import { RELEASE, URGENT, type RedisConnection } from './transport/redis-connection';
 import type { ReplicaAcks } from './transport/replica-acks';
-import { KeyWaiters, RedisWaiter } from './waiting/redis-waiter';
+import { RedisQueueShare, RedisWaiter } from './waiting/redis-waiter';
 import { RedisWakeUps, type WakeUpListener } from './waiting/redis-wake-ups';
 
 /** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
@@ -88,10 +88,10 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    * the key is passed on and the waiter fails closed (`LockBackendError`).
    */
   readonly replicas: ReplicaAcks | undefined;
-  readonly cohorts: RedisCohorts<RedisWaiter>;
+  readonly tenures: TenureRegistry<RedisWaiter>;
   private readonly wakeUps: RedisWakeUps;
   /** This process's waiters, per key (only while someone waits). */
-  private readonly keys = new Map<string, KeyWaiters>();
+  private readonly keys = new Map<string, RedisQueueShare>();
   /** This process's waiters, by owner token: where hand-offs find them. */
   private readonly byToken = new Map<string, RedisWaiter>();
   /** This process's waiters, by the layer's caller: where a withdrawal finds them. */
@@ -109,7 +109,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     private readonly lines: () => RedisLines,
   ) {
     ({ connection: this.connection, scripts: this.scripts, deadlines: this.deadlines, replicas: this.replicas } = parts);
-    this.cohorts = new RedisCohorts(parts.handoff, parts.maxLocalHandOffs, parts, () => this.closing);
+    this.tenures = new TenureRegistry(parts.handoff, parts.maxLocalHandOffs, parts, () => this.closing);
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this);
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
     this.heartbeatEveryMs = parts.heartbeatMs / 3;
@@ -138,7 +138,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     const key = caller.key;
     let queue = this.keys.get(key);
     if (!queue) {
-      queue = new KeyWaiters(key, this.parts.keyspace.keysOf(key));
+      queue = new RedisQueueShare(key, this.parts.keyspace.keysOf(key));
       this.keys.set(key, queue);
     }
     const waiter = new RedisWaiter(queue, this.parts.tokens.next(leaseMs), leaseMs, caller);
@@ -175,8 +175,8 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   /** `send` or `ride` (see local-handoff/redis-riders.ts). */
   private admit(waiter: RedisWaiter): void {
     const queue = waiter.queue;
-    const may = !this.closing && this.wakeUps.listening && this.cohorts.on;
-    const admission = admit(queue, may, () => this.cohorts.mayRide(queue.key), waiter.maxPending);
+    const may = !this.closing && this.wakeUps.listening && this.tenures.on;
+    const admission = admit(queue, may, () => this.tenures.mayRide(queue.key), waiter.maxPending);
     if (admission.kind === 'follow') waiter.follow(admission.leader);
     else if (admission.kind === 'ride') waiter.ride(admission.anchor);
     else if (admission.kind === 'refuse')
@@ -201,7 +201,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   private onAcquireReply(waiter: RedisWaiter, token: string, result: AcquireResult, sentAt: number, synced?: boolean): void {
     if (result.handed) this.onHandOff(result.handed, sentAt);
     if (result.status === 'queued') {
-      this.cohorts.learned(waiter.queue.key, result.floor);
+      this.tenures.learned(waiter.queue.key, result.floor);
       waiter.queue.heardOf(result.floor);
     }
     this.placeOrUndo(waiter, token, result, sentAt, synced);
@@ -246,7 +246,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     }
     // Its deadline and abort listener run since the call; it now has a place.
     // A waiter of another process heard of behind this place while its reply was on the way closes it to riders.
-    waiter.place(result.fence, this.cohorts.floorOf(key));
+    waiter.place(result.fence, this.tenures.floorOf(key));
     this.wakeUps.ensure();
     this.scheduleHeartbeat(waiter.queue, result.pttl);
   }
@@ -286,7 +286,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    */
   private onHandOff(handOff: HandOff, since: number): void {
     // A waiter already served in-process has nothing waiting for it (our own lease ran out meanwhile): pass the key on.
-    const served = this.cohorts.servedOf(handOff.member);
+    const served = this.tenures.servedOf(handOff.member);
     if (served) return this.leave(served.key, served.keys, handOff.member);
     const waiter = this.byToken.get(handOff.member);
     // Anyone else: a waiter of another process (told by message), one of ours that
@@ -298,7 +298,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
 
   /** A waiter of another process queued at `place` behind `owner`, a holder or waiter of this process. */
   private onNotice(owner: string, place: number): void {
-    const tenureKey = this.cohorts.noticed(owner, place);
+    const tenureKey = this.tenures.noticed(owner, place);
     // Handed the key but its news has not come yet (a reply on the other connection, or being
     // confirmed), or the waiter the other process's waiter queued behind.
     const waiter = tenureKey === undefined ? this.byToken.get(owner) : undefined;
@@ -332,7 +332,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     // Granted before finished: the riders behind its place stay, to be served by its tenure.
     this.finish(waiter, true);
     const lock = this.lockFor(key, keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
-    this.cohorts.learned(key, waiter.notice);
+    this.tenures.learned(key, waiter.notice);
     waiter.resolve(lock);
   }
 
@@ -450,7 +450,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    * their places alive, passes on a key whose holder's lease ran out, and finds
    * what a missed hand-off message said. No waiter polls.
    */
-  private scheduleHeartbeat(queue: KeyWaiters, holderPttl: number): void {
+  private scheduleHeartbeat(queue: RedisQueueShare, holderPttl: number): void {
     if (queue.places === 0) return;
     let delay = this.heartbeatEveryMs;
     if (holderPttl === -2)
@@ -471,7 +471,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     );
   }
 
-  private heartbeat(queue: KeyWaiters): void {
+  private heartbeat(queue: RedisQueueShare): void {
     if (queue.places === 0 || queue.heartbeating || this.keys.get(queue.key) !== queue) return;
     queue.beatSent();
     commands.heartbeat(this, queue.key, queue.keys, queue.tokens()).then(
@@ -480,7 +480,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     );
   }
 
-  private onHeartbeatReply(queue: KeyWaiters, result: HeartbeatResult, sentAt: number): void {
+  private onHeartbeatReply(queue: RedisQueueShare, result: HeartbeatResult, sentAt: number): void {
     // Asked for while this one was on its way (no later than then).
     const againAt = queue.beatAnswered();
     // What the reply says held when the script ran, no earlier than when it was sent.
@@ -506,7 +506,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   }
 
   /** Redis could not be asked: its waiters cannot know their turn, so they fail closed. */
-  private onHeartbeatFailed(queue: KeyWaiters, error: unknown): void {
+  private onHeartbeatFailed(queue: RedisQueueShare, error: unknown): void {
     queue.beatAnswered();
     // Riders too: their tenure cannot renew without Redis either. From the last: a rider
     // goes before the place it rides on would send it to Redis for a place of its own.
@@ -523,7 +523,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     this.closeKeyIfIdle(queue);
   }
 
-  private closeKeyIfIdle(queue: KeyWaiters): void {
+  private closeKeyIfIdle(queue: RedisQueueShare): void {
     if (!queue.empty || queue.heartbeating) return;
     if (queue.heartbeat) this.deadlines.cancel(queue.heartbeat);
     queue.planBeat(undefined);
@@ -641,7 +641,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     block: GrantBlock | undefined,
     handoff: HandOffMode | undefined,
   ): RedisLock {
-    const change = this.cohorts.begin(key, keys, token, fence, block);
+    const change = this.tenures.begin(key, keys, token, fence, block);
     if (block) this.keys.get(key)?.heardOf(block.floor);
     for (const served of change.leave?.tokens ?? []) this.leave(key, change.leave!.keys, served);
     if (change.unride) this.unride(key);
@@ -651,7 +651,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     return lock;
   }
 
-  /** A local hand-off decided by the cohorts: the waiter holds the key in-process (`grant`). */
+  /** A local hand-off decided by the tenures: the waiter holds the key in-process (`grant`). */
   private serve(key: string, serve: Serve<RedisWaiter>): void {
     const { waiter } = serve;
     const lock = new RedisLock(
@@ -669,13 +669,13 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     const queue = waiter.queue;
     this.finish(waiter, true);
     waiter.resolve(lock);
-    this.cohorts.afterServe(key, serve.fence, waiter.leaseMs, queue.riders, (limit) => queue.frontRiders(limit));
+    this.tenures.afterServe(key, serve.fence, waiter.leaseMs, queue.riders, (limit) => queue.frontRiders(limit));
   }
 
   /**
    * LockBackend: the holder lets go (the layer still counts it until this settles).
    * With a lease this process is sure of, the key passes to its next waiter
-   * in-process when the cohorts allow (nothing sent); riders waiting with the block
+   * in-process when the tenure registry allows (nothing sent); riders waiting with the block
    * spent keep the key with a fresh block; otherwise the release script hands it to
    * the first live waiter in Redis. Resolves with the reply; rejects when Redis
    * could not be told (the lease ends it, and the queue moves on then).
@@ -715,7 +715,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
 
   /** Passes the released lock (lease still fresh) to this process's next waiter, in-process; false: release it to Redis. */
   private passOn(lock: RedisLock): boolean {
-    const serve = this.cohorts.passOn(lock, this.keys.get(lock.key)?.first);
+    const serve = this.tenures.passOn(lock, this.keys.get(lock.key)?.first);
     if (!serve) return false;
     this.serve(lock.key, serve);
     return true;
@@ -735,20 +735,20 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
       this.lines().heldCount > 1 &&
       this.wakeUps.listening &&
       this.keys.get(lock.key)?.first === undefined &&
-      this.cohorts.floorOf(lock.key) === Floor.NONE
+      this.tenures.floorOf(lock.key) === Floor.NONE
     );
   }
 
   /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */
   private keepFor(lock: RedisLock): number {
     const queue = this.keys.get(lock.key);
-    return this.cohorts.keepFor(lock, queue?.first, queue?.first ? queue.riders : 0);
+    return this.tenures.keepFor(lock, queue?.first, queue?.first ? queue.riders : 0);
   }
 
   /** The release is on its way (`keep` > 0: keeping the key): the served waiters' places it removes. */
   private releaseSent(lock: RedisLock, keep: number): readonly string[] {
-    if (keep > 0) return this.cohorts.keeping(lock);
-    const { served, unride } = this.cohorts.end(lock);
+    if (keep > 0) return this.tenures.keeping(lock);
+    const { served, unride } = this.tenures.end(lock);
     if (unride) this.unride(lock.key);
     return served;
   }
@@ -761,10 +761,10 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     served: readonly string[],
     keep: number,
   ): void {
-    this.cohorts.forget(served);
+    this.tenures.forget(served);
     if (result?.kept) {
       this.keys.get(lock.key)?.heardOf(result.kept.floor);
-      const serve = this.cohorts.kept(lock, result.kept, sentAt, this.keys.get(lock.key)?.first);
+      const serve = this.tenures.kept(lock, result.kept, sentAt, this.keys.get(lock.key)?.first);
       if (serve) this.serve(lock.key, serve);
       else {
         // Nobody left to serve here (they gave up on the way, or the next has to wait behind another process): back to Redis.
@@ -784,7 +784,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
           .release()
           .catch(noop);
       }
-    } else if (keep > 0 && this.cohorts.ended(lock)) this.unride(lock.key);
+    } else if (keep > 0 && this.tenures.ended(lock)) this.unride(lock.key);
     if (result?.handed) this.onHandOff(result.handed, sentAt);
   }
 

@@ -70,7 +70,7 @@ export class RedisLock extends LocalLock implements Lock {
     private leaseMs: number,
     grantedPx: number,
     grantedAt: number,
-    /** How this holder passes the key on at release (`undefined`: the provider's mode; see `RedisCohorts`). */
+    /** How this holder passes the key on at release (`undefined`: the provider's mode; see `TenureRegistry`). */
     readonly handoff: HandOffMode | undefined,
   ) {
     super();

@@ -1,6 +1,6 @@
 import { Floor } from '../protocol/floor';
 
-/** What admission reads of a key's waiters in this process (waiting/redis-waiter.ts's `KeyWaiters`). */
+/** What admission reads of a key's waiters in this process (waiting/redis-waiter.ts's `RedisQueueShare`). */
 export interface RiderView<W> {
   /** Waiters whose acquisition or confirmation is on its way to Redis (the newcomer among them). */
   readonly asking: number;
@@ -27,7 +27,7 @@ export type Admission<W> =
  * Riders: waiters without a place of their own in the Redis queue (docs/protocol.md,
  * Redis). A rider waits in this process and is served by a local hand-off, either
  * on the process's tenure of the key (it holds the key: the riders at the front of
- * the key's list, see `RedisCohorts`) or behind the process's last place in the
+ * the key's list, see `TenureRegistry`) or behind the process's last place in the
  * queue while nobody of another process is known to be queued behind that place (a
  * run of riders behind that waiter, served by the tenure its place begins). A
  * newcomer that finds one of the process's waiters on its way to Redis follows it:

@@ -24,7 +24,7 @@ export interface HandOffSettings {
   readonly session: string;
   /**
    * Fencing tokens a process reserves when it gets a key from Redis: one for the
-   * holder, the rest for local hand-offs to its own next waiters (see `RedisCohorts`).
+   * holder, the rest for local hand-offs to its own next waiters (see `TenureRegistry`).
    */
   readonly block: number;
 }

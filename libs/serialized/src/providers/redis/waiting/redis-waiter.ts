@@ -48,7 +48,7 @@ export class RedisWaiter implements RedisCallOptions {
   reject!: (error: unknown) => void;
 
   constructor(
-    readonly queue: KeyWaiters,
+    readonly queue: RedisQueueShare,
     /** Its owner token; a waiter that lost an expired hand-off waits again under a new one. */
     public token: string,
     readonly leaseMs: number,
@@ -199,7 +199,8 @@ export class RedisWaiter implements RedisCallOptions {
 }
 
 /**
- * This process's waiters of one key: the first level of the two. Every waiter has
+ * This process's share of one key's Redis queue: its waiters of the key (the first
+ * level of the two) and what it tells Redis about them. Every waiter has
  * its own place in the Redis queue (global arrival order), or rides without one on
  * this process's tenure of the key (the riders at the front) or on the place of the
  * waiter right before it (a run of riders behind that waiter, served when it gets
@@ -207,7 +208,7 @@ export class RedisWaiter implements RedisCallOptions {
  * all of them, one wake-up at the holder's lease end. Exists only while someone of
  * this process waits for the key.
  */
-export class KeyWaiters {
+export class RedisQueueShare {
   /**
    * Waiters whose acquisition or confirmation is on its way to Redis (neither linked
    * nor following): a newcomer may not ride ahead of them. How many callers wait

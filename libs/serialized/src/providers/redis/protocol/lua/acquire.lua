@@ -53,7 +53,7 @@ if mode ~= 'wait' then return {-1, 0, redis.call('PTTL', lock), h_member, h_fenc
 local fence = next_fence(counter)
 -- The waiter it queues behind, if of another process (and not of the holder's, which
 -- the notice below reaches): its process may be letting new waiters of its own ride
--- on that place (see local-handoff/redis-cohorts.ts) and learns that one of another process now
+-- on that place (see local-handoff/tenure.registry.ts) and learns that one of another process now
 -- waits behind it.
 local tail = redis.call('ZRANGE', queue, -1, -1)[1]
 redis.call('ZADD', queue, fence, token)
@@ -74,7 +74,7 @@ if owner_session == session then
   floor = remote_floor(queue, session, 64, false)
 else
   -- The holder's process may be serving waiters of its own that have no place here
-  -- (riders, see local-handoff/redis-cohorts.ts): it learns that a waiter of another process now
+  -- (riders, see local-handoff/tenure.registry.ts): it learns that a waiter of another process now
   -- waits ("<owner> <place>").
   redis.call('PUBLISH', channel .. owner_session, owner .. ' ' .. string.format('%.0f', fence))
 end

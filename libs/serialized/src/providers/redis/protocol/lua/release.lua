@@ -4,7 +4,7 @@
 -- token) leave the queue first.
 --
 -- With `keep` > 0 (its process has riders waiting: waiters without a place of their
--- own, see local-handoff/redis-cohorts.ts, which bounds them to one block) the key stays the
+-- own, see local-handoff/tenure.registry.ts, which bounds them to one block) the key stays the
 -- token's for at least `keep` ms more, with a fresh block of tokens for the riders, and the
 -- reply says where the first waiter of another process is (0: none).
 --

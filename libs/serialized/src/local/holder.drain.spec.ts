@@ -1,8 +1,8 @@
-import { HeldLocks } from './held-locks';
+import { HolderDrain } from './holder.drain';
 
-describe('HeldLocks', () => {
+describe('HolderDrain', () => {
   it('counts held locks per key when asked to, so holds(key) is false once the last of them is gone', () => {
-    const held = new HeldLocks<{ key: string }>(true);
+    const held = new HolderDrain<{ key: string }>(true);
     const a1 = { key: 'a' };
     const a2 = { key: 'a' };
     held.add(a1);
@@ -18,9 +18,9 @@ describe('HeldLocks', () => {
   });
 
   it('drains at once with nothing held, after the grace period with a holder left', async () => {
-    const held = new HeldLocks<{ key: string }>();
+    const held = new HolderDrain<{ key: string }>();
     await expect(held.drain(10_000)).resolves.toBe(true);
-    const other = new HeldLocks<{ key: string }>();
+    const other = new HolderDrain<{ key: string }>();
     other.add({ key: 'a' });
     await expect(other.drain(20)).resolves.toBe(false);
     expect(other.closing).toBe(true);
@@ -28,7 +28,7 @@ describe('HeldLocks', () => {
   });
 
   it('counts without keeping the locks when asked (track: false), and drains when the count reaches 0', async () => {
-    const held = new HeldLocks<{ key: string }>(false, false);
+    const held = new HolderDrain<{ key: string }>(false, false);
     const a = { key: 'a' };
     const b = { key: 'b' };
     held.add(a);

@@ -6,7 +6,7 @@ import { Floor } from '../protocol/floor';
 import type { RedisLockKeys } from '../protocol/redis-keyspace';
 import { Tenure } from './redis-tenure';
 
-/** What the cohorts read of a waiter (waiting/redis-waiter.ts's `RedisWaiter`); they never change it. */
+/** What the tenure registry reads of a waiter (waiting/redis-waiter.ts's `RedisWaiter`); it never changes it. */
 export interface LocalWaiter {
   readonly token: string;
   readonly fence: number;
@@ -59,10 +59,11 @@ export interface TenureChange {
  * for them. When the tenure ends any other way, the riders take places of their own.
  * See docs/semantics.md.
  *
- * This class decides and keeps the tenures; it creates no lock and settles no
+ * This registry keeps this process's tenures (one per key it holds from Redis)
+ * and decides every local hand-off on them; it creates no lock and settles no
  * waiter: the Redis backend (`RedisBackend`) carries its decisions out.
  */
-export class RedisCohorts<W extends LocalWaiter> {
+export class TenureRegistry<W extends LocalWaiter> {
   private readonly tenures = new Map<string, Tenure>();
   /** Key of each tenure, by its owner token (where a remote waiter's notice finds it). */
   private readonly tenureKeys = new Map<string, string>();

@@ -1,12 +1,13 @@
 import { LockBackendError } from '../errors';
 
 /**
- * The shutdown half every provider shares: which locks are held, whether new
- * acquisitions are still accepted, and waiting (up to a grace period) for the
- * holders to finish. A lock is never released for its holder: the holder's
- * handler may still run.
+ * The holders of locks taken through one provider, and the shutdown drain that
+ * waits for them (the shutdown half every provider shares): how many locks are
+ * held (and which), whether new acquisitions are still accepted, and waiting (up
+ * to a grace period) for the holders to finish. A lock is never released for its
+ * holder: the holder's handler may still run.
  */
-export class HeldLocks<T extends { readonly key: string }> {
+export class HolderDrain<T extends { readonly key: string }> {
   /** The locks themselves, unless only their number is needed (`track: false`). */
   private readonly held: Set<T> | undefined;
   private count = 0;
