@@ -4,6 +4,19 @@ import { hasLoneSurrogate } from '../key/lock-key.composer';
 import type { SerializedOptions } from '../metadata/serialized-options.interface';
 import { transactionOptionProblem } from '../transaction/transaction-options.interface';
 
+/** The names `@Serialized` accepts in its options (`SerializedOptions`), in the order its TSDoc lists them. */
+const ACCEPTED: readonly (keyof SerializedOptions)[] = [
+  'scope',
+  'mode',
+  'waitTimeoutMs',
+  'leaseMs',
+  'maxPending',
+  'reentrant',
+  'handoff',
+  'transaction',
+  'transform',
+];
+
 /**
  * Checks `@Serialized` options when the decorator is applied, so a bad one stops
  * start-up naming the option and `Class#method` (`where`). Numbers follow the
@@ -26,5 +39,9 @@ export function assertSerializedOptions(options: SerializedOptions, where: strin
   }
   const transaction = transactionOptionProblem(options.transaction);
   if (transaction) problems.push(transaction);
+  // A name it does not know would be ignored (a typo, or an option of another version): refused, listing those it accepts.
+  for (const name of Object.keys(options)) {
+    if (!(ACCEPTED as readonly string[]).includes(name)) problems.push(`unknown option ${name} (accepted: ${ACCEPTED.join(', ')})`);
+  }
   if (problems.length) throw new TypeError(`@Serialized on ${where}: ${problems.join('; ')}`);
 }

@@ -89,6 +89,17 @@ describe('@Serialized on a method that is not a route handler', () => {
     );
     expect(() => Serialized('id', { maxPending: 0.5 })(class Batch {})).toThrow('@Serialized on Batch: maxPending=0.5 is invalid');
   });
+
+  it('refuses an option name it does not know when applied (a typo would otherwise be ignored), listing those it accepts', () => {
+    const apply = (options: object) => () => Serialized('id', options)(Jobs.prototype, 'charge', { value: () => undefined });
+    expect(apply({ waitTimoutMs: 500 })).toThrow(
+      '@Serialized on Jobs#charge: unknown option waitTimoutMs (accepted: scope, mode, waitTimeoutMs, leaseMs, maxPending, reentrant, handoff, transaction, transform)',
+    );
+    // Not built yet: refused rather than run as an exclusive lock the caller did not ask for.
+    expect(apply({ concurrency: 3, shared: true })).toThrow(
+      /unknown option concurrency .*; unknown option shared \(accepted: scope, mode,/,
+    );
+  });
 });
 
 describe('@SkipSerialized()', () => {
