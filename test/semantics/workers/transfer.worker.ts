@@ -15,7 +15,8 @@
  * For the bad-day suite (key-sets-bad-day.e2e-spec.ts), optional: LEASE_MS and
  * HEARTBEAT_MS (Redis), LOCK_POOL_SIZE and LOCK_DATABASE_URL (PostgreSQL: the lock
  * sessions' path, the balances staying on DATABASE_URL) for the provider, LINGER
- * (after `done`, keep the provider open until the next message), and ROLE:
+ * (after `done`, keep the provider open until the next message), FAILURE_DETAIL
+ * (each failure with its transfer and message, not its name only), and ROLE:
  * - `victim`: on `go`, holds ACCOUNTS[0..1] in one section that marks both rows
  *   (`inside` + 1000), replies {type:'holding', inside} and never ends; and asks for
  *   ACCOUNTS[2..3] as a set too, replying {type:'partial'} once it holds the first
@@ -164,7 +165,8 @@ async function main(): Promise<void> {
         await locks.run([from, to], () => section(from, to, amount), { waitTimeoutMs });
       }
     } catch (error) {
-      failures.push(String((error as Error)?.name ?? error));
+      const name = String((error as Error)?.name ?? error);
+      failures.push(process.env.FAILURE_DETAIL ? `${name} (${from} → ${to}): ${(error as Error)?.message}` : name);
     }
     maxCallMs = Math.max(maxCallMs, performance.now() - started);
   };
