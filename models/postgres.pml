@@ -32,7 +32,7 @@
  *     the server; strict: only when nobody waits there, asked by the unlock statement
  *     itself), else unlock; a session's end tells the holders on it;
  *   - claims: each session counts the locks of K its statements may have taken until a
- *     reply proves otherwise (session-claims.ts): the session audit's invariant.
+ *     reply proves otherwise (session.claims.ts): the session audit's invariant.
  * A statement's batching with other keys' (StatementBatch) changes no step of K's.
  *
  * Bounds (defaults; -D overrides): NC0 = 3 callers in process 0 (so cohort mode can

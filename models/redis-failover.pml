@@ -20,7 +20,7 @@
  *
  * Each of NP processes runs ATT attempts on K: `acquire` (acquire.lua on the server its
  * connection goes to: a free key is taken with a token from the counter), then `WAIT`
- * (transport/replica-acks.ts): the grant counts only when the server's replica has the
+ * (transport/replica.acks.ts): the grant counts only when the server's replica has the
  * write (`rseq >= seq`) and the answer came on the socket the write went out on (the
  * same connection epoch); otherwise (a timeout: at any step while the replica has not
  * caught up, or the socket changed) the grant is undone (owner-checked release) and the

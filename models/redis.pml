@@ -43,7 +43,7 @@
  * after a reconnect.
  *
  * What each process does (redis.backend.ts and the files it names):
- *   - a new waiter rides (local-handoff/redis-riders.ts, `admit`): behind a waiter of its process on its way
+ *   - a new waiter rides (local-handoff/redis.riders.ts, `admit`): behind a waiter of its process on its way
  *     to Redis (it follows that one's reply), behind the process's last place while
  *     no waiter of another process is known to be queued behind it (the place's
  *     notice), or on the process's tenure while the tenure knows of no waiter of
@@ -52,7 +52,7 @@
  *     (commands.isFresh: (now - since) * 3 <= px), else confirmed first
  *     (confirm, extend script: confirmed, or requeue under a new token);
  *   - a grant from Redis with a block of tokens begins a tenure (local-handoff/tenure.registry.ts,
- *     local-handoff/redis-tenure.ts): its holders pass K on locally with the block's next tokens,
+ *     local-handoff/redis.tenure.ts): its holders pass K on locally with the block's next tokens,
  *     strict: to a rider or a place ahead of the tenure's floor; cohort: also up to
  *     MLH places behind it; at the block's end with riders waiting, the release keeps
  *     K with a fresh block (release script, keep); a tenure that ends any other way
@@ -826,7 +826,7 @@ inline link(pp, x, a) {
   rkp[x] = (a == NONE -> 0 : plc[a])
 }
 
-/* admit (local-handoff/redis-riders.ts): a rider is a waiter; it gets no reply to be refused at, so it is refused here
+/* admit (local-handoff/redis.riders.ts): a rider is a waiter; it gets no reply to be refused at, so it is refused here
    when maxPending waiters of its process already wait (the defect P7 found: it rode) */
 inline rideOrRefuse(pp, x, a) {
 #ifdef MAXP
@@ -841,7 +841,7 @@ inline rideOrRefuse(pp, x, a) {
 #endif
 }
 
-/* admit (local-handoff/redis-riders.ts): rd_ok when the waiter rides, follows or is refused */
+/* admit (local-handoff/redis.riders.ts): rd_ok when the waiter rides, follows or is refused */
 inline ride(pp, x) {
   rd_ok = false;
   rd_n = 0; rd_f = 0; rd_y = WB(pp);

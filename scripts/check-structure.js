@@ -43,24 +43,24 @@ const LIB = process.env.CHECK_STRUCTURE_LIB ? path.resolve(process.env.CHECK_STR
 const REDIS = 'providers/redis/';
 
 /** The one file that assigns a Redis waiter's state (its transitions). */
-const WAITER_STATE_OWNER = 'providers/redis/waiting/redis-waiter.ts';
+const WAITER_STATE_OWNER = 'providers/redis/waiting/redis.waiter.ts';
 /** The waiter's fields that only its transitions change. */
 const WAITER_STATE = ['phase', 'fence', 'handed', 'anchor', 'following', 'followers', 'notice', 'heardBehind'];
 
 /** Host interfaces of the Redis provider (file → interface → why it is one). */
 const MAX_HOSTS = 1;
 const HOST_INTERFACES = {
-  'providers/redis/waiting/redis-wake-ups.ts': {
+  'providers/redis/waiting/redis.wake-ups.ts': {
     WakeUpListener: "the subscriber's messages come when Redis sends them, not as the reply to a command: they can only be handed on",
   },
 };
 /** Interfaces with methods that call nothing back (file → interface → what it is). */
 const PORTS = {
-  'providers/redis/protocol/hand-off.ts': { RunnableScript: 'what a script gateway runs (a loaded LuaScript)' },
-  'providers/redis/transport/redis-connection.ts': {
+  'providers/redis/protocol/hand-off.reply.ts': { RunnableScript: 'what a script gateway runs (a loaded LuaScript)' },
+  'providers/redis/transport/redis.connection.ts': {
     RedisConnectionOptions: "the connection's options (slotOf: a pure function of the key)",
   },
-  'providers/redis/transport/redis-call.ts': {
+  'providers/redis/transport/redis.call.ts': {
     RedisCallOptions: "a call's options (skip(): asked once, just before sending)",
     Call: 'one call on its way: its promise is settled through resolve/reject',
   },
@@ -95,26 +95,6 @@ const FOLDER_CYCLE_EXCEPTIONS = {
 
 /** A source file's name: `<thing>.<role>.ts`. */
 const FILE_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*\.[a-z]+(?:-[a-z]+)*\.ts$/;
-/**
- * Folders whose files are renamed by the work that owns them (folder → owner).
- * Stale once every file under the folder follows the rule.
- */
-const FILE_NAME_FOLDER_EXCEPTIONS = {
-  'local/': 'the one-local-layer work (local/ is being reshaped)',
-  'providers/': 'the backend adapters work (providers/ is being reshaped)',
-};
-/** Files off the rule outside those folders (file → why it waits). */
-const FILE_NAME_EXCEPTIONS = {
-  'config/optional-peer.ts': 'imported from providers/: renamed with them',
-  'inspect/holder-here.ts': 'imported from providers/: renamed with them',
-  'internal/deadline-queue.ts': 'imported from providers/ and local/: renamed with them',
-  'internal/lua-script.ts': 'imported from providers/: renamed with them',
-  'internal/process-keep-alive.ts': 'imported from providers/: renamed with them',
-  'internal/redact.ts': 'imported from providers/: renamed with them',
-  'internal/release-after.ts': 'imported from providers/ and local/: renamed with them',
-  'observability/with-timeout.ts': 'imported from providers/: renamed with them',
-};
-
 function walk(dir, out = []) {
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
@@ -328,21 +308,12 @@ function main() {
   const hosts = Object.values(HOST_INTERFACES).reduce((n, names) => n + Object.keys(names).length, 0);
   if (hosts > MAX_HOSTS) problems.push(`${hosts} host interfaces in the Redis provider, at most ${MAX_HOSTS}`);
 
-  // 4. File names.
+  // 4. File names (no exceptions: every source file follows the rule).
   const offRule = files
     .map(rel)
     .filter((name) => !isSpec(name) && path.posix.basename(name) !== 'index.ts' && !FILE_NAME.test(path.posix.basename(name)));
-  const inExceptedFolder = (name) => Object.keys(FILE_NAME_FOLDER_EXCEPTIONS).find((folder) => name.startsWith(folder));
   for (const name of offRule) {
-    if (inExceptedFolder(name) || name in FILE_NAME_EXCEPTIONS) continue;
     problems.push(`file name off the <thing>.<role>.ts rule: ${name} (e.g. lock-key.composer.ts, lock.service.ts)`);
-  }
-  for (const [folder, owner] of Object.entries(FILE_NAME_FOLDER_EXCEPTIONS)) {
-    if (!offRule.some((name) => name.startsWith(folder)))
-      problems.push(`stale exception in FILE_NAME_FOLDER_EXCEPTIONS (every file follows the rule; remove it): ${folder} (${owner})`);
-  }
-  for (const name of Object.keys(FILE_NAME_EXCEPTIONS)) {
-    if (!offRule.includes(name)) problems.push(`stale exception in FILE_NAME_EXCEPTIONS (renamed or gone; remove it): ${name}`);
   }
 
   // 5, 6. One writer per field; one-implementer interfaces justified.
@@ -380,12 +351,10 @@ function main() {
     process.exit(1);
   }
   const exceptions =
-    [CYCLE_EDGE_EXCEPTIONS, FOLDER_CYCLE_EXCEPTIONS, FILE_NAME_FOLDER_EXCEPTIONS, FILE_NAME_EXCEPTIONS].reduce(
-      (n, list) => n + Object.keys(list).length,
-      0,
-    ) + Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0);
+    [CYCLE_EDGE_EXCEPTIONS, FOLDER_CYCLE_EXCEPTIONS].reduce((n, list) => n + Object.keys(list).length, 0) +
+    Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0);
   console.log(
-    `check-structure: ${files.length} files, no import cycles, waiter state written only in ${WAITER_STATE_OWNER}, ${hosts} Redis host interfaces, file names <thing>.<role>.ts (${exceptions} listed exceptions); ${state.summary}`,
+    `check-structure: ${files.length} files, no import cycles, waiter state written only in ${WAITER_STATE_OWNER}, ${hosts} Redis host interfaces, every file named <thing>.<role>.ts, ${exceptions} listed exceptions; ${state.summary}`,
   );
 }
 

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { WAITER_PHASES } from 'nestjs-serialized/providers/redis/waiting/redis-waiter';
+import { WAITER_PHASES } from 'nestjs-serialized/providers/redis/waiting/redis.waiter';
 
 /**
  * One name per protocol concept (models/VOCABULARY.md): the Redis waiter phases in

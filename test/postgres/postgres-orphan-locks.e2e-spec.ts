@@ -6,7 +6,7 @@ import { OverlapProbe, sleep, waitFor } from '../support/timing';
 import { PgInspector, uniquePrefix } from './support/pg-inspect';
 import { databaseTarget, ProviderSet } from './support/provider-set';
 import { TcpProxy } from './support/tcp-proxy';
-import type { PostgresLock } from 'nestjs-serialized/providers/postgres/postgres-lock';
+import type { PostgresLock } from 'nestjs-serialized/providers/postgres/postgres.lock';
 
 /**
  * An advisory lock nobody holds, and a grant on a session that has just

@@ -10,7 +10,7 @@ import {
   type Lock,
   type PostgresLockProviderOptions,
 } from 'nestjs-serialized';
-import type { PostgresLock } from 'nestjs-serialized/providers/postgres/postgres-lock';
+import type { PostgresLock } from 'nestjs-serialized/providers/postgres/postgres.lock';
 import { resolveSerializedOptions } from 'nestjs-serialized/config/serialized-options.resolver';
 import { Pool } from 'pg';
 import { TEST_DATABASE_URL } from '../support/services';

@@ -1,5 +1,5 @@
 import type { HeldKey, OwnedLock } from './lock.hold';
-import { DONE } from './internal/release-after';
+import { DONE } from './internal/release.after';
 import { outerOf, type LockContext } from './lock.context';
 import type { LockLostError } from './errors/lock-lost.error';
 import type { InterceptedCall } from './metadata/intercepted.call';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
-import { redactUrls } from './internal/redact';
-import { DONE } from './internal/release-after';
+import { redactUrls } from './internal/secrets.redact';
+import { DONE } from './internal/release.after';
 import type { Lock } from './lock.interface';
 import type { Span } from '@opentelemetry/api';
 import type { SerializedMetrics } from './observability/serialized.metrics';

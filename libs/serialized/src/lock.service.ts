@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger } from '@nestjs/common';
 import type { AcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
-import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release-after';
+import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release.after';
 import { joinableLockOn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock.context';
 import { LockBusyError, LockOrderError, LockTimeoutError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';

@@ -1,7 +1,7 @@
 import { Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { SERIALIZED_JOBS_OPTIONS_METADATA } from './bullmq/serialized-jobs.decorator';
-import { canLoad, missingPeerProblem } from './config/optional-peer';
+import { canLoad, missingPeerProblem } from './config/optional.peer';
 import { SerializedConfigError } from './config/serialized-config.error';
 import { SerializedHealthIndicator } from './observability/serialized-health.indicator';
 import { SERIALIZED_OPTIONS_METADATA } from './serialized.constants';
@@ -15,7 +15,7 @@ const BULLMQ_PROCESSOR_METADATA = 'bullmq:processor_metadata';
  * BullMQ processor (`@Processor()` or `@SerializedJobs()` on its class) without
  * `bullmq`, a class that injects `SerializedHealthIndicator` without
  * `@nestjs/terminus`. One `SerializedConfigError` lists every such class, in the
- * form of every missing peer (`config/optional-peer.ts`).
+ * form of every missing peer (`config/optional.peer.ts`).
  */
 @Injectable()
 export class OptionalPeersCheck implements OnModuleInit {

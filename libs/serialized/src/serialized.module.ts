@@ -15,7 +15,7 @@ import { SerializedHealthIndicator } from './observability/serialized-health.ind
 import { SerializedStartupLine } from './observability/startup-line.logger';
 import { loadOtelApi } from './observability/otel-api.loader';
 import { SerializedTracing } from './observability/serialized.tracing';
-import { missingPeerError } from './config/optional-peer';
+import { missingPeerError } from './config/optional.peer';
 import { OptionalPeersCheck } from './optional-peers.check';
 import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from './serialized.constants';
 import {

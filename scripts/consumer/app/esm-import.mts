@@ -2,4 +2,9 @@
 import { InMemoryLockProvider, LockService, Serialized, SerializedModule } from 'nestjs-serialized';
 import { SerializedTestingModule } from 'nestjs-serialized/testing';
 
-export const fromEsm = [Serialized('userId'), SerializedModule.forRoot(), SerializedTestingModule.forRoot(), new LockService(new InMemoryLockProvider())];
+export const fromEsm = [
+  Serialized('userId'),
+  SerializedModule.forRoot(),
+  SerializedTestingModule.forRoot(),
+  new LockService(new InMemoryLockProvider()),
+];

@@ -1,5 +1,5 @@
 import type * as Bullmq from 'bullmq';
-import { isMissingPackage, missingPeerError } from '../config/optional-peer';
+import { isMissingPackage, missingPeerError } from '../config/optional.peer';
 
 /**
  * Loads `bullmq` when a job is first processed, never at module load: apps that

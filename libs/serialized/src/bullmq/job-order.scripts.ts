@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { LuaScript } from '../internal/lua-script';
+import { LuaScript } from '../internal/lua.script';
 
 const LUA_DIR = path.join(__dirname, 'lua');
 const COMMON = LuaScript.load(LUA_DIR, 'job-common', 0).source;

@@ -1,6 +1,6 @@
 import { jobOrderKeys, JOB_LOCK_KEY_FIELD, ORDER_TTL_MS, type QueueKeyNamer } from './job-order.keys';
 import { JOB_ORDER_SCRIPTS } from './job-order.scripts';
-import type { ScriptClient } from '../internal/lua-script';
+import type { ScriptClient } from '../internal/lua.script';
 
 /** What `enter` decided for a job. */
 export type EnterVerdict =

@@ -6,12 +6,12 @@ import { LockBackendError, LockBusyError, SerializationKeyError } from '../error
 import { resolveArgumentsKey } from '../key/arguments-key.resolver';
 import type { HeldKey, LockService } from '../lock.service';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
-import { redactUrls } from '../internal/redact';
+import { redactUrls } from '../internal/secrets.redact';
 import { loadBullmq } from './bullmq.loader';
 import { JobOrderStore, type EnterVerdict } from './job-order.store';
 import { jobLeaseMs } from './job-lease.policy';
 import { willRunAgain } from './job-retry.policy';
-import { isScriptClient } from '../internal/lua-script';
+import { isScriptClient } from '../internal/lua.script';
 import type { ResolvedSerializedJobsOptions } from './serialized-jobs-options.interface';
 import { serializedJobsOptionsOf } from './serialized-jobs.decorator';
 

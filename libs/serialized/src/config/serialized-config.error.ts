@@ -1,4 +1,4 @@
-import { redactUrls } from '../internal/redact';
+import { redactUrls } from '../internal/secrets.redact';
 
 /**
  * Invalid module options or environment variables. Thrown while the module starts,

@@ -1,4 +1,4 @@
-import { redactUrls } from '../internal/redact';
+import { redactUrls } from '../internal/secrets.redact';
 import { OptionRowsValidator, throwIfProblems } from './option-rows.validator';
 import {
   acceptsOf,

@@ -2,7 +2,7 @@ import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs
 import type { HttpAdapterHost } from '@nestjs/core';
 import { SerializedError } from '../errors';
 import type { BackendOutageLog } from '../interceptors/backend-outage.log';
-import { redactUrls } from '../internal/redact';
+import { redactUrls } from '../internal/secrets.redact';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
 import { mapSerializedError, type ErrorMappingOptions, type MappedError } from '../interceptors/serialized-error.mapper';
 import { loadTransportPackage } from './transport-packages.loader';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { LoggerService } from '@nestjs/common';
 import type { SerializedError } from '../errors';
-import { redactUrls } from '../internal/redact';
+import { redactUrls } from '../internal/secrets.redact';
 
 /** How long the same outage stays quiet in the log while no request gets through. */
 export const OUTAGE_QUIET_MS = 5 * 60_000;

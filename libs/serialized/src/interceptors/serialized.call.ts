@@ -1,7 +1,7 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import type { Observer, Subscriber, Subscription, Unsubscribable } from 'rxjs';
 import { escapeLockKeyPart } from '../key/lock-key.composer';
-import { DONE } from '../internal/release-after';
+import { DONE } from '../internal/release.after';
 import type { Lock } from '../lock.interface';
 import type { HeldKey, LockService, LockSet } from '../lock.service';
 import { joinedSet } from '../lock-set.hold';

@@ -1,4 +1,4 @@
-import type { LineCaller } from './line-caller';
+import type { LineCaller } from './line.caller';
 
 /**
  * A backend adapter: what `LockLines` asks the backend for a key, and what the

@@ -1,4 +1,4 @@
-import { redactUrls } from '../internal/redact';
+import { redactUrls } from '../internal/secrets.redact';
 
 const URL_AUTHORITY = /\b([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^\s/?#'"]+/g;
 const IPV6 = /\[[0-9A-Fa-f:.]+\](:\d+)?/g;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { isMissingPackage, missingPeerError } from '../config/optional-peer';
+import { isMissingPackage, missingPeerError } from '../config/optional.peer';
 import { LockProvider } from '../lock.provider';
 import { driverOf } from './driver-name.resolver';
 import { healthReason } from './health-reason.formatter';

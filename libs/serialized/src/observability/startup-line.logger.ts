@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { redactUrls } from '../internal/redact';
+import { redactUrls } from '../internal/secrets.redact';
 import { SERIALIZED_LOGGER_CONTEXT, SERIALIZED_OPTIONS } from '../serialized.constants';
 import type { ResolvedSerializedOptions } from '../serialized-options.interface';
 

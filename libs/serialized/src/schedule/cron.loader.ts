@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { isMissingPackage, missingPeerError } from '../config/optional-peer';
+import { isMissingPackage, missingPeerError } from '../config/optional.peer';
 
 /** What the library uses of `cron`'s `CronTime` (the package @nestjs/schedule schedules with). */
 export interface CronTimeLike {

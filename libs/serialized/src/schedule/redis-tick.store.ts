@@ -1,5 +1,5 @@
-import { withTimeout } from '../observability/with-timeout';
-import type { ScriptClient } from '../internal/lua-script';
+import { withTimeout } from '../observability/with.timeout';
+import type { ScriptClient } from '../internal/lua.script';
 import { ONCE_PER_TICK_DEFAULTS } from './once-per-tick.defaults';
 import { TICK_SCRIPTS } from './redis-tick.scripts';
 import type { TickClaim, TickClaimRequest, TickRefusal, TickStore } from './tick.store';

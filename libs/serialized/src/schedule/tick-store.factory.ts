@@ -1,4 +1,4 @@
-import type { ScriptClient } from '../internal/lua-script';
+import type { ScriptClient } from '../internal/lua.script';
 import type { LockProvider } from '../lock.provider';
 import { driverOf } from '../observability/driver-name.resolver';
 import type { PostgresLockProvider } from '../providers/postgres/postgres-lock.provider';

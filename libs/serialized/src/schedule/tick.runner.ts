@@ -9,7 +9,7 @@ import {
   type Type,
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { canLoad, missingPeerProblem } from '../config/optional-peer';
+import { canLoad, missingPeerProblem } from '../config/optional.peer';
 import { SerializedConfigError } from '../config/serialized-config.error';
 import { LockProvider } from '../lock.provider';
 import type { OncePerTickMetadata } from '../metadata/once-per-tick-options.interface';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/lock-lost.error';
-import { DONE } from '../internal/release-after';
+import { DONE } from '../internal/release.after';
 import type { Lock } from '../lock.interface';
 
 /**

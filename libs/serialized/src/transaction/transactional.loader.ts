@@ -1,4 +1,4 @@
-import { isMissingPackage, missingPeerError } from '../config/optional-peer';
+import { isMissingPackage, missingPeerError } from '../config/optional.peer';
 
 /** What transaction mode uses of `@nestjs-cls/transactional` (structural: it is an optional peer). */
 export interface TransactionalModule {

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { DeadlineQueue, type Deadline } from '../../internal/deadline-queue';
+import { DeadlineQueue, type Deadline } from '../../internal/deadline.queue';
 import type { IdempotencyStore } from '../idempotency.store';
 import type { StoredResponse } from '../stored-response.codec';
 

@@ -3,14 +3,14 @@ import { Logger, type BeforeApplicationShutdown, type OnApplicationShutdown } fr
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { MemoryIdempotencyStore } from '../../idempotency/stores/memory-idempotency.store';
 import { performance } from 'node:perf_hooks';
-import { holderHere } from '../../inspect/holder-here';
+import { holderHere } from '../../inspect/holder.here';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import { LayeredLockProvider } from '../../local/layered-lock.provider';
-import { LockLines } from '../../local/lock-lines';
+import { LockLines } from '../../local/lock.lines';
 import type { LockProviderCommonOptions } from '../../lock-provider-options.interface';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import { InMemoryBackend } from './in-memory.backend';
-import type { InMemoryLock } from './in-memory-lock';
+import type { InMemoryLock } from './in-memory.lock';
 
 /** Options of {@link InMemoryLockProvider}; module options fill them in (no key prefix, lease or connection here). */
 export type InMemoryLockProviderOptions = Pick<

@@ -1,9 +1,9 @@
 import type { Logger } from '@nestjs/common';
 import { LockTimeoutError } from '../../errors';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
-import type { LineCaller } from '../../local/line-caller';
+import type { LineCaller } from '../../local/line.caller';
 import type { LockBackend } from '../../local/lock-backend.interface';
-import { InMemoryLock, type InMemoryLockOwner } from './in-memory-lock';
+import { InMemoryLock, type InMemoryLockOwner } from './in-memory.lock';
 
 /**
  * The in-memory backend: nothing to ask. A free key is granted at once with the

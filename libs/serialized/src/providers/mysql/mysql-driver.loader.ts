@@ -1,4 +1,4 @@
-import { isMissingPackage, missingPeerError } from '../../config/optional-peer';
+import { isMissingPackage, missingPeerError } from '../../config/optional.peer';
 
 /** The callback API of a mysql2 connection the driver uses (no mysql2 typings needed to compile the library). */
 export interface MysqlConnectionLike {

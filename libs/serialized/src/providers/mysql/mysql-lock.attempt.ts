@@ -1,7 +1,7 @@
-import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
+import type { Deadline, DeadlineQueue } from '../../internal/deadline.queue';
 import { SessionLockAttempt, type SessionAttemptRequest } from '../sessions/session-lock.attempt';
-import type { LockAnswer, MysqlSession } from './mysql-session';
-import type { MysqlSessions } from './mysql-sessions';
+import type { LockAnswer, MysqlSession } from './mysql.session';
+import type { MysqlSessions } from './mysql.sessions';
 
 /** MySQL 8's answer to a wait that would close a cycle of named-lock waits between sessions. */
 const ER_USER_LOCK_DEADLOCK = 3058;

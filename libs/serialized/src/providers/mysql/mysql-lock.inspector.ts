@@ -1,13 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../../errors';
-import { holderHere } from '../../inspect/holder-here';
+import { holderHere } from '../../inspect/holder.here';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
-import type { LockLines } from '../../local/lock-lines';
+import type { LockLines } from '../../local/lock.lines';
 import { mysqlLockName } from './mysql-lock.name';
-import type { MysqlLock } from './mysql-lock';
-import { MysqlSession } from './mysql-session';
-import type { MysqlSessions } from './mysql-sessions';
+import type { MysqlLock } from './mysql.lock';
+import { MysqlSession } from './mysql.session';
+import type { MysqlSessions } from './mysql.sessions';
 
 /**
  * The named lock's holder (`IS_USED_LOCK`: its connection id) and the sessions

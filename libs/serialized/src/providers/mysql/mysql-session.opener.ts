@@ -1,7 +1,7 @@
 import type { QueryWatchdog, Watched } from '../sessions/query.watchdog';
 import type { MysqlConnectionLike, MysqlError, MysqlModule } from './mysql-driver.loader';
 import { SESSION_ID, SESSION_SETUP, type CounterStatements } from './mysql-lock.sql';
-import { MysqlSession } from './mysql-session';
+import { MysqlSession } from './mysql.session';
 
 /** Tokens one draw of the fencing counter reserves for a session's grants. */
 export const MYSQL_TOKEN_BLOCK = 1024;

@@ -1,16 +1,16 @@
 import { LockLostError, LockTimeoutError } from '../../errors';
-import type { DeadlineQueue } from '../../internal/deadline-queue';
+import type { DeadlineQueue } from '../../internal/deadline.queue';
 import type { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
-import type { LineCaller } from '../../local/line-caller';
+import type { LineCaller } from '../../local/line.caller';
 import type { LockBackend } from '../../local/lock-backend.interface';
-import type { LockLines } from '../../local/lock-lines';
+import type { LockLines } from '../../local/lock.lines';
 import { SessionLivenessMonitor } from '../sessions/session-liveness.monitor';
 import { SessionAttempts } from '../sessions/session-attempts.registry';
 import { MysqlLockAttempt } from './mysql-lock.attempt';
 import { mysqlLockName } from './mysql-lock.name';
-import { MysqlLock } from './mysql-lock';
-import type { MysqlSession } from './mysql-session';
-import type { MysqlSessions } from './mysql-sessions';
+import { MysqlLock } from './mysql.lock';
+import type { MysqlSession } from './mysql.session';
+import type { MysqlSessions } from './mysql.sessions';
 
 /** What the backend tells the provider's lines (the layer) of its own events. */
 type MysqlLines = Pick<LockLines<MysqlLock>, 'waitsBehind' | 'heldCount' | 'released'>;

@@ -1,5 +1,5 @@
 import type { ClientConfig } from 'pg';
-import { LockSession } from './lock-session';
+import { LockSession } from './lock.session';
 import { SEQUENCE_INCREMENT, SESSION_CHECK, SESSION_SETUP } from './lock-session.sql';
 import { destroySocket } from './pg-client.internals';
 import type { PgModule } from './pg-driver.loader';

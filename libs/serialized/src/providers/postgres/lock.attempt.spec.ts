@@ -2,10 +2,10 @@ import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockTimeoutError } from '../../errors';
 import { LockAttempt, MAX_LOCK_TIMEOUT_MS, type AttemptSessions } from './lock.attempt';
 import { HELD_ELSEWHERE } from '../sessions/lock-session.request';
-import type { LockSession } from './lock-session';
+import type { LockSession } from './lock.session';
 import type { LockSessionPool } from '../sessions/lock-session.pool';
 import { lockStatements } from './postgres-lock.statements';
-import { SessionTokens } from '../sessions/session-tokens';
+import { SessionTokens } from '../sessions/session.tokens';
 
 /** A session that answers each statement with the next scripted outcome. */
 class ScriptedConnection {

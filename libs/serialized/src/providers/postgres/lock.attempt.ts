@@ -1,5 +1,5 @@
-import { LockSession } from './lock-session';
-import type { LockSessions } from './lock-sessions';
+import { LockSession } from './lock.session';
+import type { LockSessions } from './lock.sessions';
 import { SessionChangedError } from './session-changed.error';
 import { SessionLockAttempt, type SessionAttemptRequest } from '../sessions/session-lock.attempt';
 

@@ -1,5 +1,5 @@
 import type * as Pg from 'pg';
-import { isMissingPackage, missingPeerError } from '../../config/optional-peer';
+import { isMissingPackage, missingPeerError } from '../../config/optional.peer';
 
 /** The part of the `pg` module the provider uses. */
 export type PgModule = Pick<typeof Pg, 'Client' | 'Pool'>;

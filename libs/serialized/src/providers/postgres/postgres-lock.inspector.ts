@@ -1,15 +1,15 @@
 import { performance } from 'node:perf_hooks';
 import type { QueryArrayConfig } from 'pg';
 import { LockBackendError } from '../../errors';
-import { holderHere } from '../../inspect/holder-here';
+import { holderHere } from '../../inspect/holder.here';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
-import type { LockLines } from '../../local/lock-lines';
+import type { LockLines } from '../../local/lock.lines';
 import { advisoryLockKey } from './advisory-key.hash';
-import { LockSession } from './lock-session';
-import type { LockSessions } from './lock-sessions';
+import { LockSession } from './lock.session';
+import type { LockSessions } from './lock.sessions';
 import type { HandedLock } from './postgres.backend';
-import type { PostgresLock } from './postgres-lock';
+import type { PostgresLock } from './postgres.lock';
 
 /** Most holder rows read for one key (an advisory key has one exclusive holder; shared holds are the app's own). */
 const MAX_HOLDER_ROWS = 16;

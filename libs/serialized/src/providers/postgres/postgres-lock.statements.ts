@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { QueryArrayConfig } from 'pg';
-import type { TokenOffer } from '../sessions/session-tokens';
+import type { TokenOffer } from '../sessions/session.tokens';
 
 /**
  * The increment the fencing sequence gets: one `nextval` reserves this many

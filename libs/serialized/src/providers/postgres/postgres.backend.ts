@@ -1,18 +1,18 @@
 import type { HandOffMode } from '../../acquire-options.interface';
 import { LockLostError, LockTimeoutError } from '../../errors';
-import type { LineCaller } from '../../local/line-caller';
+import type { LineCaller } from '../../local/line.caller';
 import type { LockBackend } from '../../local/lock-backend.interface';
-import type { LockLines } from '../../local/lock-lines';
+import type { LockLines } from '../../local/lock.lines';
 import type { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { advisoryLockKey } from './advisory-key.hash';
-import { checkSession, KEPT, unlockSession } from './session-unlock';
+import { checkSession, KEPT, unlockSession } from './session.unlock';
 import { LockAttempt } from './lock.attempt';
 import { SessionAttempts } from '../sessions/session-attempts.registry';
-import type { LockSession, UnownedLock } from './lock-session';
-import type { LockSessions } from './lock-sessions';
-import { PostgresLock, type HandOffRun } from './postgres-lock';
-import { SessionAudit } from './session-audit';
+import type { LockSession, UnownedLock } from './lock.session';
+import type { LockSessions } from './lock.sessions';
+import { PostgresLock, type HandOffRun } from './postgres.lock';
+import { SessionAudit } from './session.audit';
 import { SessionLivenessMonitor } from '../sessions/session-liveness.monitor';
 
 /** A server lock on its way from a releasing holder to the next caller of this process (a local hand-off). */

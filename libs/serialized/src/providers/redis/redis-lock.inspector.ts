@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import { holderHere } from '../../inspect/holder-here';
+import { holderHere } from '../../inspect/holder.here';
 import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
-import type { LockLines } from '../../local/lock-lines';
-import type { RedisLock } from './holding/redis-lock';
+import type { LockLines } from '../../local/lock.lines';
+import type { RedisLock } from './holding/redis.lock';
 import { InspectScript } from './protocol/inspect.script';
-import type { RedisKeyspace } from './protocol/redis-keyspace';
-import type { RedisConnection } from './transport/redis-connection';
+import type { RedisKeyspace } from './protocol/redis.keyspace';
+import type { RedisConnection } from './transport/redis.connection';
 
 /** The part of the provider an inspection reads. */
 export interface RedisInspectedParts {

@@ -2,27 +2,27 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
 import type { HandOffMode } from '../../acquire-options.interface';
 import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors/index';
-import type { DeadlineQueue } from '../../internal/deadline-queue';
+import type { DeadlineQueue } from '../../internal/deadline.queue';
 import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
-import type { LineCaller } from '../../local/line-caller';
+import type { LineCaller } from '../../local/line.caller';
 import type { LockBackend } from '../../local/lock-backend.interface';
-import type { LockLines } from '../../local/lock-lines';
-import { RedisLock } from './holding/redis-lock';
+import type { LockLines } from '../../local/lock.lines';
+import { RedisLock } from './holding/redis.lock';
 import { TenureRegistry, type GrantBlock, type Serve } from './local-handoff/tenure.registry';
-import { admit } from './local-handoff/redis-riders';
-import * as commands from './protocol/commands';
-import { Floor } from './protocol/floor';
-import type { HandOff, PassOnResult } from './protocol/hand-off';
+import { admit } from './local-handoff/redis.riders';
+import * as commands from './protocol/redis.commands';
+import { Floor } from './protocol/queue.floor';
+import type { HandOff, PassOnResult } from './protocol/hand-off.reply';
 import type { AcquireResult } from './protocol/acquire.script';
 import type { HeartbeatResult } from './protocol/heartbeat.script';
-import { messageOf } from './protocol/messages';
-import type { OwnerTokens } from './protocol/owner-tokens';
-import type { RedisKeyspace, RedisLockKeys } from './protocol/redis-keyspace';
-import type { RedisScripts } from './protocol/redis-scripts';
-import { RELEASE, URGENT, type RedisConnection } from './transport/redis-connection';
-import type { ReplicaAcks } from './transport/replica-acks';
-import { RedisQueueShare, RedisWaiter } from './waiting/redis-waiter';
-import { RedisWakeUps, type WakeUpListener } from './waiting/redis-wake-ups';
+import { messageOf } from './protocol/wake-up.messages';
+import type { OwnerTokens } from './protocol/owner.tokens';
+import type { RedisKeyspace, RedisLockKeys } from './protocol/redis.keyspace';
+import type { RedisScripts } from './protocol/redis.scripts';
+import { RELEASE, URGENT, type RedisConnection } from './transport/redis.connection';
+import type { ReplicaAcks } from './transport/replica.acks';
+import { RedisQueueShare, RedisWaiter } from './waiting/redis.waiter';
+import { RedisWakeUps, type WakeUpListener } from './waiting/redis.wake-ups';
 
 /** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
 type RedisLines = Pick<LockLines<RedisLock>, 'released' | 'heldCount' | 'closing'>;
@@ -61,7 +61,7 @@ const WITHDRAWN = new Error('withdrawn by the local layer');
  * transitions of models/VOCABULARY.md, by `RedisWaiter`'s methods). Each Redis
  * event enters here once — an acquire, heart-beat, leave or confirmation reply, a
  * message on the wake-up channel, a held lock's release — and leaves with what it
- * decided carried out: the commands (protocol/commands.ts) only send and return
+ * decided carried out: the commands (protocol/redis.commands.ts) only send and return
  * the decoded reply, and the local hand-off (local-handoff/) only decides.
  *
  * How a hand-off reaches a waiter and when it may run on it: a script makes the
@@ -172,7 +172,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     return new LockTimeoutError(key, waitTimeoutMs);
   }
 
-  /** `send` or `ride` (see local-handoff/redis-riders.ts). */
+  /** `send` or `ride` (see local-handoff/redis.riders.ts). */
   private admit(waiter: RedisWaiter): void {
     const queue = waiter.queue;
     const may = !this.closing && this.wakeUps.listening && this.tenures.on;

@@ -1,5 +1,5 @@
-import type { LockSession } from '../postgres/lock-session';
-import { DeadlineQueue } from '../../internal/deadline-queue';
+import type { LockSession } from '../postgres/lock.session';
+import { DeadlineQueue } from '../../internal/deadline.queue';
 import { LockSessionPool, type SessionRequest, type PendingSession } from './lock-session.pool';
 
 /** Just enough of a connection for the pool's bookkeeping. */

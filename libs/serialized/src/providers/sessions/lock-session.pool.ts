@@ -1,5 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
-import type { Deadline, DeadlineQueue } from '../../internal/deadline-queue';
+import type { Deadline, DeadlineQueue } from '../../internal/deadline.queue';
 import type { SessionRequest, LockSessionPoolOptions, PendingSession, PooledSession } from './lock-session.request';
 
 export type { SessionRequest, LockSessionPoolOptions, PendingSession, PooledSession } from './lock-session.request';

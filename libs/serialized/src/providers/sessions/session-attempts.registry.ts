@@ -1,4 +1,4 @@
-import type { LineCaller } from '../../local/line-caller';
+import type { LineCaller } from '../../local/line.caller';
 import { HELD_ELSEWHERE, type PooledSession, type SessionGrant } from './lock-session.request';
 import type { SessionLockAttempt } from './session-lock.attempt';
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { LockBackendError } from '../../errors';
 import { LockTimeoutError } from '../../errors';
-import type { CallerMode } from '../../local/line-caller';
+import type { CallerMode } from '../../local/line.caller';
 import type { LockSessionPool } from './lock-session.pool';
 import {
   HELD_ELSEWHERE,

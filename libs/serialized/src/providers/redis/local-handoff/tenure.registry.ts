@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import type { HandOffMode } from '../../../acquire-options.interface';
-import type { RedisLock } from '../holding/redis-lock';
-import { refill, type Redis } from '../protocol/commands';
-import { Floor } from '../protocol/floor';
-import type { RedisLockKeys } from '../protocol/redis-keyspace';
-import { Tenure } from './redis-tenure';
+import type { RedisLock } from '../holding/redis.lock';
+import { refill, type Redis } from '../protocol/redis.commands';
+import { Floor } from '../protocol/queue.floor';
+import type { RedisLockKeys } from '../protocol/redis.keyspace';
+import { Tenure } from './redis.tenure';
 
-/** What the tenure registry reads of a waiter (waiting/redis-waiter.ts's `RedisWaiter`); it never changes it. */
+/** What the tenure registry reads of a waiter (waiting/redis.waiter.ts's `RedisWaiter`); it never changes it. */
 export interface LocalWaiter {
   readonly token: string;
   readonly fence: number;

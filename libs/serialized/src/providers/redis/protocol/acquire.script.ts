@@ -1,4 +1,4 @@
-import { floorOf, type Floor } from './floor';
+import { floorOf, type Floor } from './queue.floor';
 import {
   type RedisLockKeys,
   handOffArgs,
@@ -7,7 +7,7 @@ import {
   type HandOffSettings,
   type RunnableScript,
   type ScriptClient,
-} from './hand-off';
+} from './hand-off.reply';
 
 /** What acquire.lua is asked. */
 export interface AcquireArgs {

@@ -1,4 +1,4 @@
-import type { RunnableScript, ScriptClient } from './hand-off';
+import type { RunnableScript, ScriptClient } from './hand-off.reply';
 
 /** Gateway to extend.lua: owner-checked renewal. */
 export class ExtendScript {

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { LuaScript, type ScriptClient } from '../../../internal/lua-script';
-import type { RedisLockKeys } from './redis-keyspace';
+import { LuaScript, type ScriptClient } from '../../../internal/lua.script';
+import type { RedisLockKeys } from './redis.keyspace';
 
 /** Places of the queue `inspect.lua` looks at for the caller's own (its bound). */
 export const INSPECT_WINDOW = 256;

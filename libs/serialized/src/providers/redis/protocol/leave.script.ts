@@ -6,7 +6,7 @@ import {
   type PassOnResult,
   type RunnableScript,
   type ScriptClient,
-} from './hand-off';
+} from './hand-off.reply';
 
 /** Gateway to leave.lua: a waiter gives up its place, passing the key on if it was handed over meanwhile. */
 export class LeaveScript {

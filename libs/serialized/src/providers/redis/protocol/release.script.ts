@@ -6,7 +6,7 @@ import {
   type PassOnResult,
   type RunnableScript,
   type ScriptClient,
-} from './hand-off';
+} from './hand-off.reply';
 
 /** Gateway to release.lua: owner-checked release that hands the key straight to the first live waiter. */
 export class ReleaseScript {

@@ -1,4 +1,4 @@
-import type { DeadlineQueue } from '../../../internal/deadline-queue';
+import type { DeadlineQueue } from '../../../internal/deadline.queue';
 import type { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
 import { SilenceWatch } from './silence.watch';
 

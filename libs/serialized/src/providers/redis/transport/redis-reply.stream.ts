@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import type { Call, RedisCallOptions } from './redis-call';
-import { CallQueue } from './redis-call-queue';
-import type { RedisClient } from './redis-client';
-import type { RedisWire } from './redis-wire';
+import type { Call, RedisCallOptions } from './redis.call';
+import { CallQueue } from './redis-call.queue';
+import type { RedisClient } from './redis.client';
+import type { RedisWire } from './redis.wire';
 import { SilenceWatch } from './silence.watch';
 
 /** Commands on the wire from which writes are batched per turn of the event loop (measured: see docs). */

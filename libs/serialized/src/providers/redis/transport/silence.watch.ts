@@ -1,4 +1,4 @@
-import type { Deadline, DeadlineQueue } from '../../../internal/deadline-queue';
+import type { Deadline, DeadlineQueue } from '../../../internal/deadline.queue';
 import type { EventLoopLagClock } from '../../../internal/event-loop-lag.clock';
 
 /**

@@ -1,0 +1,638 @@
+import { AsyncResource } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import type { ProviderAcquireOptions } from '../acquire-options.interface';
+import { LockBackendError, LockBusyError } from '../errors';
+import { DeadlineQueue } from '../internal/deadline.queue';
+import { DONE } from '../internal/release.after';
+import { SERIALIZED_DEFAULTS } from '../serialized.defaults';
+import { HolderDrain } from './holder.drain';
+import { LineCaller, type CallerEnds } from './line.caller';
+import type { LockBackend } from './lock-backend.interface';
+import { LockLine, Turn } from './lock.line';
+import { PendingBudget } from './pending.budget';
+
+/** What `LockLines.inspectHere` sees of one key in this process. */
+export interface KeyHere<L> {
+  /** The caller of this process holding the key, if one does. */
+  readonly holder: L | undefined;
+  /** Callers of this process waiting for the key: in line, or asking the backend (the holder not counted). */
+  readonly waiting: number;
+}
+
+const NOBODY: KeyHere<never> = Object.freeze({ holder: undefined, waiting: 0 });
+
+/** The settings of one provider's lines; each falls back to the module's default. */
+export interface LockLinesSettings {
+  readonly waitTimeoutMs?: number;
+  readonly maxPending?: number;
+  readonly maxPendingTotal?: number;
+  readonly shutdownGraceMs?: number;
+  /** Local hand-offs in a row before the key goes back to the backend (none: the backend hands nothing on). */
+  readonly maxLocalHandOffs?: number;
+  /** The provider's timer queue (one per provider instance). */
+  readonly deadlines?: DeadlineQueue;
+  /** Keep the held locks themselves (for `holders()`), not only their number. */
+  readonly trackHeld?: boolean;
+}
+
+/**
+ * A line with nobody in it and nothing in flight (frozen): the entry of `IDLE`.
+ * A key held in-process (a backend with `takeNow`) with nobody waiting has no line
+ * either: its entry is the holder's lock itself, so taking a free key allocates
+ * nothing and `inspectHere` still finds the holder; the first caller to wait gives
+ * the key a line of its own.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- one frozen line stands for every lock type
+const HELD: LockLine<any> = Object.freeze(new LockLine<unknown>('', Turn.Held)) as LockLine<unknown>;
+
+/** The key of the line that keeps `lines` from ever being empty (no string is it). */
+const IDLE: unique symbol = Symbol('idle');
+
+function noop(): void {}
+
+/**
+ * The one local layer under every driver: for each key, this process's line of
+ * callers (arrival order), admission (`maxPending`, the holder not counted;
+ * `maxPendingTotal` across keys), waits with their timeouts and aborts, whose turn
+ * it is to ask the backend (one caller per key and process at a time), the holders,
+ * releases in flight (a try waits for its own process's), local hand-off and its
+ * bound, and the shutdown drain — and the only writer of all of it. The backend
+ * adapter (`LockBackend`) only says how to take, hand on and give back a key.
+ *
+ * An idle key leaves nothing behind. A caller given the key in the same tick it
+ * gave up passes it on without running.
+ */
+export class LockLines<L extends { readonly key: string; release(): Promise<void> }, K = never> implements CallerEnds {
+  /**
+   * Keys held, asked for or waited for — a line, or (held in-process, nobody
+   * waiting) the holder's lock — and one entry that is no key (`IDLE`): V8
+   * shrinks a Map emptied by `delete` — a runtime call and a new table — so without
+   * it every uncontended take-and-release of a lone key would pay that twice over
+   * (bench row `1.memory`).
+   */
+  private readonly lines = new Map<string | typeof IDLE, LockLine<L> | L>([[IDLE, HELD]]);
+  /** Lines of their own (not `HELD`, not a lock); none: releasing in-process is one Map delete. */
+  private lined = 0;
+  private readonly holderDrain: HolderDrain<L>;
+  private readonly budget: PendingBudget;
+  private readonly deadlines: DeadlineQueue;
+  private readonly waitTimeoutMs: number;
+  private readonly maxPending: number;
+  private readonly shutdownGraceMs: number;
+  private readonly maxLocalHandOffs: number;
+  /** The backend has nothing to ask (in-memory): grants and releases are synchronous. */
+  private readonly inProcess: boolean;
+  /** Every caller asks the backend on arrival (`LockBackend.asksOn`): its line only keeps the waiters' order here. */
+  private readonly arrival: boolean;
+  /** Arrival mode: callers whose budget starts at the next turn of the event loop. */
+  private readonly unstamped: LineCaller<L>[] = [];
+  // The stamping turn is scheduled in the provider's scope, not in the request that happened to come first.
+  private stampScope: AsyncResource | undefined;
+  private readonly onStamp = (): void => this.stamp();
+
+  constructor(
+    private readonly backend: LockBackend<L, K>,
+    settings: LockLinesSettings = {},
+  ) {
+    this.inProcess = backend.takeNow !== undefined;
+    this.arrival = backend.asksOn === 'arrival';
+    this.deadlines = settings.deadlines ?? new DeadlineQueue();
+    this.waitTimeoutMs = settings.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
+    this.maxPending = settings.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
+    this.shutdownGraceMs = settings.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
+    this.maxLocalHandOffs = settings.maxLocalHandOffs ?? 0;
+    this.budget = new PendingBudget(settings.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal);
+    // Counted, not kept, unless the provider visits them: each lock is released once.
+    this.holderDrain = new HolderDrain<L>(false, settings.trackHeld ?? false);
+  }
+
+  /** Keys held, asked for or waited for in this process (0 when idle: nothing is retained). */
+  get activeKeys(): number {
+    return this.lines.size - 1;
+  }
+
+  /** Whether a deadline timer is armed (none when nobody waits). */
+  get timerArmed(): boolean {
+    return this.deadlines.armed;
+  }
+
+  /** Locks held through this provider right now. */
+  get heldCount(): number {
+    return this.holderDrain.size;
+  }
+
+  /** Whether shutdown began. */
+  get closing(): boolean {
+    return this.holderDrain.closing;
+  }
+
+  /** The held locks (with `trackHeld`). */
+  holders(): IterableIterator<L> {
+    return this.holderDrain.values();
+  }
+
+  /** Callers of this process waiting for `key` (the holder and the caller asking the backend not counted). */
+  waiting(key: string): number {
+    const line = this.lines.get(key);
+    return line instanceof LockLine ? line.waiting : 0;
+  }
+
+  /**
+   * What this process does with `key` right now, read without changing anything:
+   * its holder (if a caller of this process holds it) and how many of its callers
+   * wait for it — those in line, and the one asking the backend (trying, or
+   * waiting there behind another process). O(1).
+   */
+  inspectHere(key: string): KeyHere<L> {
+    const entry = this.lines.get(key);
+    if (entry === undefined) return NOBODY;
+    if (!(entry instanceof LockLine)) return { holder: entry, waiting: 0 };
+    return { holder: entry.holder, waiting: entry.waiting + (entry.turn === Turn.Asking ? 1 : 0) };
+  }
+
+  /**
+   * The synchronous fast path (in-process backends only): `key`, held, when it is
+   * free and nothing stands in the way; `undefined` otherwise, and the caller goes
+   * through {@link acquire}. Never throws. `key` and `options` must be valid.
+   */
+  acquireNow(key: string, signal: AbortSignal | undefined, leaseMs: number | undefined): L | undefined {
+    // A held key is the common miss: answered first.
+    if (this.lines.has(key) || !this.inProcess || this.holderDrain.closing || signal?.aborted) return undefined;
+    return this.takenNow(this.backend.takeNow!(key, leaseMs));
+  }
+
+  /**
+   * Waits for `key` in arrival order and resolves with it held. Not an `async`
+   * function: a free in-process key costs one settled promise, and a waiter's
+   * promise is its own. `key` and `options` must be valid (the provider or
+   * `LockService` validated them).
+   */
+  acquire(key: string, options: ProviderAcquireOptions): Promise<L> {
+    if (this.holderDrain.closing) return Promise.reject(LockBackendError.shuttingDown(key));
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.arrival) return this.arrive(key, options);
+    const line = this.lines.get(key);
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const maxPending = options.maxPending ?? this.maxPending;
+    if (line === undefined) {
+      if (this.inProcess) return Promise.resolve(this.takenNow(this.backend.takeNow!(key, options.leaseMs)));
+      const fresh = this.open(key, Turn.Asking);
+      const caller = new LineCaller<L>(
+        this,
+        key,
+        'wait',
+        waitTimeoutMs,
+        performance.now(),
+        signal,
+        maxPending,
+        options.leaseMs,
+        options.handoff,
+      );
+      this.ask(fresh, caller);
+      return caller.promise as Promise<L>;
+    }
+    if (waitTimeoutMs <= 0) return Promise.reject(this.backend.timeoutError(key, waitTimeoutMs));
+    // The holder is not a waiter; a caller asking the backend that waits there behind another process is one.
+    const lined = line instanceof LockLine;
+    if ((lined ? line.waiting + (line.behind ? 1 : 0) : 0) >= maxPending)
+      return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
+    if (!this.budget.take()) return Promise.reject(this.budget.busyError(key));
+    const own = lined ? line : this.open(key, Turn.Held, line);
+    const caller = new LineCaller<L>(
+      this,
+      key,
+      'wait',
+      waitTimeoutMs,
+      performance.now(),
+      signal,
+      maxPending,
+      options.leaseMs,
+      options.handoff,
+    );
+    own.join(caller);
+    this.deadlines.addInLine(caller, waitTimeoutMs);
+    if (!signal) return caller.promise as Promise<L>;
+    signal.addEventListener('abort', caller, { once: true });
+    return (caller.promise as Promise<L>).then((lock) => {
+      // Handed the key in the same tick the caller gave up: pass it on, never run.
+      if (signal.aborted) {
+        lock.release().catch(noop);
+        throw signal.reason;
+      }
+      return lock;
+    });
+  }
+
+  /**
+   * Takes `key` only if nobody of this process holds, asks for or waits for it and
+   * the backend grants it at once (it never jumps a queue); `null` otherwise. A
+   * release of this process's own on its way to the backend is waited for first:
+   * a caller that saw a section end finds the key free.
+   */
+  async tryAcquire(key: string, options: ProviderAcquireOptions): Promise<L | null> {
+    for (;;) {
+      if (this.holderDrain.closing) throw LockBackendError.shuttingDown(key);
+      if (options.signal?.aborted) throw options.signal.reason;
+      const line = this.lines.get(key);
+      if (line === undefined) break;
+      // Held in-process, nobody waiting, nothing in flight.
+      if (!(line instanceof LockLine)) return null;
+      const releasing = line.releasing;
+      if (releasing === undefined || line.waiting > 0) return null;
+      await releasing.then(noop, noop);
+    }
+    if (this.inProcess) return this.takenNow(this.backend.takeNow!(key, options.leaseMs));
+    if (this.arrival) return this.tryOnArrival(key, options);
+    const fresh = this.open(key, Turn.Asking);
+    const caller = this.tryCaller(key, options);
+    this.ask(fresh, caller);
+    return caller.promise;
+  }
+
+  /**
+   * `waits-behind`: the caller asking the backend for its key found it held by
+   * another process and is about to wait there, so it now counts as a waiter of this
+   * process: callers of the line beyond their bound, counting it, are refused (the
+   * oldest keep their places). Returns the error for the caller itself when it may
+   * not wait (`maxPending: 0`).
+   */
+  waitsBehind(key: string, maxPending: number): LockBusyError | undefined {
+    const line = this.lines.get(key);
+    if (line instanceof LockLine && line !== HELD) {
+      line.waitsBehind();
+      let place = 1;
+      for (let waiter = line.head; waiter;) {
+        const next = waiter.next;
+        if (place < waiter.maxPending) place++;
+        else if (this.leave(waiter)) waiter.reject(new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }));
+        waiter = next;
+      }
+    }
+    return maxPending >= 1 ? undefined : new LockBusyError(key, 'max-pending', { maxPending });
+  }
+
+  /**
+   * `release`: a holder lets go (its lock calls this once). The key goes to the next
+   * caller of this process — in-process when the backend keeps it and the bound
+   * allows — or back to the backend, and the next caller asks. Resolves when the
+   * backend has it; rejects when the backend could not be told (the key is freed here all the same).
+   */
+  released(lock: L): Promise<void> {
+    if (this.arrival) return this.letGoOnArrival(lock);
+    const key = lock.key;
+    // Nobody waits for any key and nothing is asked of a backend (the uncontended in-process case): one Map delete.
+    if (this.lined === 0 && this.inProcess) {
+      this.lines.delete(key);
+      this.holderDrain.delete(lock);
+      return DONE;
+    }
+    const line = this.lines.get(key);
+    if (!(line instanceof LockLine)) {
+      // Held in-process with nobody waiting (or already forgotten): nothing to hand on.
+      if (line === lock) this.lines.delete(key);
+      this.holderDrain.delete(lock);
+      return DONE;
+    }
+    const waits = line.waiting > 0 && !this.holderDrain.closing;
+    let outcome: K | undefined | Promise<K | undefined>;
+    try {
+      outcome = this.backend.release(lock, waits && line.passes < this.maxLocalHandOffs);
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    if (!(outcome instanceof Promise)) {
+      // The next holder (if any) is counted before this one leaves: a drain never sees a handed-on key as idle.
+      if (outcome === undefined) this.nextTurn(line);
+      else this.handOn(line, outcome);
+      this.holderDrain.delete(lock);
+      return DONE;
+    }
+    line.letGo(outcome);
+    return outcome.then(
+      (handed) => {
+        if (handed === undefined) this.nextTurn(line);
+        else this.handOn(line, handed);
+        this.holderDrain.delete(lock);
+      },
+      (error: unknown) => {
+        this.nextTurn(line);
+        this.holderDrain.delete(lock);
+        throw error;
+      },
+    );
+  }
+
+  /** Shutdown: newcomers and waiters get `LockBackendError`, asks in flight end, holders get up to the grace period. */
+  async stopTaking(): Promise<boolean> {
+    this.holderDrain.close();
+    for (const line of this.lines.values()) {
+      if (!(line instanceof LockLine)) continue;
+      for (let caller = line.head; caller; caller = line.head) {
+        this.leave(caller);
+        if (this.arrival) this.backend.withdraw?.(caller);
+        caller.reject(LockBackendError.shuttingDown(line.key));
+      }
+      if (this.arrival) this.closeIfIdle(line);
+    }
+    this.backend.stopAsking?.((key) => LockBackendError.shuttingDown(key));
+    return this.holderDrain.drain(this.shutdownGraceMs);
+  }
+
+  /** Clears the timers (after shutdown). */
+  clearTimers(): void {
+    this.deadlines.clear();
+  }
+
+  /** CallerEnds: a waiting caller's budget ran out. */
+  timedOut(caller: LineCaller<unknown>): void {
+    if (!this.arrival) {
+      if (this.leave(caller as LineCaller<L>)) caller.reject(this.backend.timeoutError(caller.key, caller.waitTimeoutMs));
+      return;
+    }
+    // Its ask may be unanswered because the backend is gone: the backend says whether to look again.
+    const again = caller.settled ? undefined : this.backend.overdue?.(caller as LineCaller<L>);
+    if (again !== undefined) return this.deadlines.addInLine(caller, again);
+    this.withdrawn(caller as LineCaller<L>, this.backend.timeoutError(caller.key, caller.waitTimeoutMs));
+  }
+
+  /** CallerEnds: a waiting caller's signal aborted. */
+  aborted(caller: LineCaller<unknown>): void {
+    if (this.arrival) return this.withdrawn(caller as LineCaller<L>, caller.signal!.reason);
+    if (this.leave(caller as LineCaller<L>)) caller.reject(caller.signal!.reason);
+  }
+
+  // ---- callers that ask on arrival (`LockBackend.asksOn: 'arrival'`) ---------------
+
+  /**
+   * Arrival mode: admission, then the caller asks the backend at once; its line
+   * keeps it (in arrival order) until it holds the key or gives up. The caller
+   * becoming the holder is not a waiter: while this process holds the key every
+   * caller of it waits; while it does not, one of those asking may be about to take
+   * it, so one more is let through (the backend refuses it, once it learns it waits
+   * behind more than `maxPending` of this process's callers).
+   */
+  private arrive(key: string, options: ProviderAcquireOptions): Promise<L> {
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const maxPending = options.maxPending ?? this.maxPending;
+    const line = this.lines.get(key) as LockLine<L> | undefined;
+    const waiting = line?.waiting ?? 0;
+    const busy = waiting > 0 || line?.holder !== undefined;
+    if (waitTimeoutMs <= 0) return this.takeIfFree(key, options, () => this.backend.timeoutError(key, waitTimeoutMs));
+    if (maxPending <= 0) {
+      // None may wait: only a free key will do.
+      const refused = new LockBusyError(key, 'max-pending', { maxPending });
+      return busy ? Promise.reject(refused) : this.takeIfFree(key, options, () => refused);
+    }
+    if (waiting >= (line?.holder !== undefined ? maxPending : maxPending + 1))
+      return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
+    if (!this.budget.take()) {
+      // Every place is taken (`maxPendingTotal`): only a free key will do, as its caller would be no waiter.
+      const refused = this.budget.busyError(key);
+      return busy ? Promise.reject(refused) : this.takeIfFree(key, options, () => refused);
+    }
+    const own = line ?? this.open(key, Turn.Free);
+    const caller = new LineCaller<L>(
+      this,
+      key,
+      'wait',
+      waitTimeoutMs,
+      performance.now(),
+      options.signal,
+      maxPending,
+      options.leaseMs,
+      options.handoff,
+    );
+    own.join(caller);
+    // Budgets run from the call, but not from within the caller's own synchronous burst
+    // (issue 11): they start at the first turn of the event loop after it, one stamp per turn.
+    if (this.unstamped.push(caller) === 1) {
+      this.stampScope ??= new AsyncResource('nestjs-serialized.wait-budgets');
+      this.stampScope.runInAsyncScope(() => setImmediate(this.onStamp));
+    }
+    options.signal?.addEventListener('abort', caller, { once: true });
+    let asked: L | Promise<L | null>;
+    try {
+      asked = this.backend.take(caller);
+    } catch (error) {
+      asked = Promise.reject(error);
+    }
+    Promise.resolve(asked).then(
+      (lock) => this.answered(caller, lock),
+      (error: unknown) => this.failed(caller, error),
+    );
+    return caller.promise as Promise<L>;
+  }
+
+  /** `stamp`: the budgets of the callers that arrived in the last turn of the event loop start now. */
+  private stamp(): void {
+    const now = performance.now();
+    for (const caller of this.unstamped) {
+      if (caller.settled) continue;
+      caller.stamp(now);
+      this.deadlines.addInLine(caller, caller.waitTimeoutMs);
+    }
+    this.unstamped.length = 0;
+  }
+
+  /** A caller that may not wait: the key if it is free now, else `error()`. */
+  private takeIfFree(key: string, options: ProviderAcquireOptions, error: () => Error): Promise<L> {
+    return this.tryAcquire(key, options).then((lock) => lock ?? Promise.reject(error()));
+  }
+
+  /** Arrival mode, a try: the backend grants the key at once or says it is busy; the line records a holder. */
+  private async tryOnArrival(key: string, options: ProviderAcquireOptions): Promise<L | null> {
+    const lock = await this.backend.take(this.tryCaller(key, options));
+    if (lock === null) return null;
+    const line = (this.lines.get(key) as LockLine<L> | undefined) ?? this.open(key, Turn.Free);
+    line.hold(lock);
+    this.holderDrain.add(lock);
+    return lock;
+  }
+
+  /** `granted` (arrival mode): the backend answered the caller with the key. */
+  private answered(caller: LineCaller<L>, lock: L | null): void {
+    const line = this.lines.get(caller.key) as LockLine<L>;
+    if (lock === null) return;
+    // Held until its release is answered (a drain waits for it), whoever runs.
+    this.holderDrain.add(lock);
+    // It left meanwhile (its budget ran out, it aborted, shutdown): the key goes on, never run.
+    if (!this.leave(caller)) {
+      lock.release().catch(noop);
+      return;
+    }
+    // Handed the key in the same tick the caller gave up: pass it on, never run.
+    if (caller.signal?.aborted) {
+      caller.reject(caller.signal.reason);
+      lock.release().catch(noop);
+      return this.closeIfIdle(line);
+    }
+    line.hold(lock);
+    caller.resolve(lock);
+  }
+
+  /** `failed` (arrival mode): the backend refused the caller (busy, its error); nothing if it left already. */
+  private failed(caller: LineCaller<L>, error: unknown): void {
+    const line = this.lines.get(caller.key) as LockLine<L>;
+    if (!this.leave(caller)) return;
+    caller.reject(error);
+    this.closeIfIdle(line);
+  }
+
+  /** `withdraw` (arrival mode): the caller gives up with `error`; its place at the backend is given up. */
+  private withdrawn(caller: LineCaller<L>, error: unknown): void {
+    const line = this.lines.get(caller.key) as LockLine<L>;
+    if (!this.leave(caller)) return;
+    this.backend.withdraw?.(caller);
+    caller.reject(error);
+    this.closeIfIdle(line);
+  }
+
+  /** `let-go` (arrival mode): the holder lets go; the backend hands the key on itself. */
+  private letGoOnArrival(lock: L): Promise<void> {
+    const line = this.lines.get(lock.key);
+    let outcome: K | undefined | Promise<K | undefined>;
+    try {
+      outcome = this.backend.release(lock, false);
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    const release: Promise<unknown> = outcome instanceof Promise ? outcome : DONE;
+    if (line instanceof LockLine && line.holder === lock) line.letGo(release);
+    return release.then(
+      () => this.releasedOnArrival(lock, release),
+      (error: unknown) => {
+        this.releasedOnArrival(lock, release);
+        throw error;
+      },
+    );
+  }
+
+  private releasedOnArrival(lock: L, release: Promise<unknown>): void {
+    this.holderDrain.delete(lock);
+    const line = this.lines.get(lock.key);
+    if (!(line instanceof LockLine)) return;
+    line.gone(release);
+    this.closeIfIdle(line);
+  }
+
+  /** Arrival mode: a line with nobody waiting, holding or letting go leaves nothing behind. */
+  private closeIfIdle(line: LockLine<L> | undefined): void {
+    if (line && line.waiting === 0 && line.holder === undefined && line.turn !== Turn.Releasing) this.close(line);
+  }
+
+  /** A line of `key`'s own; `holder`: the lock that holds the key in-process (the entry the line replaces). */
+  private open(key: string, turn: Turn, holder?: L): LockLine<L> {
+    const line = new LockLine<L>(key, turn, holder);
+    this.lines.set(key, line);
+    this.lined++;
+    return line;
+  }
+
+  private close(line: LockLine<L>): void {
+    if (this.lines.get(line.key) !== line) return;
+    this.lines.delete(line.key);
+    if (line !== HELD) this.lined--;
+  }
+
+  private holding(lock: L): L {
+    this.holderDrain.add(lock);
+    return lock;
+  }
+
+  /** A free key taken in-process (nobody in line): its entry is the lock itself. */
+  private takenNow(lock: L): L {
+    this.lines.set(lock.key, lock);
+    this.holderDrain.add(lock);
+    return lock;
+  }
+
+  /** The caller of a try (`tryAcquire`, `tryOnArrival`): it takes no place in line, so no `maxPending` bounds it. */
+  private tryCaller(key: string, options: ProviderAcquireOptions): LineCaller<L> {
+    return new LineCaller<L>(
+      this,
+      key,
+      'try',
+      options.waitTimeoutMs ?? this.waitTimeoutMs,
+      performance.now(),
+      options.signal,
+      Infinity,
+      options.leaseMs,
+      options.handoff,
+    );
+  }
+
+  /** A waiting caller leaves its place (its turn came, or it gave up); false when it had none. */
+  private leave(caller: LineCaller<L>): boolean {
+    const line = this.lines.get(caller.key);
+    if (!(line instanceof LockLine) || !line.leave(caller)) return false;
+    this.deadlines.cancelInLine(caller);
+    caller.signal?.removeEventListener('abort', caller);
+    this.budget.give();
+    return true;
+  }
+
+  /** `ask`: the caller's turn came: the backend is asked for the key on its behalf. */
+  private ask(line: LockLine<L>, caller: LineCaller<L>): void {
+    line.ask();
+    let asked: L | Promise<L | null>;
+    try {
+      asked = this.backend.take(caller);
+    } catch (error) {
+      asked = Promise.reject(error);
+    }
+    if (!(asked instanceof Promise)) return this.granted(line, caller, asked);
+    asked.then(
+      (lock) => (lock === null ? this.refused(line, caller, null) : this.granted(line, caller, lock)),
+      (error: unknown) => this.refused(line, caller, error),
+    );
+  }
+
+  private granted(line: LockLine<L>, caller: LineCaller<L>, lock: L): void {
+    line.hold(lock);
+    this.holding(lock);
+    caller.resolve(lock);
+  }
+
+  /** The backend did not grant the key (a try found it busy: `null`; or an error): the next caller's turn, once the backend has wound down. */
+  private refused(line: LockLine<L>, caller: LineCaller<L>, error: unknown): void {
+    if (error === null) caller.resolve(null);
+    else caller.reject(error);
+    const winding = this.backend.windingDown?.(line.key);
+    if (winding === undefined) return this.nextTurn(line);
+    line.letGo(winding);
+    winding.then(
+      () => this.nextTurn(line),
+      () => this.nextTurn(line),
+    );
+  }
+
+  /** The key's turn passes to the next caller of this process, who asks the backend; or the key goes idle here. */
+  private nextTurn(line: LockLine<L>): void {
+    const caller = line.head;
+    if (caller === undefined) return this.close(line);
+    this.leave(caller);
+    this.ask(line, caller);
+  }
+
+  /** `hand-on`: the backend kept the key for the next caller of this process. */
+  private handOn(line: LockLine<L>, handed: K): void {
+    const caller = line.head;
+    if (caller === undefined) {
+      // Everyone who waited gave up meanwhile: the key goes back to the backend.
+      const back = this.backend.giveBack!(handed);
+      line.letGo(back);
+      back.then(
+        () => this.nextTurn(line),
+        () => this.nextTurn(line),
+      );
+      return;
+    }
+    this.leave(caller);
+    const lock = this.backend.adopt!(handed, caller);
+    if (lock === undefined) return this.ask(line, caller);
+    line.handOn(lock);
+    this.holding(lock);
+    caller.resolve(lock);
+  }
+}
