@@ -404,8 +404,10 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       options.handoff,
     );
     own.join(caller);
-    // Budgets run from the call, but not from within the caller's own synchronous burst
-    // (issue 11): they start at the first turn of the event loop after it, one stamp per turn.
+    // Budgets run from the call, but not from within the caller's own synchronous burst (a loop
+    // starting thousands of acquisitions cannot be answered before it ends; docs/providers/redis.md,
+    // "A burst is overload, not an outage"): they start at the first turn of the event loop after it,
+    // one stamp per turn.
     if (this.unstamped.push(caller) === 1) {
       this.stampScope ??= new AsyncResource('nestjs-serialized.wait-budgets');
       this.stampScope.runInAsyncScope(() => setImmediate(this.onStamp));
