@@ -161,6 +161,8 @@
  *                         until its send time + L, and the guard timer leaves a holder
  *                         with a renewal in flight to its reply (refuted: P6, and P1
  *                         with P6's assertion taken out)
+ *   BROKEN_ACQUIRE_ORDER  acquire.lua grants a free key to the newcomer though live
+ *                         places are queued (it does not pass it to the first of them)
  */
 
 #ifndef N0
@@ -500,10 +502,14 @@ inline acquireS(w, tk, pp) {
   ac_s = SQUEUED; ac_f = 0; ac_l = 0; ac_fl = 0; ac_g = false;
   gn_t = 0; gn_f = 0; gn_l = 0; gn_fl = 0;
   if
+#ifndef BROKEN_ACQUIRE_ORDER
   :: owner == 0 && qLen == 0 -> ac_g = true
   :: owner == 0 && qLen > 0 ->
      grantNext(pp);
      ac_g = (gn_t == 0)
+#else
+  :: owner == 0 -> ac_g = true     /* a newcomer takes a free key while live places are queued */
+#endif
   :: else -> skip
   fi;
   if
