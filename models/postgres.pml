@@ -61,6 +61,13 @@
  *   P6 a holder on a session known to have ended is told before it finishes
  *   INV every advisory lock the server shows for a live session is claimed by it (the
  *      session audit's invariant), in every state
+ *   P8 arrival order ("FIFO in a process and no process starved"): a process's callers
+ *      take their turn in the local line — and so K, from the server or handed on — in
+ *      their arrival in the process (a ghost: who waited when each came): when the turn
+ *      passes, no caller of the process that came earlier still waits for it; and a try takes a free K only
+ *      when no session waits in the server (the server grants the first session of its
+ *      queue: its FIFO). Across processes the exceptions are local hand-offs: strict mode
+ *      only while no session waits (P3), cohort mode within its bound (P4)
  *
  * Broken variants (each the model with one guard removed; SPIN must refute each):
  *   BROKEN_DEAD_CHECK     a grant read on a session known to have ended makes a holder,
@@ -72,6 +79,8 @@
  *   BROKEN_STRICT_WAITED  strict mode hands off without asking whether a session waits (COHORT=0)
  *   BROKEN_ABORT_DISCARD  a wait whose caller gave up returns its session to the pool
  *                         instead of ending it (LockAttempt.windDown)
+ *   BROKEN_LOCAL_FIFO     the turn passes to the last caller of the local line, ahead of
+ *                         earlier ones (LockLines)
  */
 
 #ifndef NC0
@@ -135,6 +144,7 @@ byte sess[NC];
 byte token[NC];
 bool told[NC];
 bool isTurn[NC];
+byte earlier[NC];             /* ghost (P8): the callers of its process that waited for their turn when it came (a bit each) */
 
 /* temporaries, used only inside atomic steps and reset after them */
 byte i_, j_, n_;
@@ -240,8 +250,26 @@ inline passTurn(c) {
   isTurn[c] = false;
   if
   :: lqLen[PROC(c)] > 0 ->
-     isTurn[lq[PROC(c) * NC]] = true;
-     i_ = 0;
+#ifndef BROKEN_LOCAL_FIFO
+     i_ = 0;                             /* the first of the local line */
+#else
+     i_ = lqLen[PROC(c)] - 1;            /* the last: a caller let ahead of earlier ones */
+#endif
+     n_ = lq[PROC(c) * NC + i_];
+     isTurn[n_] = true;
+     /* P8: the turn (and so K, by the server or handed on) goes to a caller none of whose
+        earlier callers still waits for it; it leaves the others' `earlier` (canonical: the
+        ghost then mirrors the line and adds no state) */
+     j_ = 0;
+     do
+     :: j_ < NC ->
+        assert(!((earlier[n_] & (1 << j_)) != 0 && ph[j_] == QUEUED_LOCAL && !isTurn[j_]));   /* P8: local arrival order */
+        earlier[j_] = earlier[j_] & ~(1 << n_);
+        j_++
+     :: else -> break
+     od;
+     earlier[n_] = 0;
+     j_ = 0; n_ = 0;
      do
      :: i_ + 1 < lqLen[PROC(c)] -> lq[PROC(c) * NC + i_] = lq[PROC(c) * NC + i_ + 1]; i_++
      :: else -> break
@@ -284,7 +312,15 @@ proctype caller(byte c) {
   atomic {
     if
     :: !turn[PROC(c)] -> turn[PROC(c)] = true; isTurn[c] = true; ph[c] = ASKING
-    :: else -> lq[PROC(c) * NC + lqLen[PROC(c)]] = c; lqLen[PROC(c)]++; ph[c] = QUEUED_LOCAL
+    :: else ->
+       /* P8's ghost: the callers of the process waiting for their turn came before it */
+       i_ = 0;
+       do
+       :: i_ < NC -> if :: PROC(i_) == PROC(c) && ph[i_] == QUEUED_LOCAL && !isTurn[i_] -> earlier[c] = earlier[c] | (1 << i_) :: else -> skip fi; i_++
+       :: else -> break
+       od;
+       i_ = 0;
+       lq[PROC(c) * NC + lqLen[PROC(c)]] = c; lqLen[PROC(c)]++; ph[c] = QUEUED_LOCAL
     fi
   }
   atomic {
@@ -315,7 +351,9 @@ tryLock:
     fi;
     claims[s]++;
     if
-    :: alive[s] && owner == NONE && wqLen == 0 -> owner = s; cnt = 1; grantToken(s, t, true); granted = true
+    :: alive[s] && owner == NONE && wqLen == 0 ->
+       assert(wqLen == 0);   /* P8: a try takes a free K only when no session waits for it */
+       owner = s; cnt = 1; grantToken(s, t, true); granted = true
     :: alive[s] && owner == s -> cnt++; grantToken(s, t, true); granted = true   /* advisory locks stack per session */
     :: else -> granted = false
     fi

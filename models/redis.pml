@@ -142,6 +142,13 @@
  *   P7 (MAXP) at most maxPending waiters of a process are linked (places and riders);
  *      a caller refused for maxPending is the newest of its process: no caller that came
  *      after it waits or was served
+ *   P8 arrival order at the server: every grant of a free key by a script (acquire,
+ *      release, leave, heartbeat) goes to the live place at the head of the queue, which
+ *      is in arrival order at Redis: no live place that queued before the grantee (a
+ *      newcomer: any live place) is left queued. The exceptions, named: places whose
+ *      heart-beat lapsed are passed over (and dropped); riders have no place — the
+ *      release script's keep for them and the local hand-offs are P3's; cohort mode's
+ *      local hand-offs past a place of another process are P4's (within MLH)
  *
  * Broken variants (each the model with one guard removed; SPIN must refute each):
  *   BROKEN_OWNER_CHECK    release.lua acts without comparing the owner token
@@ -161,6 +168,10 @@
  *                         until its send time + L, and the guard timer leaves a holder
  *                         with a renewal in flight to its reply (refuted: P6, and P1
  *                         with P6's assertion taken out)
+ *   BROKEN_ACQUIRE_ORDER  acquire.lua grants a free key to the newcomer though live
+ *                         places are queued (it does not pass it to the first of them;
+ *                         refuted: P8, with lease expiry — the key is free with places
+ *                         queued only once a lease ran out)
  */
 
 #ifndef N0
@@ -345,6 +356,7 @@ hidden byte hd_i, qb_a, sv_y, ls_y, x_, y_, nt_w, kp_n, kp_v, kp_s, r1, r2, r3, 
 hidden byte pg_x0, pg_t0, pg_f0, pg_p0, pg_s0, pg_l0, pg_fl0, pg_c0, pg_x1, pg_t1, pg_f1, pg_p1, pg_s1, pg_l1, pg_fl1, pg_c1, pgN, pg_k;
 hidden byte wa_x0, wa_m0, wa_x1, wa_m1, wa_x2, wa_m2, waN, wa_k, wa_x, wa_m, o1, o2, o3, o4, o5;
 hidden byte gn_alive, rd_ok, po_ok, nt_key, ac_g, cg_mv, mp_n, mp_h, mp_y;
+hidden byte hc_i, hc_s;
 
 #ifdef TRACE
 #define TR(...) printf(__VA_ARGS__)
@@ -466,6 +478,23 @@ inline rfloor(pp, win, capped, res) {
   od
 }
 
+/* P8 (arrival order at the server): a grant by the server of a free key goes to the live place at
+   the head of the queue — no live place that queued before the grantee (score below `score`; a
+   newcomer's is above every place) is left queued. The queue is in arrival order at Redis (scores
+   from the fencing counter); places whose heart-beats lapsed are passed over (and dropped). Not
+   grants of a free key, so not checked here: the release script's keep (the holder keeps K for its
+   riders, a fresh block) and the heart-beat's fresh block for an owner already granted; local
+   hand-offs (riders, strict mode ahead of the floor, cohort mode within its bound) are P3's and P4's. */
+inline headCheck(score) {
+  hc_i = 0;
+  do
+  :: hc_i < qLen ->
+     assert(!(qB[hc_i] >= now && qP[hc_i] < score));   /* P8: no live place that queued earlier is passed over */
+     hc_i++
+  :: else -> break
+  od
+}
+
 /* grant_next: the first live place gets K with a fresh block; its process is told by a message
    (the caller's own process by the reply) */
 inline grantNext(cp) {
@@ -475,9 +504,11 @@ inline grantNext(cp) {
   :: qLen > 0 ->
      gn_m = qT[0];
      gn_alive = (qB[0] >= now);
+     hc_s = qP[0];
      qRemoveAt(0);
      if
      :: gn_alive ->
+        headCheck(hc_s);
         nextFence(BLK, gn_f);
         gn_l = gn_f + BLK - 1;
         rfloor(PT(gn_m), WIN, true, gn_fl);
@@ -500,14 +531,19 @@ inline acquireS(w, tk, pp) {
   ac_s = SQUEUED; ac_f = 0; ac_l = 0; ac_fl = 0; ac_g = false;
   gn_t = 0; gn_f = 0; gn_l = 0; gn_fl = 0;
   if
+#ifndef BROKEN_ACQUIRE_ORDER
   :: owner == 0 && qLen == 0 -> ac_g = true
   :: owner == 0 && qLen > 0 ->
      grantNext(pp);
      ac_g = (gn_t == 0)
+#else
+  :: owner == 0 -> ac_g = true     /* a newcomer takes a free key while live places are queued */
+#endif
   :: else -> skip
   fi;
   if
   :: ac_g ->
+     headCheck(255);
      nextFence(BLK, ac_f); owner = tk; tokEp[tk] = epoch; oexp = now + L; ac_s = SGRANT; ac_l = ac_f + BLK - 1
   :: else ->
      nextFence(1, ac_f);
