@@ -3,6 +3,13 @@
  * end-to-end, contract and multi-process suites in test/. Every suite imports the
  * library as a user would: by its package name, `nestjs-serialized`.
  */
+// Workers are forked with this environment. A worker's heap may pass V8's default limit
+// (about 4 GB) when a burst suite (test/redis/redis-overload.e2e-spec.ts: 30,000
+// acquisitions at once beside a CPU hog) runs in a worker that earlier suites left large:
+// one full run died so, and a worker at 3.4 GB resident was seen in another. The machines
+// have 24 GB for 2 workers; `logHeapUsage` prints each suite's heap, to find the next one.
+process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --max-old-space-size=8192`.trim();
+
 /** @type {import('jest').Config} */
 module.exports = {
   rootDir: '.',
@@ -33,4 +40,5 @@ module.exports = {
   // A worker that grew past this after a file (the 80,000-acquisition suites) is replaced
   // before the next one, so memory left by one suite never crashes another.
   workerIdleMemoryLimit: '1GB',
+  logHeapUsage: true,
 };

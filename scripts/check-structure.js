@@ -38,8 +38,7 @@ const path = require('node:path');
 const { checkState } = require('./structure/state-rules');
 
 const ROOT = path.resolve(__dirname, '..');
-// CHECK_STRUCTURE_LIB: another copy of the library (test/structure/check-structure.spec.ts checks the checks).
-const LIB = process.env.CHECK_STRUCTURE_LIB ? path.resolve(process.env.CHECK_STRUCTURE_LIB) : path.join(ROOT, 'libs', 'serialized', 'src');
+const LIB = path.join(ROOT, 'libs', 'serialized', 'src');
 const REDIS = 'providers/redis/';
 
 /** The one file that assigns a Redis waiter's state (its transitions). */
@@ -104,7 +103,6 @@ function walk(dir, out = []) {
   return out;
 }
 
-const rel = (file) => path.relative(LIB, file).split(path.sep).join('/');
 const isSpec = (file) => /\.spec\.ts$/.test(file);
 
 function resolveImport(from, spec) {
@@ -187,8 +185,15 @@ function cycleIn(graph, component) {
   return component;
 }
 
-function main() {
-  const files = walk(LIB);
+/**
+ * Runs the rules on the library at `lib` (another copy of it in
+ * test/structure/check-structure.spec.ts, which checks the checks in its own process).
+ * `rules: 'imports'` runs rules 1-4 alone (rules 5 and 6 have test/structure/state-rules.spec.ts).
+ * @returns {{ problems: string[], summary: string, report: string[] }}
+ */
+function checkStructure(lib = LIB, { rules = 'all' } = {}) {
+  const rel = (file) => path.relative(lib, file).split(path.sep).join('/');
+  const files = walk(lib);
   const problems = [];
 
   // 1. Import cycles.
@@ -275,7 +280,7 @@ function main() {
     if (name === WAITER_STATE_OWNER) continue;
     for (const [line, at] of writes) problems.push(`waiter state assigned outside ${WAITER_STATE_OWNER}: ${name}:${at}: ${line.trim()}`);
   }
-  if (!fs.existsSync(path.join(LIB, WAITER_STATE_OWNER)))
+  if (!fs.existsSync(path.join(lib, WAITER_STATE_OWNER)))
     problems.push(`the owner of waiter state is gone: ${WAITER_STATE_OWNER} (update WAITER_STATE_OWNER)`);
 
   // 3. Host interfaces of the Redis provider.
@@ -317,45 +322,36 @@ function main() {
   }
 
   // 5, 6. One writer per field; one-implementer interfaces justified.
-  // CHECK_STRUCTURE_RULES=imports: rules 1-4 alone (their spec; rules 5 and 6 have test/structure/state-rules.spec.ts).
   const state =
-    process.env.CHECK_STRUCTURE_RULES === 'imports'
+    rules === 'imports'
       ? { problems: [], summary: 'state rules not run' }
       : checkState(
-          LIB,
+          lib,
           files.filter((f) => !isSpec(f)),
           { fields: FIELD_WRITER_EXCEPTIONS, hosts: ONE_IMPLEMENTER_EXCEPTIONS },
         );
   problems.push(...state.problems);
 
-  if (process.argv.includes('--report')) {
-    console.log(`state: ${state.summary}`);
-    console.log(
-      `Redis provider: ${hosts} host interfaces (+${Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0)} listed exceptions), ${waiterStateWriters} file(s) writing waiter state`,
-    );
-    const allFolders = new Map([...folders].map(([node, targets]) => [node, new Set(targets)]));
-    for (const key of Object.keys(FOLDER_CYCLE_EXCEPTIONS)) {
-      const [a, b] = key.split(' -> ');
-      if (allFolders.has(a)) allFolders.get(a).add(b);
-    }
-    const fileCycles = findCycles(withAll(graph, edges));
-    const folderCycles = findCycles(allFolders);
-    console.log(
-      `file import cycles (exceptions included): ${fileCycles.length}${fileCycles.map((c) => `\n  ${c.join(' <-> ')}`).join('')}`,
-    );
-    console.log(`folder cycles (exceptions included): ${folderCycles.length}${folderCycles.map((c) => `\n  ${c.join(' <-> ')}`).join('')}`);
+  // What `--report` prints: the counts, and the cycles the exceptions close.
+  const report = [];
+  report.push(`state: ${state.summary}`);
+  report.push(
+    `Redis provider: ${hosts} host interfaces (+${Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0)} listed exceptions), ${waiterStateWriters} file(s) writing waiter state`,
+  );
+  const allFolders = new Map([...folders].map(([node, targets]) => [node, new Set(targets)]));
+  for (const key of Object.keys(FOLDER_CYCLE_EXCEPTIONS)) {
+    const [a, b] = key.split(' -> ');
+    if (allFolders.has(a)) allFolders.get(a).add(b);
   }
-  if (problems.length) {
-    console.error(`check-structure: ${problems.length} problem(s) in libs/serialized/src:`);
-    for (const problem of problems) console.error(`  - ${problem}`);
-    process.exit(1);
-  }
+  const fileCycles = findCycles(withAll(graph, edges));
+  const folderCycles = findCycles(allFolders);
+  report.push(`file import cycles (exceptions included): ${fileCycles.length}${fileCycles.map((c) => `\n  ${c.join(' <-> ')}`).join('')}`);
+  report.push(`folder cycles (exceptions included): ${folderCycles.length}${folderCycles.map((c) => `\n  ${c.join(' <-> ')}`).join('')}`);
   const exceptions =
     [CYCLE_EDGE_EXCEPTIONS, FOLDER_CYCLE_EXCEPTIONS].reduce((n, list) => n + Object.keys(list).length, 0) +
     Object.values(HOST_EXCEPTIONS).reduce((n, names) => n + Object.keys(names).length, 0);
-  console.log(
-    `check-structure: ${files.length} files, no import cycles, waiter state written only in ${WAITER_STATE_OWNER}, ${hosts} Redis host interfaces, every file named <thing>.<role>.ts, ${exceptions} listed exceptions; ${state.summary}`,
-  );
+  const summary = `check-structure: ${files.length} files, no import cycles, waiter state written only in ${WAITER_STATE_OWNER}, ${hosts} Redis host interfaces, every file named <thing>.<role>.ts, ${exceptions} listed exceptions; ${state.summary}`;
+  return { problems, summary, report };
 }
 
 function withAll(graph, edges) {
@@ -367,4 +363,17 @@ function withAll(graph, edges) {
   return full;
 }
 
-main();
+function main() {
+  const { problems, summary, report } = checkStructure();
+  if (process.argv.includes('--report')) for (const line of report) console.log(line);
+  if (problems.length) {
+    console.error(`check-structure: ${problems.length} problem(s) in libs/serialized/src:`);
+    for (const problem of problems) console.error(`  - ${problem}`);
+    process.exit(1);
+  }
+  console.log(summary);
+}
+
+module.exports = { checkStructure };
+
+if (require.main === module) main();

@@ -50,7 +50,7 @@ function propertyAt(modelSource, trailOutput) {
   const line = /\.pml:(\d+), Error: assertion violated/.exec(trailOutput);
   if (!line) return /invalid end state/.test(trailOutput) ? 'P5' : undefined;
   const text = modelSource.split('\n')[Number(line[1]) - 1] ?? '';
-  const named = /\/\*\s*(P\d|INV)\b/.exec(text);
+  const named = /\/\*\s*(P\d+|INV)\b/.exec(text);
   return named ? named[1] : undefined;
 }
 
@@ -59,9 +59,9 @@ function propertiesChecked(file, defines) {
   const source = execFileSync('gcc', ['-E', '-P', '-C', '-x', 'c', ...defines.map((d) => `-D${d}`), path.join(ROOT, file)], {
     encoding: 'utf8',
   });
-  const named = [...source.matchAll(/assert\([^;]*?\)[;\s}]*\/\*\s*(P\d|INV)\b/g)].map((m) => m[1]);
+  const named = [...source.matchAll(/assert\([^;]*?\)[;\s}]*\/\*\s*(P\d+|INV)\b/g)].map((m) => m[1]);
   // The INV monitor asserts `false` under its guard; its comment is on the same line.
-  return [...new Set(named)].sort();
+  return [...new Set(named)].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
 function requireTools() {

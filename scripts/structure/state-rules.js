@@ -91,25 +91,51 @@ function docOf(node) {
     .replace(/\s*\n\s*\*?\s*/g, ' ');
 }
 
+const OPTIONS = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.CommonJS,
+  // ECMAScript's declarations without the DOM's (lib.dom.d.ts is most of the default's size):
+  // the rules read the library's classes, and no DOM type is one of them.
+  lib: ['lib.es2022.d.ts'],
+  strict: true,
+  experimentalDecorators: true,
+  emitDecoratorMetadata: true,
+  noEmit: true,
+  skipLibCheck: true,
+  types: [],
+  // Only the library's own files: the rules read its classes and interfaces, never a package's
+  // types, and loading @nestjs/*, ioredis and pg declarations was most of the check's time.
+  noResolve: true,
+};
+
+/** TypeScript's lib.*.d.ts, parsed once per process and shared by every program built here. */
+const libSources = new Map();
+
+/**
+ * A compiler host that reads TypeScript's own declarations from `libSources`: a
+ * process that builds several programs (the specs of these rules, test/structure/)
+ * parses them once instead of once per program. The library's files are read
+ * afresh every time, since they are what changes.
+ */
+function compilerHost() {
+  const host = ts.createCompilerHost(OPTIONS, true);
+  const libFolder = path.dirname(ts.getDefaultLibFilePath(OPTIONS));
+  const read = host.getSourceFile.bind(host);
+  host.getSourceFile = (fileName, languageVersion, onError, shouldCreate) => {
+    if (path.dirname(fileName) !== libFolder) return read(fileName, languageVersion, onError, shouldCreate);
+    if (!libSources.has(fileName)) libSources.set(fileName, read(fileName, languageVersion, onError, shouldCreate));
+    return libSources.get(fileName);
+  };
+  return host;
+}
+
 /**
  * @param lib the library's source folder
  * @param files its .ts files (specs excluded)
  * @returns {{ writers: Map<string, {field: string, writers: Map<unknown, {label: string, at: string}>}>, hosts: Array<{file: string, name: string, implementers: string[], justified: boolean}>, fields: number }}
  */
 function readState(lib, files) {
-  const program = ts.createProgram(files, {
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.CommonJS,
-    strict: true,
-    experimentalDecorators: true,
-    emitDecoratorMetadata: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: [],
-    // Only the library's own files: the rules read its classes and interfaces, never a package's
-    // types, and loading @nestjs/*, ioredis and pg declarations was most of the check's time.
-    noResolve: true,
-  });
+  const program = ts.createProgram(files, OPTIONS, compilerHost());
   const checker = program.getTypeChecker();
   const inLib = (sourceFile) => !path.relative(lib, sourceFile.fileName).startsWith('..');
   const relOf = (sourceFile) => path.relative(lib, sourceFile.fileName).split(path.sep).join('/');

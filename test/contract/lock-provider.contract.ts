@@ -10,6 +10,7 @@ import {
 } from 'nestjs-serialized';
 import { performance } from 'node:perf_hooks';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
+import { describeHoldersContract } from './holders.contract';
 
 export interface ProviderOptionsForTest {
   leaseMs?: number;
@@ -42,6 +43,13 @@ export interface ContractSubject {
   /** Whether a free key is granted synchronously (the in-memory provider): `LockService.run` then runs a section before it returns. */
   readonly grantsNow: boolean;
   /**
+   * The lease of the check that a lock outlives its lease while held (600 ms when
+   * unset): short, so the check waits little, and long enough that a busy host's
+   * scheduling alone cannot make a renewal late. A provider that renews nothing (an
+   * in-memory lock has no lease to miss) can take the least `leaseMs` accepts.
+   */
+  readonly shortLeaseMs?: number;
+  /**
    * What the backend still holds for this provider's namespace once every lock was
    * released and every waiter left: lock keys, queue entries, sessions holding
    * advisory locks, map entries, timers. Must be 0.
@@ -53,6 +61,8 @@ export interface ContractSubject {
    * after every check (PostgreSQL: the session audit). Providers without sessions omit it.
    */
   unownedLocks?(provider: LockProvider): Promise<number>;
+  /** Whether one key may have several holders at once (`concurrency`, `shared`): the holders section runs (test/contract/holders.contract.ts). */
+  readonly holdsTogether?: boolean;
   /** Optional clean-up after the whole suite (close shared clients). */
   afterAll?(): Promise<void>;
 }
@@ -103,6 +113,8 @@ export function describeLockProviderContract(subject: ContractSubject): void {
     afterAll(async () => {
       await subject.afterAll?.();
     });
+
+    if (subject.holdsTogether) describeHoldersContract({ makeWithOther, noLeftovers });
 
     it('excludes: concurrent read-modify-write on one key loses no update and never overlaps', async () => {
       const { locks } = await make();
@@ -436,11 +448,11 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       });
 
       it('keeps a lease alive while its holder runs longer than the lease', async () => {
-        // Short, but not so short that a busy host's scheduling alone could miss a renewal.
-        const { provider, other } = await makeWithOther(peer, { leaseMs: 600 });
+        const leaseMs = subject.shortLeaseMs ?? 600;
+        const { provider, other } = await makeWithOther(peer, { leaseMs });
         const key = uniqueId('lease');
         const lock = await provider.acquire(key);
-        await sleep(1800); // three leases
+        await sleep(3 * leaseMs); // three leases
         expect(await other.tryAcquire(key)).toBeNull();
         expect(lock.signal.aborted).toBe(false);
         expect(lock.lost).toBeUndefined();

@@ -25,6 +25,7 @@ describeLockProviderContract({
     }),
   watchesHeldLocks: true,
   grantsNow: false,
+  holdsTogether: true,
   // Advisory locks held or awaited by the sessions of this provider's prefix (its peer's too), plus its local queue entries.
   leftovers: async (provider: LockProvider) => {
     const postgres = provider as PostgresLockProvider;

@@ -58,6 +58,7 @@ describeLockProviderContract({
   },
   watchesHeldLocks: true,
   grantsNow: false,
+  holdsTogether: true,
   leftovers: async (provider: LockProvider) => {
     const redis = provider as RedisLockProvider;
     standaloneInspector ??= new Redis(TEST_REDIS_URL);
@@ -106,6 +107,7 @@ describeLockProviderContract({
   },
   watchesHeldLocks: true,
   grantsNow: false,
+  holdsTogether: true,
   leftovers: async (provider: LockProvider) => {
     const redis = provider as RedisLockProvider;
     const cluster = redis.client as Cluster;

@@ -23,15 +23,10 @@ export async function startTestApp(
   return { app, url };
 }
 
-/** Sends a POST with Node's http client and destroys the socket after `afterMs`: a client that leaves. */
-export function postAndAbort(url: string, path: string, afterMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const request = http.request(`${url}${path}`, { method: 'POST', agent: false });
-    request.on('error', () => resolve());
-    request.end();
-    setTimeout(() => {
-      request.destroy();
-      resolve();
-    }, afterMs);
-  });
+/** Sends a POST with Node's http client, on a connection of its own; `leave()` destroys it: a client that leaves when the test says. */
+export function postAndLeave(url: string, path: string): { leave(): void } {
+  const request = http.request(`${url}${path}`, { method: 'POST', agent: false });
+  request.on('error', () => undefined);
+  request.end();
+  return { leave: () => request.destroy() };
 }

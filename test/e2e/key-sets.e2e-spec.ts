@@ -1,9 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
+import { LockService } from 'nestjs-serialized';
 import request from 'supertest';
 import { uniqueId, waitFor } from '../support/timing';
 import { Gates } from './fixtures/keys.controller';
 import { Accounts } from './fixtures/transfers.controller';
-import { ADAPTERS, postAndAbort, startTestApp, type Adapter } from './http-app';
+import { ADAPTERS, postAndLeave, startTestApp, type Adapter } from './http-app';
 
 /**
  * Several keys at once over HTTP (docs/semantics.md, *Several keys at once*): `@Serialized(['params.fromId',
@@ -81,16 +82,18 @@ describe.each(ADAPTERS.map((a) => [a]))('key sets over HTTP (%s)', (adapter: Ada
     await waitFor(() => gates.entered.includes(tag), 10_000, 'the holder of b to enter');
     try {
       // Takes 'a' (it sorts first), waits for 'b', and its client leaves meanwhile.
-      const leaving = postAndAbort(url, `/fx-transfers/array/${a}/${b}`, 400);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      const leaving = postAndLeave(url, `/fx-transfers/array/${a}/${b}`);
+      const waitingForB = async () => (await app.get(LockService).inspect(`account:${b}`)).waitingHere;
+      await waitFor(async () => (await waitingForB()) === 1, 5000, "the set to wait for 'b'");
       expect((await post(`/fx-transfers/one/${a}`)).status).toBe(429); // held by the waiting set
-      await leaving;
+      leaving.leave();
       await waitFor(async () => (await post(`/fx-transfers/one/${a}`)).status === 201, 5000, "'a' to be free again");
+      // It left the line for 'b' too: nothing of it is left to run when the holder lets go.
+      expect(await waitingForB()).toBe(0);
     } finally {
       gates.release(tag);
     }
     expect((await holder).status).toBe(201);
-    await new Promise((resolve) => setTimeout(resolve, 50));
     expect([accounts.balances.get(a), accounts.balances.get(b)]).toEqual([10, 10]);
   });
 

@@ -3,7 +3,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LockBackendError, LockProvider, LockService, SerializedModule, Serialized, type Lock } from 'nestjs-serialized';
-import { deferred, sleep, uniqueId } from '../support/timing';
+import { deferred, sleep, uniqueId, waitFor } from '../support/timing';
 import { ADAPTERS, type Adapter } from './http-app';
 
 /** Handlers whose running can be held open from the test. */
@@ -74,11 +74,15 @@ describe.each(ADAPTERS.map((a) => [a]))('lifecycle and failure (%s)', (adapter: 
     const holder = request(url)
       .post(`/life/hold/${id}`)
       .then((r) => r);
-    await sleep(80);
+    await waitFor(() => LifeController.runs.includes(id), 5000, 'the holder to run');
     const waiter = request(url)
       .post(`/life/hold/${id}`)
       .then((r) => r);
-    await sleep(80);
+    await waitFor(
+      async () => (await app.get(LockService).inspect(`LifeController.hold:${id}`)).waitingHere === 1,
+      5000,
+      'the waiter to wait',
+    );
     let closed = false;
     const closing = app.close().then(() => (closed = true));
     expect((await waiter).status).toBe(503);

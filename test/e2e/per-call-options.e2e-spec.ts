@@ -43,9 +43,12 @@ describe('per-call options', () => {
       // The waiter's deadline is the only long timer (test helpers arm short ones). Armed beyond
       // MAX_TIMER_MS, Node fires it after 1 ms with a TimeoutOverflowWarning, and it is re-armed:
       // hundreds of arms in 300 ms. (Warnings are not observable from inside jest's sandbox, so
-      // the delay itself is checked: one within the bound never warns.)
+      // the delay itself is checked: one within the bound never warns.) 2^31 ms is 1 ms past the
+      // bound: armed a few milliseconds after the call (a busy host), what is left is within it.
       const longTimers = setTimeoutSpy.mock.calls.filter(([, delay]) => (delay ?? 0) > 1000);
-      expect(longTimers.map(([, delay]) => Math.min(delay ?? 0, MAX_TIMER_MS + 1))).toEqual([MAX_TIMER_MS]);
+      expect(longTimers).toHaveLength(1);
+      expect(longTimers[0][1]).toBeLessThanOrEqual(MAX_TIMER_MS);
+      expect(longTimers[0][1]).toBeGreaterThan(MAX_TIMER_MS - 60_000);
       expect(settled).not.toHaveBeenCalled();
       expect(provider.timerArmed).toBe(true);
 
@@ -187,7 +190,12 @@ describe('per-call options', () => {
         const second = request(url)
           .post('/huge/x')
           .then((r) => r);
-        await sleep(200);
+        // In the line for the key, behind the first: not run, and not timed out by its 2^33 ms.
+        await waitFor(
+          async () => (await app.get(LockService).inspect('HugeController.handle:x')).waitingHere === 1,
+          10_000,
+          'the second to wait',
+        );
         expect(runs).toEqual(['x']);
         gate.resolve();
         expect([(await first).body.n, (await second).body.n]).toEqual([1, 2]);

@@ -1,11 +1,10 @@
-import http from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { LockProvider, LockService, type InMemoryLockProvider } from 'nestjs-serialized';
-import { sleep, uniqueId, waitFor } from '../support/timing';
+import { uniqueId, waitFor } from '../support/timing';
 import { Gates } from './fixtures/keys.controller';
 import { Recorder } from './fixtures/recorder.service';
-import { ADAPTERS, postAndAbort, startTestApp, type Adapter } from './http-app';
+import { ADAPTERS, postAndLeave, startTestApp, type Adapter } from './http-app';
 
 describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: Adapter) => {
   let app: INestApplication;
@@ -25,6 +24,10 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
   const post = (path: string) => request(url).post(path);
   /** supertest sends lazily; this starts the request now, for tests that order requests in time. */
   const start = (path: string) => post(path).then((response) => response);
+  /** How many callers wait for `key` in this process. */
+  const waitingFor = async (key: string) => (await app.get(LockService).inspect(key)).waitingHere;
+  /** Every section the fixtures entered, by label (test/e2e/fixtures/recorder.service.ts). */
+  const entered = (label: string) => recorder.events.includes(`start:${label}`);
 
   describe("the example app's scenarios", () => {
     it('daily reward: 20 duplicates credit exactly one reward; the naive handler credits many', async () => {
@@ -67,44 +70,81 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
 
     it('different keys do not wait for each other', async () => {
       const id = uniqueId('k');
-      const started = Date.now();
-      await Promise.all([post(`/fx/slow/${id}-a?tag=a`), post(`/fx/slow/${id}-b?tag=b`), post(`/fx/slow/${id}-c?tag=c`)]);
-      // Three 300 ms handlers on three keys run side by side, not one after another (≥ 900 ms).
-      expect(Date.now() - started).toBeLessThan(850);
+      const tags = ['a', 'b', 'c'].map((k) => `${id}-${k}`);
+      const sent = tags.map((tag) => start(`/fx/gated/${tag}?tag=${tag}`));
+      // Three handlers on three keys, none let go: all three are inside at once.
+      await waitFor(() => tags.every((tag) => gates.entered.includes(tag)), 5000, 'the three handlers to be inside at once');
+      for (const tag of tags) gates.release(tag);
+      expect((await Promise.all(sent)).map((r) => r.status)).toEqual([201, 201, 201]);
     });
   });
 
   describe('order and exclusion', () => {
     it('runs requests of one key one at a time, in arrival order', async () => {
       const id = uniqueId('o');
+      const key = `FixturesController.gated:${id}`;
+      const tags = [0, 1, 2, 3, 4, 5].map((n) => `${id}-${n}`);
       const sent: Promise<request.Response>[] = [];
-      for (let n = 0; n < 6; n++) {
-        sent.push(start(`/fx/order/${id}?n=${n}`));
-        await sleep(15);
+      for (const [n, tag] of tags.entries()) {
+        sent.push(start(`/fx/gated/${id}?tag=${tag}`));
+        // Each request is inside, or in the line, before the next is sent: that is the arrival order.
+        await waitFor(async () => (n === 0 ? gates.entered.includes(tag) : (await waitingFor(key)) === n), 5000, `request ${n} to arrive`);
       }
+      for (const tag of tags) gates.release(tag);
       expect((await Promise.all(sent)).map((r) => r.status)).toEqual(Array(6).fill(201));
-      expect(recorder.started('order:')).toEqual(expect.arrayContaining(['order:0']));
-      const ours = recorder.events.filter((e) => /^(start|end):order:\d$/.test(e)).slice(-12);
-      expect(ours).toEqual([0, 1, 2, 3, 4, 5].flatMap((n) => [`start:order:${n}`, `end:order:${n}`]));
-      expect(recorder.maxInside.get(`order:${id}`)).toBe(1);
+      const ours = recorder.events.filter((e) => tags.some((tag) => e === `start:gated:${tag}` || e === `end:gated:${tag}`));
+      expect(ours).toEqual(tags.flatMap((tag) => [`start:gated:${tag}`, `end:gated:${tag}`]));
+      expect(recorder.maxInside.get(`gated:${id}`)).toBe(1);
     });
 
     it('handlers sharing an explicit scope exclude each other', async () => {
       const id = uniqueId('s');
-      await Promise.all([post(`/fx/shared-a/${id}`), post(`/fx/shared-b/${id}`), post(`/fx/shared-a/${id}`)]);
+      const [a1, b, a2] = ['a1', 'b', 'a2'].map((t) => `${id}-${t}`);
+      const first = start(`/fx/shared-a/${id}?tag=${a1}`);
+      await waitFor(() => entered(`shared:${a1}`), 5000, 'the first handler to enter');
+      const others = [start(`/fx/shared-b/${id}?tag=${b}`), start(`/fx/shared-a/${id}?tag=${a2}`)];
+      // The other route of the scope waits for the key as the same route does.
+      await waitFor(async () => (await waitingFor(`fx-shared:${id}`)) === 2, 5000, 'both others to wait');
+      expect([entered(`shared:${b}`), entered(`shared:${a2}`)]).toEqual([false, false]);
+      for (const tag of [a1, b, a2]) gates.release(tag);
+      expect((await Promise.all([first, ...others])).map((r) => r.status)).toEqual([201, 201, 201]);
       expect(recorder.maxInside.get(`shared:${id}`)).toBe(1);
     });
 
     it('a class-level @Serialized covers every route of the controller', async () => {
       const id = uniqueId('c');
-      await Promise.all([post(`/fx-class/${id}/one`), post(`/fx-class/${id}/two`)]);
+      const [one, two] = [`${id}-one`, `${id}-two`];
+      const first = start(`/fx-class/${id}/one?tag=${one}`);
+      await waitFor(() => entered(`class:${one}`), 5000, 'the first route to enter');
+      const second = start(`/fx-class/${id}/two?tag=${two}`);
+      await waitFor(async () => (await waitingFor(`fx-class:${id}`)) === 1, 5000, 'the other route to wait');
+      expect(entered(`class:${two}`)).toBe(false);
+      for (const tag of [one, two]) gates.release(tag);
+      expect([(await first).status, (await second).status]).toEqual([201, 201]);
       expect(recorder.maxInside.get(`class:${id}`)).toBe(1);
     });
 
     it('holds the lock until an Observable handler completes', async () => {
       const id = uniqueId('st');
-      const responses = await Promise.all([request(url).get(`/fx/stream/${id}?n=1`), request(url).get(`/fx/stream/${id}?n=2`)]);
-      expect(responses.map((r) => r.status)).toEqual([200, 200]);
+      const [one, two] = [`${id}-1`, `${id}-2`];
+      const get = (tag: string) =>
+        request(url)
+          .get(`/fx/stream/${id}?tag=${tag}`)
+          .then((r) => r);
+      const first = get(one);
+      await waitFor(() => entered(`stream:${one}`), 5000, 'the first Observable to start');
+      const second = get(two);
+      await waitFor(async () => (await waitingFor(`FixturesController.stream:${id}`)) === 1, 5000, 'the second request to wait');
+      // The first handler returned its Observable long ago; the key is held until it completes.
+      expect(entered(`stream:${two}`)).toBe(false);
+      gates.release(one);
+      await waitFor(() => entered(`stream:${two}`), 5000, 'the second Observable to start once the first completed');
+      gates.release(two);
+      const responses = await Promise.all([first, second]);
+      expect(responses.map((r) => [r.status, r.body.tag])).toEqual([
+        [200, one],
+        [200, two],
+      ]);
       expect(recorder.maxInside.get(`stream:${id}`)).toBe(1);
     });
 
@@ -126,45 +166,53 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
   describe('busy keys → 429 with Retry-After', () => {
     it("mode 'reject' answers 429 at once while the key is held", async () => {
       const id = uniqueId('r');
-      const first = start(`/fx/reject/${id}`);
-      await sleep(60);
-      const started = Date.now();
-      const second = await post(`/fx/reject/${id}`);
-      expect(Date.now() - started).toBeLessThan(250);
+      const [holder, late] = [`${id}-holder`, `${id}-late`];
+      const first = start(`/fx/reject/${id}?tag=${holder}`);
+      await waitFor(() => entered(`reject:${holder}`), 5000, 'the holder to enter');
+      // Answered while the holder is still inside (its gate is shut): nothing waited for it.
+      const second = await post(`/fx/reject/${id}?tag=${id}-refused`);
       expect(second.status).toBe(429);
       expect(second.headers['retry-after']).toBe('1');
       expect(second.body.code).toBe('LOCK_BUSY');
       // The lock key and the handler are the server's (its log), not the client's.
       expect(second.body.message).toBe('Another request with the same key is in progress; retry later');
       expect(JSON.stringify(second.body)).not.toMatch(new RegExp(`${id}|FixturesController|reject`));
+      expect(entered(`reject:${id}-refused`)).toBe(false);
+      gates.release(holder);
       expect((await first).status).toBe(201);
       // Free again: a request after the first one finished is accepted.
-      expect((await post(`/fx/reject/${id}`)).status).toBe(201);
+      gates.release(late);
+      expect((await post(`/fx/reject/${id}?tag=${late}`)).status).toBe(201);
     });
 
     it('a waiter past waitTimeoutMs gets 429 (LockTimeoutError) and its handler never runs', async () => {
       const id = uniqueId('t');
-      const first = start(`/fx/timeout/${id}`);
-      await sleep(60);
-      const second = await post(`/fx/timeout/${id}`);
+      const first = start(`/fx/timeout/${id}?tag=${id}`);
+      await waitFor(() => recorder.started(`timeout:${id}`).length === 1, 5000, 'the holder to enter');
+      // The holder stays inside (its gate is shut) past the waiter's 100 ms.
+      const second = await post(`/fx/timeout/${id}?tag=${id}`);
       expect(second.status).toBe(429);
       expect(second.headers['retry-after']).toBe('1');
       expect(second.body.code).toBe('LOCK_TIMEOUT');
+      gates.release(id);
       expect((await first).status).toBe(201);
       expect(recorder.started(`timeout:${id}`)).toHaveLength(1);
     });
 
     it('beyond maxPending waiters, 429 (LockBusyError) at once', async () => {
       const id = uniqueId('p');
-      const holder = start(`/fx/pending/${id}`);
-      await sleep(50);
-      const waiter = start(`/fx/pending/${id}`);
-      await sleep(50);
-      const third = await post(`/fx/pending/${id}`);
+      const [holderTag, waiterTag] = [`${id}-holder`, `${id}-waiter`];
+      const holder = start(`/fx/pending/${id}?tag=${holderTag}`);
+      await waitFor(() => entered(`pending:${holderTag}`), 5000, 'the holder to enter');
+      const waiter = start(`/fx/pending/${id}?tag=${waiterTag}`);
+      await waitFor(async () => (await waitingFor(`FixturesController.pending:${id}`)) === 1, 5000, 'one waiter');
+      const third = await post(`/fx/pending/${id}?tag=${id}-third`);
       expect(third.status).toBe(429);
       expect(third.body.code).toBe('LOCK_BUSY');
       expect(third.body.message).toBe('Too many requests with the same key are already waiting; retry later');
+      for (const tag of [holderTag, waiterTag]) gates.release(tag);
       expect([(await holder).status, (await waiter).status]).toEqual([201, 201]);
+      expect(entered(`pending:${id}-third`)).toBe(false);
     });
   });
 
@@ -175,11 +223,9 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
       const locks = app.get(LockService);
       const holder = start(`/fx/gated/${id}?tag=holder-${id}`);
       await waitFor(() => gates.entered.includes(`holder-${id}`), 3000, 'the holder to enter');
-      const gone = http.request(`${url}/fx/gated/${id}?tag=gone-${id}`, { method: 'POST', agent: false });
-      gone.on('error', () => undefined);
-      gone.end();
+      const gone = postAndLeave(url, `/fx/gated/${id}?tag=gone-${id}`);
       await waitFor(async () => (await locks.inspect(key)).waitingHere === 1, 3000, 'the second request to wait');
-      gone.destroy();
+      gone.leave();
       // The server saw the client leave: its place in the line is gone before the holder lets go.
       await waitFor(async () => (await locks.inspect(key)).waitingHere === 0, 3000, 'the gone request to leave the line');
       gates.release(`after-${id}`);
@@ -193,9 +239,19 @@ describe.each(ADAPTERS.map((a) => [a]))('@Serialized over HTTP (%s)', (adapter: 
 
     it('while its handler runs: the handler finishes and then releases the key', async () => {
       const id = uniqueId('h');
-      await postAndAbort(url, `/fx/slow/${id}?tag=left-${id}`, 100);
-      await waitFor(() => recorder.events.includes(`end:slow:left-${id}`), 3000, 'the handler to finish');
-      expect((await post(`/fx/slow/${id}?tag=next-${id}`)).status).toBe(201);
+      const [left, next] = [`left-${id}`, `next-${id}`];
+      const leaving = postAndLeave(url, `/fx/gated/${id}?tag=${left}`);
+      await waitFor(() => gates.entered.includes(left), 5000, 'the handler to enter');
+      leaving.leave();
+      await waitFor(() => recorder.events.includes(`left:${left}`), 5000, 'the server to see the client leave');
+      // Its client is gone; the handler is still inside, and still holds the key.
+      const after = start(`/fx/gated/${id}?tag=${next}`);
+      await waitFor(async () => (await waitingFor(`FixturesController.gated:${id}`)) === 1, 5000, 'the next request to wait');
+      expect(entered(`gated:${next}`)).toBe(false);
+      gates.release(left);
+      await waitFor(() => recorder.events.includes(`end:gated:${left}`), 5000, 'the handler to finish');
+      gates.release(next);
+      expect((await after).status).toBe(201);
     });
   });
 

@@ -42,11 +42,11 @@ describe('LockService.inspect across OS processes', () => {
       redis.disconnect();
     });
 
-    it('sees the holder of another process with its session and lease, counts the waiters of two processes, and nothing once released', async () => {
+    it('sees the holder of another process with its session, fencing token and lease, counts the waiters of two processes, and nothing once released', async () => {
       const key = uniqueId('cart');
       const session = (await holder.waitForType('ready')).session as string;
       holder.send({ type: 'acquire', id: 'h', key, hold: -1 });
-      await holder.waitFor((m) => m.type === 'acquired' && m.id === 'h');
+      const acquired = await holder.waitFor((m) => m.type === 'acquired' && m.id === 'h');
       // One waiter in another process, two in this one.
       waiter.send({ type: 'acquire', id: 'w', key, waitTimeoutMs: 20_000, hold: 0 });
       await waitFor(async () => (await redis.zcard(provider.redisKeysOf(key).queue)) === 1, 10_000, "the other process's waiter queued");
@@ -57,7 +57,16 @@ describe('LockService.inspect across OS processes', () => {
       const info = await locks.inspect(key);
       expect(info).toEqual({
         key,
-        holders: [{ here: false, instance: session, shared: false, leaseRemainingMs: expect.any(Number) }],
+        // Its fencing token as the holder's process has it: Redis keeps it beside the owner token.
+        holders: [
+          {
+            fencingToken: BigInt(acquired.fence as string),
+            here: false,
+            instance: session,
+            shared: false,
+            leaseRemainingMs: expect.any(Number),
+          },
+        ],
         waiting: 3,
         waitingHere: 2,
       });

@@ -57,4 +57,10 @@ describe('model-check runner', () => {
     expect(propertyAt(source, 'spin: postgres.pml:1, Error: assertion violated')).toBeUndefined();
     expect(propertyAt(source, 'pan: invalid end state (at depth 9)')).toBe('P5');
   });
+
+  it('names a property numbered past 9 in full (P10, not P1)', () => {
+    const source = ['init {', '  assert(a)   /* P10: an untold writer is alone */', '  assert(b)   /* P1 */', '}'].join('\n');
+    expect(propertyAt(source, 'spin: redis-holders.pml:2, Error: assertion violated')).toBe('P10');
+    expect(propertyAt(source, 'spin: redis-holders.pml:3, Error: assertion violated')).toBe('P1');
+  });
 });

@@ -45,6 +45,13 @@ describe('the protocol vocabulary', () => {
     expect([...states!].sort()).toEqual([...WAITER_PHASES].sort());
   });
 
+  it('names the shaped waiter phases of the Redis holders model as the plain ones, without riding', () => {
+    // Shaped callers never ride (each asks Redis): their phases are the plain waiter's others.
+    const states = modelStates(readFileSync(path.join(MODELS, 'redis-holders.pml'), 'utf8'));
+    expect(states).toBeDefined();
+    expect([...states!].sort()).toEqual(WAITER_PHASES.filter((phase) => phase !== 'riding').sort());
+  });
+
   it('reads a Promela waiter type as the model writes it', () => {
     expect(modelStates('mtype : waiter = { sending, queued, riding, confirming, granted, gave_up };')).toEqual([
       'sending',

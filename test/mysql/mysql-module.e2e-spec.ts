@@ -115,6 +115,24 @@ describe("SerializedModule with driver 'mysql'", () => {
     expect(started.logs.containing('my-s3cret')).toEqual([]);
   }, 30_000);
 
+  it('credentials the server refuses: every request gets a plain 503 and the handler never runs; the password in no log line', async () => {
+    const target = new URL(TEST_MYSQL_URL);
+    const url = `mysql://nsz_nobody:my-s3cret@${target.hostname}:${target.port || 3306}${target.pathname}`;
+    const started = await start({ driver: 'mysql', mysql: { url }, keyPrefix: uniquePrefix('denied') });
+    app = started.app;
+    CounterController.runs = 0;
+    for (let n = 0; n < 2; n++) {
+      const response = await request(started.url).post(`/my/count/${uniqueId('denied')}`);
+      expect(response.status).toBe(503);
+      expect(response.body).toMatchObject({ statusCode: 503, code: 'LOCK_BACKEND_UNAVAILABLE' });
+      expect(response.text).not.toMatch(/my-s3cret|nsz_nobody|denied|mysql/i);
+    }
+    expect(CounterController.runs).toBe(0);
+    // The server log says why (the server's refusal), never with the password.
+    expect(started.logs.containing('Access denied').length).toBeGreaterThanOrEqual(1);
+    expect(started.logs.containing('my-s3cret')).toEqual([]);
+  }, 30_000);
+
   it('stops start-up without MYSQL_URL, and names a bad one with its password redacted', async () => {
     process.env.SERIALIZED_DRIVER = 'mysql';
     delete process.env.MYSQL_URL;

@@ -101,6 +101,9 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
     expect(down.body.error.locks.driver).toBe('redis');
     expect(typeof down.body.error.locks.message).toBe('string');
     expect(JSON.stringify(down.body)).not.toContain('hunter2secret');
+    // The reason, not where: no host or port either.
+    expect(JSON.stringify(down.body)).not.toContain('127.0.0.1');
+    expect(JSON.stringify(down.body)).not.toContain(`:${redis.port}`);
 
     await redis.start();
     // The client reconnects on its own; the indicator reports what it finds.

@@ -9,7 +9,7 @@ import { WorkerProcess } from '../support/processes';
 jest.setTimeout(120_000);
 
 describe('without @opentelemetry/api and @nestjs/terminus', () => {
-  it('loads and serializes; an app that injects the health indicator or sets metrics: on stops at start-up naming the package', async () => {
+  it('loads and serializes; an app that injects the health indicator or sets metrics or tracing: on stops at start-up naming the package', async () => {
     const hide = path.join(__dirname, 'workers', 'hide-optional-peers.js');
     const app = WorkerProcess.start('without-observability-peers', 'test/observability/workers/without-observability-peers.ts', {
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${hide}`.trim(),
@@ -29,6 +29,8 @@ describe('without @opentelemetry/api and @nestjs/terminus', () => {
           'SerializedConfigError: nestjs-serialized: invalid configuration:\n  - SerializedHealthIndicator (injected into HealthService) needs the optional peer dependency @nestjs/terminus: npm install @nestjs/terminus',
         metrics:
           "SerializedConfigError: nestjs-serialized: invalid configuration:\n  - metrics: 'on' needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api",
+        tracing:
+          "SerializedConfigError: nestjs-serialized: invalid configuration:\n  - tracing: 'on' needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api",
       });
       const modules = report.modules as string[];
       expect(modules).toContain('@nestjs/core');

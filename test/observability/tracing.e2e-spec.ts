@@ -109,6 +109,38 @@ describe('OpenTelemetry traces of @Serialized routes (Express)', () => {
         expect(JSON.stringify([span.attributes, span.events, span.status])).not.toContain('secret-42');
   });
 
+  it.each([
+    ['the option', { tracing: 'off' as const }, undefined],
+    ['SERIALIZED_TRACING', {}, 'off'],
+  ])("records no span with tracing 'off' (%s), though a TracerProvider is registered", async (_how, options, env) => {
+    const saved = process.env.SERIALIZED_TRACING;
+    if (env !== undefined) process.env.SERIALIZED_TRACING = env;
+    let off: INestApplication | undefined;
+    try {
+      const moduleRef = await Test.createTestingModule({
+        imports: [SerializedModule.forRoot({ driver: 'memory', ...options })],
+        controllers: [OrdersController],
+      }).compile();
+      off = moduleRef.createNestApplication({ logger: false });
+      await off.listen(0, '127.0.0.1');
+      const offUrl = (await off.getUrl()).replace('[::1]', '127.0.0.1');
+      const first = fetch(`${offUrl}/orders/7`, { method: 'POST' });
+      await sleep(30);
+      const statuses = await Promise.all([
+        first,
+        fetch(`${offUrl}/orders/7`, { method: 'POST' }),
+        fetch(`${offUrl}/orders/7/now`, { method: 'POST' }),
+      ]);
+      expect(statuses.map((response) => response.status).sort()).toEqual([201, 201, 429]);
+      // Serialized as usual, and nothing recorded (the stand-in request spans belong to the other app).
+      expect(spans().filter((span) => span.name.startsWith('serialized.'))).toEqual([]);
+    } finally {
+      await off?.close();
+      if (saved === undefined) delete process.env.SERIALIZED_TRACING;
+      else process.env.SERIALIZED_TRACING = saved;
+    }
+  });
+
   it('a 429 has a busy wait span, with its error recorded', async () => {
     const holder = fetch(`${url}/orders/secret-43`, { method: 'POST' });
     await sleep(30);

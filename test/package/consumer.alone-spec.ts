@@ -83,9 +83,9 @@ describe('the packed package in a fresh app', () => {
     expect([report.smoke.status, report.smoke.output]).toEqual([0, expect.stringContaining('5 × 201, ran one at a time')]);
   });
 
-  it('stops start-up with one SerializedConfigError per missing optional peer: ioredis, pg, bullmq, @nestjs/terminus, @nestjs-cls/transactional, @opentelemetry/api', () => {
+  it('stops start-up with one SerializedConfigError per missing optional peer: ioredis, pg, mysql2, bullmq, @nestjs/terminus, @nestjs-cls/transactional, @opentelemetry/api', () => {
     expect(report.missingPeers.output.split('\n')).toEqual(
-      ['ioredis', 'pg', 'bullmq', '@nestjs/terminus', '@nestjs-cls/transactional', '@opentelemetry/api'].map(
+      ['ioredis', 'pg', 'mysql2', 'bullmq', '@nestjs/terminus', '@nestjs-cls/transactional', '@opentelemetry/api'].map(
         (peer) => `${peer}: SerializedConfigError as expected`,
       ),
     );

@@ -220,12 +220,21 @@ describe('PostgresLockProvider: no advisory lock without an owner, no grant on a
       ...instances.flatMap((provider, n) => Array.from({ length: 6 }, (_, j) => loop(provider, n * 100 + j * 13))),
       ...instances.map(auditing),
     ];
+    // Five seconds, and then until enough has happened: on a busy host the same work takes longer.
     await sleep(5000);
-    stop = true;
+    await waitFor(() => sections > 300 && audits > 150, 45_000, 'sections and audits enough to race each other').finally(() => {
+      stop = true;
+    });
     await Promise.all(running);
     expect({ found, maxInside: Math.max(...[...probes.values()].map((p) => p.maxInside)) }).toEqual({ found: 0, maxInside: 1 });
-    expect(sections).toBeGreaterThan(200);
-    expect(audits).toBeGreaterThan(100);
-    for (const provider of instances) expect(await pg.advisoryLocks(provider.applicationName, true)).toBe(0);
-  }, 60_000);
+    // Every caller has its answer, but an aborted one's server side winds down after it
+    // (its own session is ended, and the server process exits when it notices): what it
+    // held goes within moments. A lock nobody owns on a pooled session stays (the
+    // audits have stopped, and an idle session is kept for 10 s), so this still fails on one.
+    const held = async () => Promise.all(instances.map((provider) => pg.advisoryLocks(provider.applicationName, true)));
+    await waitFor(async () => (await held()).every((n) => n === 0), 3000, "the instances' advisory locks given back").catch(
+      () => undefined,
+    );
+    expect(await held()).toEqual([0, 0, 0]);
+  }, 90_000);
 });

@@ -81,6 +81,28 @@ describe('PostgreSQL strict hand-off: the wait mark', () => {
     await holder.query(statements.unlock(key));
   });
 
+  it('a wait that starts while a check holds the mark still marks itself once the check is over', async () => {
+    const holder = await open();
+    const checker = await open();
+    const waiter = await open();
+    await holder.query(statements.lock(key, '5000ms'));
+    // A check (another session's try, or a strict holder's unlockIfWaited) holds the mark
+    // exclusive for its statement's length; here its transaction stands in for that instant.
+    await checker.query('BEGIN');
+    await checker.query('SELECT pg_advisory_xact_lock(($1::bigint >> 32)::int, (($1::bigint << 32) >> 32)::int)', [key]);
+    const waiterPid = await pidOf(waiter);
+    const waited = waiter.query(statements.lock(key, '5000ms'));
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    await checker.query('COMMIT');
+    await waitFor(async () => (await waitingFor(inspector, waiterPid)) === 1, 5_000, 'the waiter queued in the server');
+    // The wait is marked: the holder's check sees it and unlocks for it (a missed mark kept the key: null).
+    expect(await marksOf(inspector, waiterPid)).toBe(1);
+    expect(await firstCell(holder, statements.unlockIfWaited(key))).toBe(true);
+    const granted = await waited;
+    expect(granted.rows[0][0]).toMatch(/^\d+$/);
+    await waiter.query(statements.unlock(key));
+  });
+
   it("an application's own two-int4 lock on the same bits never blocks a wait", async () => {
     const app = await open();
     const waiter = await open();

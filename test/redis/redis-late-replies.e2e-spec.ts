@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { RedisLockProvider, type Lock } from 'nestjs-serialized';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId, waitFor } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
+import { lockValueOf } from './support/lock-value';
 
 /**
  * A reply read after the lease it granted ran out never makes this process a
@@ -19,7 +21,21 @@ const busy = (ms: number): void => {
     // a synchronous burst: replies wait unread meanwhile
   }
 };
-const tokenOf = (lock: Lock): string => (lock as unknown as { token: string }).token;
+
+/**
+ * Waits without letting this process read anything (a blocking child process per
+ * look) until `lockKey` no longer names `owner` in Redis: a command this process sent
+ * has been applied, and its reply waits unread. False after `ms`.
+ */
+const appliedWhileStalled = (lockKey: string, owner: string, ms: number): boolean => {
+  const until = performance.now() + ms;
+  const url = new URL(TEST_REDIS_URL);
+  while (performance.now() < until) {
+    const look = spawnSync('redis-cli', ['-h', url.hostname, '-p', url.port || '6379', '--raw', 'GET', lockKey], { encoding: 'utf8' });
+    if (look.status === 0 && look.stdout.trim().split(' ')[0] !== owner) return true;
+  }
+  return false;
+};
 
 describe('RedisLockProvider: replies read after their lease ran out', () => {
   const prefix = uniqueId('late-replies');
@@ -68,7 +84,7 @@ describe('RedisLockProvider: replies read after their lease ran out', () => {
     busy(900);
     const lock = await attempt;
     // It holds what Redis says it holds.
-    expect(await redis.get(late.redisKeysOf('wait').lock)).toBe(tokenOf(lock));
+    expect(await redis.get(late.redisKeysOf('wait').lock)).toBe(lockValueOf(lock));
     expect(lock.fencingToken).toBeGreaterThan(before.fencingToken + 1n);
     expect(lock.signal.aborted).toBe(false);
     await lock.release();
@@ -98,10 +114,19 @@ describe('RedisLockProvider: replies read after their lease ran out', () => {
     const holder = await releasing.acquire(key);
     const w = releasing.acquire(key, { waitTimeoutMs: 20_000 }).then(enter('W'));
     await waitQueued(key, 1);
+    // W's place: a hand-off run on it would run W under this owner token.
+    const [wPlace] = await redis.zrange(releasing.redisKeysOf(key).queue, 0, 0);
     const x = other.acquire(key, { waitTimeoutMs: 20_000 }).then(enter('X'));
     await waitQueued(key, 2);
 
-    const released = holder.release(); // sent now: its reply (W is the owner for 300 ms) waits unread
+    const released = holder.release(); // its reply (W is the owner for 300 ms) must wait unread
+    // Applied in Redis before the stall: a write left for a later turn would give W a fresh hand-off.
+    const lockKey = releasing.redisKeysOf(key).lock;
+    const holderToken = (holder as unknown as { token: string }).token;
+    if (!appliedWhileStalled(lockKey, holderToken, 2000)) {
+      await new Promise((resolve) => setImmediate(resolve)); // the write goes out; its reply cannot be here yet
+      expect(appliedWhileStalled(lockKey, holderToken, 5000)).toBe(true);
+    }
     busy(900);
     await released;
     const first = await Promise.race([w, x]);
@@ -110,7 +135,20 @@ describe('RedisLockProvider: replies read after their lease ran out', () => {
     await leave(first);
     await leave(await (ran[0].who === 'W' ? x : w));
 
-    expect({ maxInside, ran: ran.map((r) => r.who) }).toEqual({ maxInside: 1, ran: ['X', 'W'] });
+    // The late hand-off did not run W: W ran under a new place (it was requeued), one at a
+    // time beside X. Which of them ran first is not the point: X's own hand-off is capped at
+    // the releasing side's 300 ms heart-beat, and when its confirmation takes longer X is
+    // requeued behind W, and W rightly runs first.
+    const wLock = await w;
+    expect({
+      maxInside,
+      ran: ran.map((r) => r.who).sort(),
+      wRanOnItsPlace: (wLock as unknown as { token: string }).token === wPlace,
+    }).toEqual({
+      maxInside: 1,
+      ran: ['W', 'X'],
+      wRanOnItsPlace: false,
+    });
     expect(ran[1].fence).toBeGreaterThan(ran[0].fence);
   }, 30_000);
 

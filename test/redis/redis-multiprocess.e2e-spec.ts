@@ -4,6 +4,7 @@ import { WorkerProcess } from '../support/processes';
 import { TEST_REDIS_URL } from '../support/services';
 import { sleep, uniqueId, waitFor } from '../support/timing';
 import { deleteKeysWithPrefix } from './support/delete-keys';
+import { lockValue, ownerIn } from './support/lock-value';
 
 /**
  * Several real OS processes sharing one Redis: exclusion, global arrival order,
@@ -175,8 +176,10 @@ describe('RedisLockProvider across OS processes', () => {
     const ownerAfterRelease = await redis.get(local.redisKeysOf(key).lock);
     const result = await acquired(next, 'drop-n');
     expect(result.type).toBe('acquired');
-    // The release skipped the dead waiter: the key went straight to the live one.
-    expect(ownerAfterRelease).toBe(result.token);
+    // The release skipped the dead waiter: the key went straight to the live one, and the key
+    // names its fencing token (a heart-beat that raced the hand-off message reports the same one).
+    expect(ownerIn(ownerAfterRelease)).toBe(result.token);
+    expect(await redis.get(local.redisKeysOf(key).lock)).toBe(lockValue(result.token as string, result.fence as string));
     expect(await redis.zcard(local.redisKeysOf(key).queue)).toBe(0);
     next.send({ type: 'release', id: 'drop-n' });
     await next.waitFor((m) => m.type === 'released' && m.id === 'drop-n');

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { ThrowawayRedis } from './support/throwaway-redis';
 import { WorkerProcess, type WorkerMessage } from '../support/processes';
 import { sleep, uniqueId } from '../support/timing';
+import { lockValue } from './support/lock-value';
 
 const WORKER = 'test/redis/workers/reconnect-processes.worker.ts';
 /** Next renewal a third of it away: 10 s. */
@@ -87,7 +88,7 @@ describe('Redis across processes: held locks are re-checked when Redis answers a
     ]);
     const inspector = new Redis(server.url);
     try {
-      expect(await inspector.get(held.redisKey as string)).toBe(took.owner);
+      expect(await inspector.get(held.redisKey as string)).toBe(lockValue(took.owner as string, took.token as string));
     } finally {
       inspector.disconnect();
     }

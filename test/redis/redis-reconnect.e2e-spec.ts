@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { LockLostError, RedisLockProvider, type Lock } from 'nestjs-serialized';
 import { waitFor } from '../support/timing';
 import { ThrowawayRedis } from './support/throwaway-redis';
+import { lockValueOf } from './support/lock-value';
 
 /**
  * Held locks across a lost connection: after a Redis restart
@@ -71,7 +72,7 @@ describe('RedisLockProvider: held locks when the connection is lost', () => {
     await Promise.all(locks.map((lock) => lock.release().catch(() => undefined)));
     const inspector = new Redis(server.url);
     clients.push(inspector);
-    expect(await inspector.get(newcomer.redisKeysOf('restart:a').lock)).toBe((taken as unknown as { token: string }).token);
+    expect(await inspector.get(newcomer.redisKeysOf('restart:a').lock)).toBe(lockValueOf(taken));
     await taken.release();
   }, 60_000);
 
@@ -87,7 +88,7 @@ describe('RedisLockProvider: held locks when the connection is lost', () => {
     // Renewed on reconnect, long before its next scheduled renewal (lease / 3 = 10 s).
     await waitFor(async () => (await inspector.pttl(lockKey)) > LEASE_MS - 2000, DETECTED_WITHIN_MS, 'the re-check to renew the lease');
     expect(lock.signal.aborted).toBe(false);
-    expect(await inspector.get(lockKey)).toBe((lock as unknown as { token: string }).token);
+    expect(await inspector.get(lockKey)).toBe(lockValueOf(lock));
     await lock.release();
   }, 30_000);
 

@@ -3,6 +3,7 @@ import { LockBackendError, LockLostError, RedisLockProvider, type Lock } from 'n
 import { cli, SENTINEL_MASTER_NAME, SentinelGroup } from '../setup/redis-sentinel';
 import { failoverRun } from './support/failover-run';
 import { OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
+import { ownerIn } from './support/lock-value';
 
 /**
  * Sentinel clients, and `replicas: { acks, timeoutMs }` — a grant (with its
@@ -53,8 +54,9 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
         const locks = both[caller % 2];
         for (let i = 0; i < 10; i++) {
           const lock = await locks.acquire('account-1');
-          // WAIT confirmed it: the replica has this very grant now, not merely soon.
-          if ((await cli(replica, 'get', locks.redisKeysOf('account-1').lock)).trim() === (lock as Lock & { token: string }).token)
+          // WAIT confirmed it: the replica has this very grant now, not merely soon (its owner token: a holder
+          // served by a local hand-off is named with its fencing token only from its first renewal on).
+          if (ownerIn((await cli(replica, 'get', locks.redisKeysOf('account-1').lock)).trim()) === (lock as Lock & { token: string }).token)
             onReplica++;
           await probe.run(() => {
             tokens.push(lock.fencingToken);

@@ -7,6 +7,16 @@ import { MysqlInspector } from '../mysql/support/mysql-inspect';
 import { TcpProxy } from '../postgres/support/tcp-proxy';
 import { freePort, Ledger, redisKeysUnder, sleep, ThrowawayRedis } from './support/environment';
 import { WorkerProcess } from '../support/processes';
+import { judgeShaped, shapeUnexercised, type ShapedEntry, type ShapeVerdict } from './shaped-fault-run.checker';
+
+/** The shaped run's keys (shaped-fault-run.checker.ts): the first `groupKeys` are group keys, the rest reader/writer keys. */
+export interface FaultRunShape {
+  groupKeys: number;
+  /** The `concurrency` every caller of a group key passes. */
+  limit: number;
+  /** Miswire the callers (no limit that binds, writers `shared` and unfenced): the control. */
+  control?: boolean;
+}
 
 /** How long and how hard a fault run goes. */
 export interface FaultRunSize {
@@ -20,6 +30,8 @@ export interface FaultRunSize {
   kinds?: string[];
   /** Judge a fault-free tail (default true; the naive control has nothing to show there). */
   tail?: boolean;
+  /** Several holders per key (the shaped run), judged by their shape rather than one holder at a time. */
+  shape?: FaultRunShape;
 }
 
 export const FAULT_RUN_SHORT: FaultRunSize = { faultMs: 22_000, processes: 4, loops: 8, keys: 3, seed: 25 };
@@ -58,6 +70,8 @@ export interface FaultRunResult {
   holdersOvertaken: number;
   /** The first of them: key, holder, when it entered, and the newer holder that entered while it was inside. */
   leftUntoldDetails: string[];
+  /** The shaped run's first unexplained overlaps, described (who beside whom, entry times, told or not). */
+  overlapDetails?: string[];
   /** Keys whose longest gap between sections in the fault-free tail exceeded 2 × (lease + session timeout), with the gap. */
   stuckKeys: string[];
   longestTailGapMs: number;
@@ -69,6 +83,30 @@ export interface FaultRunResult {
   r429: number;
   r503: number;
   otherErrors: string[];
+  /** The shaped run's own counts (its overlaps, fencing and left-untold counts above are the shaped checker's). */
+  shape?: ShapeVerdict;
+}
+
+/**
+ * What a real driver's short fault run is judged on in `npm test`: every list must be
+ * empty ({@link cleanFaultRunReport}). The faults, and the seed with them, come with a
+ * failure, so a run can be repeated.
+ */
+export function faultRunReport(run: FaultRunResult) {
+  return {
+    driver: run.driver,
+    problems: faultRunProblems(run),
+    otherErrors: run.otherErrors,
+    fencing: run.fencingDetails,
+    leftUntold: run.leftUntoldDetails,
+    overlaps: run.overlapDetails ?? [],
+    faults: run.faults,
+  };
+}
+
+/** The report of a clean run (see {@link faultRunReport}). */
+export function cleanFaultRunReport(run: FaultRunResult): ReturnType<typeof faultRunReport> {
+  return { driver: run.driver, problems: [], otherErrors: [], fencing: [], leftUntold: [], overlaps: [], faults: run.faults };
 }
 
 /** What must be 0 in a real driver's fault run, named; empty when the run is clean. */
@@ -85,7 +123,7 @@ export function faultRunProblems(run: FaultRunResult): string[] {
     ['leaked', run.leaked],
     ['unexpected errors', run.otherErrors.length],
   ];
-  return counts.filter(([, n]) => n > 0).map(([what, n]) => `${n} ${what}`);
+  return [...counts.filter(([, n]) => n > 0).map(([what, n]) => `${n} ${what}`), ...(run.shape ? shapeUnexercised(run.shape) : [])];
 }
 
 const LEASE_MS = 2500;
@@ -170,6 +208,13 @@ export async function faultRun(
       REL_SEED: String(size.seed * 1000 + index * 100 + generation++),
       REL_LOOPS: String(size.loops),
       REL_KEYS: String(size.keys),
+      ...(size.shape
+        ? {
+            REL_SHAPE_GROUP_KEYS: String(size.shape.groupKeys),
+            REL_SHAPE_LIMIT: String(size.shape.limit),
+            REL_SHAPE_CONTROL: size.shape.control ? '1' : '0',
+          }
+        : {}),
     });
     await worker.waitForType('ready', 120_000);
     worker.send({ type: 'start' });
@@ -274,9 +319,7 @@ export async function faultRun(
     await Promise.all(workers.map((w) => ask(w, 'close', 'closed').catch(() => undefined)));
 
     const verdict = await ledger.verdict(keys);
-    const entries = (await ledger.redis.lrange(`${ledger.detectorPrefix}:entries`, 0, -1)).map(
-      (e) => JSON.parse(e) as { k: string; t: string; m: string; at: number },
-    );
+    const entries = (await ledger.redis.lrange(`${ledger.detectorPrefix}:entries`, 0, -1)).map((e) => JSON.parse(e) as ShapedEntry);
     const told = new Set(await ledger.redis.smembers(`${ledger.detectorPrefix}:lost`));
     const excused = (id: string) => told.has(id) || deadMembers.has(id);
     const overlaps = (await ledger.redis.lrange(`${ledger.detectorPrefix}:overlaps`, 0, -1)).map(
@@ -340,6 +383,17 @@ export async function faultRun(
       longestTailGapMs = Math.max(longestTailGapMs, gap);
       if (gap > STUCK_AFTER_MS) stuckKeys.push(`${key} (${(gap / 1000).toFixed(1)} s)`);
     }
+    const shaped =
+      size.shape &&
+      judgeShaped(
+        entries,
+        overlaps,
+        excused,
+        (id) => toldBeforeLeaving.has(id) || deadMembers.has(id),
+        new Set(keys.slice(0, size.shape.groupKeys)),
+        size.shape.limit,
+        at,
+      );
     const backendAt = stats.flatMap((s) => (s.backendAt as number[]) ?? []);
     const leaked = activeKeys + (await backendLeftovers(driver, keyPrefix, redis?.url, keys));
     return {
@@ -368,6 +422,21 @@ export async function faultRun(
       r429: stats.reduce((n, s) => n + Number(s.busy ?? 0), 0),
       r503: backendAt.length + stats.reduce((n, s) => n + Number(s.lost ?? 0), 0),
       otherErrors: stats.map((s) => s.firstError as string | undefined).filter((e): e is string => !!e),
+      // The shaped run: several holders of a key are its shape, not overlaps; the shaped checker judges them.
+      ...(shaped && {
+        shape: shaped.shape,
+        overlapsTold: shaped.overlapsTold,
+        unexplainedOverlaps: shaped.unexplainedOverlaps,
+        holdersNeverTold: shaped.holdersNeverTold,
+        fencingViolations: Math.max(shaped.fencingViolations, verdict.fencingViolations),
+        fencingDetails: verdict.fencingViolations
+          ? [...shaped.fencingDetails, `ledger: ${verdict.fencingViolations} accepted writes out of token order`]
+          : shaped.fencingDetails,
+        holdersLeftUntold: shaped.holdersLeftUntold,
+        holdersOvertaken: shaped.holdersOvertaken,
+        leftUntoldDetails: shaped.leftUntoldDetails,
+        overlapDetails: shaped.overlapDetails,
+      }),
     };
   } finally {
     for (const hog of hogs) hog.kill('SIGKILL');

@@ -11,7 +11,7 @@ import {
   type Sizes,
 } from './reliability.scenarios';
 import { faultRun, FAULT_RUN_FULL, FAULT_RUN_SHORT, STUCK_AFTER_MS, type FaultRunResult } from './fault-run.scenario';
-import { startCpuHog } from './support/environment';
+import { withCpuHog } from './support/environment';
 import { transactionDuplicates, transactionPgBouncerRestart, transactionTerminatedSession } from './transaction.scenarios';
 
 export interface SuiteResult {
@@ -89,14 +89,9 @@ export async function runSuite(
     },
   ]);
   for (const [name, run] of scenarios.filter(([name]) => !only || only.includes(name))) {
-    const hog = startCpuHog();
     const t = Date.now();
-    try {
-      await run();
-      log(`${name}: ${Date.now() - t} ms`);
-    } finally {
-      hog.kill('SIGKILL');
-    }
+    await withCpuHog(run);
+    log(`${name}: ${Date.now() - t} ms`);
   }
   return { rows, controls, faultRuns, startedAt, durationMs: Date.now() - startedAt.getTime(), form };
 }
@@ -160,11 +155,42 @@ export function renderFaultRuns(result: SuiteResult, alone = false): string[] {
       : []),
     '| provider | seed | duration | faults | sections | lost updates | fencing violations (untold holders) | overlaps (holder told) | unexplained overlaps | holders never told | left untold (of holders overtaken) | stuck keys | 503s in the tail | unowned locks | leaked |',
     '| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |',
-    ...result.faultRuns.map(
-      (f) =>
-        `| ${f.driver} | ${f.seed} | ${Math.round(f.durationMs / 1000)} s | ${f.faults.length}: ${f.faults.join(', ')} | ${n(f.sections)} | ${f.lostUpdates} | ${f.fencingViolations} | ${f.overlapsTold} | ${f.unexplainedOverlaps} | ${f.holdersNeverTold} | ${f.holdersLeftUntold} of ${f.holdersOvertaken} | ${f.stuckKeys.length ? f.stuckKeys.join(', ') : `0 (longest gap ${(f.longestTailGapMs / 1000).toFixed(1)} s)`} | ${f.tailBackendErrors} | ${f.unownedLocks} | ${f.leaked} |`,
-    ),
+    ...result.faultRuns.map(faultRunRow),
   ];
+}
+
+/** One driver's row of the fault-run table. */
+function faultRunRow(f: FaultRunResult): string {
+  return `| ${f.driver} | ${f.seed} | ${Math.round(f.durationMs / 1000)} s | ${f.faults.length}: ${f.faults.join(', ')} | ${n(f.sections)} | ${f.lostUpdates} | ${f.fencingViolations} | ${f.overlapsTold} | ${f.unexplainedOverlaps} | ${f.holdersNeverTold} | ${f.holdersLeftUntold} of ${f.holdersOvertaken} | ${f.stuckKeys.length ? f.stuckKeys.join(', ') : `0 (longest gap ${(f.longestTailGapMs / 1000).toFixed(1)} s)`} | ${f.tailBackendErrors} | ${f.unownedLocks} | ${f.leaked} |`;
+}
+
+/**
+ * `report` with the fault-run row of each driver in `result` replaced by this run's,
+ * and a line under the table saying when it was regenerated on its own (after a
+ * change to one driver): every other row, and the section's own line, stay as they were.
+ */
+export function spliceFaultRunRows(report: string, result: SuiteResult): string {
+  const lines = report.split('\n');
+  const start = lines.indexOf('## Randomized fault runs');
+  const end = lines.indexOf('## Controls: the naive endpoints under the same load');
+  if (start < 0 || end < start) throw new Error('the report has no fault-run section to replace');
+  let section = lines.slice(start, end);
+  for (const run of result.faultRuns) {
+    const at = section.findIndex((line) => line.startsWith(`| ${run.driver} | `));
+    if (at < 0) throw new Error(`the fault-run table has no ${run.driver} row to replace`);
+    section[at] = faultRunRow(run);
+    const note = `The ${run.driver} row was regenerated on its own by \`npm run reliability -- --fault-run ${run.driver}\``;
+    section = section.filter((line) => !line.startsWith(note));
+    while (section[section.length - 1] === '') section.pop();
+    section.push(
+      '',
+      `${note} (${result.form} form) on ${result.startedAt.toISOString()}, in ${Math.round(result.durationMs / 1000)} s, on ${os.cpus().length} cores, Node.js ${process.version}, load average at the end ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' / ')}, with a CPU hog beside it; the other rows are from the run named above.`,
+    );
+  }
+  return [...lines.slice(0, start), ...section, '', ...lines.slice(end)].join('\n');
 }
 
 /** The naive control of the fault run (the one control the fault runs make). */

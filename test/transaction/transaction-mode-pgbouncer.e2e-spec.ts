@@ -52,9 +52,14 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])(
 
     it('20 duplicates per process: the naive twin claims more than once, the serialized handler exactly once', async () => {
       const burst = (path: string) => Promise.all(urls.flatMap((url) => Array.from({ length: 20 }, () => request(url).post(path))));
-      const naive = await burst('/naive/u1');
-      expect(naive.every((r) => r.status === 201)).toBe(true);
-      expect((await claims('u1')).length).toBeGreaterThan(1);
+      // The control: on a loaded host one burst may reach the server spread out enough to claim once; three bursts never did.
+      let naiveClaims = 0;
+      for (let attempt = 1; attempt <= 3 && naiveClaims <= 1; attempt++) {
+        const naive = await burst(`/naive/u1-${attempt}`);
+        expect(naive.every((r) => r.status === 201)).toBe(true);
+        naiveClaims = (await claims(`u1-${attempt}`)).length;
+      }
+      expect(naiveClaims).toBeGreaterThan(1);
       const serialized = await burst('/serialized/u2');
       expect(serialized.map((r) => r.status)).toEqual(Array(40).fill(201));
       expect(serialized.filter((r) => r.body.claimed)).toHaveLength(1);

@@ -14,6 +14,20 @@ export interface AcquireOptions {
    * and docs/providers/redis.md.
    */
   handoff?: HandOffMode;
+  /**
+   * Most holders of the key at once, this caller included: an integer 1–1000
+   * (default 1, one holder at a time). Granted in arrival order; callers of one key
+   * are meant to pass the same limit, and a mix never lets in more holders than
+   * the smallest limit among the holders and the caller (docs/semantics.md,
+   * "Several holders of one key"). Not with `shared`.
+   */
+  concurrency?: number;
+  /**
+   * Hold the key together with other `shared` callers (readers); a caller without
+   * it holds the key alone (a writer). A shared caller that arrives behind a
+   * waiting writer waits for it. Not with `concurrency` > 1.
+   */
+  shared?: boolean;
 }
 
 /**

@@ -34,6 +34,8 @@ export class OwnedLock implements HeldKey {
     readonly joinable: boolean,
     private readonly metrics?: SerializedMetrics,
     private readonly tracing?: SerializedTracing,
+    /** Whether it holds the key `shared` (a nested call asking for it alone is an upgrade, refused). */
+    readonly shared: boolean = false,
   ) {
     this.since = metrics ? performance.now() : 0;
     this.span = tracing?.holding(lock);

@@ -4,7 +4,7 @@ import type { AcquireOptions } from './acquire-options.interface';
 import { validateAcquireOptions } from './config/acquire-options.validator';
 import { DONE, isPromiseLike, releaseAfter, releaseAndThrow, releaseReturning, releaseWhenSettled } from './internal/release.after';
 import { joinableLockOn, innermostActive, mayOutlive, outerOf, runWithContext, type LockContext } from './lock.context';
-import { LockBusyError, LockOrderError, LockTimeoutError, SerializationKeyError, SerializedError } from './errors';
+import { LockBusyError, LockOrderError, LockTimeoutError, LockUpgradeError, SerializationKeyError, SerializedError } from './errors';
 import type { Lock } from './lock.interface';
 import { LockProvider } from './lock.provider';
 import { doorOf, type LockDoor } from './local/lock-door.interface';
@@ -23,6 +23,7 @@ import type { SerializedTracing } from './observability/serialized.tracing';
 import type { Span } from '@opentelemetry/api';
 import { driverOf } from './observability/driver-name.resolver';
 import { runInTransaction, type TransactionLocks, type TransactionOption } from './transaction/transaction-locks.runner';
+import { concurrencyInTransactionProblem } from './transaction/transaction-options.interface';
 
 // The options of a call that gives none (never written to): nothing to validate.
 const NO_OPTIONS: RunOptions = Object.freeze({});
@@ -179,7 +180,8 @@ export class LockService {
     // Read once: the same store decides joining and is what the section's context links to.
     const store = reentrant ? this.context.getStore() : undefined;
     const joining = joinableLockOn(store, key) !== undefined; // then it takes the usual path (it joins the holder)
-    const lock = joining || options.transaction ? undefined : this.door.acquireNow(key, options.signal, options.leaseMs);
+    const lock =
+      joining || options.transaction || sharesKey(options) ? undefined : this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return this.acquireAndRun(key, fn, options, reentrant, joining, store);
     // The key was free and taken synchronously: no promise of acquiring.
     this.metrics?.acquiredAtOnce(key);
@@ -212,11 +214,14 @@ export class LockService {
   acquireValidated(key: string, options: RunOptions): Promise<HeldKey> {
     const reentrant = options.reentrant ?? this.reentrant;
     const entry = reentrant ? joinableLockOn(this.context.getStore(), key) : undefined;
-    if (entry?.active) return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
+    if (entry?.active) {
+      if (entry.shared && options.shared !== true) return Promise.reject(new LockUpgradeError(key, options.handler));
+      return Promise.resolve({ lock: entry.lock, reentrant: true, release: () => DONE });
+    }
     const since = this.metrics?.waiting(key);
     const wait = this.tracing?.waiting(key);
     return this.acquireFromProvider(key, options).then(
-      (lock) => this.holding(key, lock, since, options.handler, reentrant, wait),
+      (lock) => this.holding(key, lock, since, options, reentrant, wait),
       (error: unknown) => this.acquireFailed(key, since, error, options.handler, wait),
     );
   }
@@ -231,6 +236,7 @@ export class LockService {
   acquireNow(key: string, options: RunOptions): HeldKey | undefined {
     const reentrant = options.reentrant ?? this.reentrant;
     if (reentrant && this.isHeld(key)) return undefined; // it joins the holder: acquire's path
+    if (sharesKey(options)) return undefined; // held beside others: the provider's line decides
     const lock = this.door.acquireNow(key, options.signal, options.leaseMs);
     if (!lock) return undefined;
     this.metrics?.acquiredAtOnce(key);
@@ -359,7 +365,11 @@ export class LockService {
     const section = (owned: readonly OwnedLock[]) => this.runSetSection(this.heldSet(plan, owned), fn, store);
     if (options.transaction && plan.missing.length > 0) {
       const inTransaction = (locks: readonly Lock[]) =>
-        section(locks.map((lock) => new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing)));
+        section(
+          locks.map(
+            (lock) => new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing, options.shared === true),
+          ),
+        );
       return runInTransaction(this.transactions, plan.missing, options, inTransaction, (error) => {
         if (error instanceof SerializedError && options.handler) error.attachHandler(options.handler);
         throw error;
@@ -395,7 +405,7 @@ export class LockService {
     store: LockContext | undefined,
     where: string,
   ): SetPlan {
-    const invalid = options === NO_OPTIONS ? undefined : validateAcquireOptions(options, options.handler ?? where);
+    const invalid = options === NO_OPTIONS ? undefined : invalidOptions(options, options.handler ?? where);
     if (invalid) throw invalid;
     if (!Array.isArray(keys)) throw new SerializationKeyError(String(keys), 'not-scalar', [], options.handler);
     for (const key of keys) {
@@ -410,6 +420,7 @@ export class LockService {
     for (const key of ordered) {
       const held = store === undefined ? undefined : joinableLockOn(store, key);
       if (held === undefined) missing.push(key);
+      else if (held.shared && options.shared !== true) throw new LockUpgradeError(key, options.handler);
       else joined.set((lastJoined = key), held.lock);
     }
     // Taking a key that sorts before one held already would invert the canonical order: a possible deadlock, refused at once.
@@ -428,19 +439,60 @@ export class LockService {
     // Keys free in-process are taken synchronously, as run() takes one key (the in-memory driver; the others answer
     // undefined at once): a transfer between free accounts then costs no promise per key (bench row 7.memory.keys).
     const taken: OwnedLock[] = [];
-    for (const key of keys) {
+    for (const key of sharesKey(options) ? [] : keys) {
       const lock = this.door.acquireNow(key, options.signal, options.leaseMs);
       if (!lock) break;
       this.metrics?.acquiredAtOnce(key);
       taken.push(new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing));
     }
-    return taken.length === keys.length ? Promise.resolve(taken) : this.acquireRest(keys, taken, options, reentrant);
+    if (taken.length === keys.length) return Promise.resolve(taken);
+    // Every key asked of a backend: the door takes them all in one request when it can and none is busy in this process.
+    const together = taken.length === 0 && keys.length > 1 && !sharesKey(options) ? this.door.takeSet?.(keys, options) : undefined;
+    if (together !== undefined) return this.acquiredTogether(keys, together, options, reentrant);
+    return this.acquireRest(keys, taken, options, reentrant, performance.now());
   }
 
-  /** {@link acquireAll} from the first key not taken at once: `taken` holds those before it. */
-  private async acquireRest(keys: readonly string[], taken: OwnedLock[], options: RunOptions, reentrant: boolean): Promise<OwnedLock[]> {
-    const budget = options.waitTimeoutMs ?? this.waitTimeoutMs;
+  /**
+   * {@link acquireAll} when the door asked for the whole set at once (`together`):
+   * its locks; or, a key busy in the backend (nothing held), key by key from the
+   * first, in each key's line behind the callers that came meanwhile, with what is
+   * left of the budget. An error rejects as it would key by key.
+   */
+  private acquiredTogether(
+    keys: readonly string[],
+    together: Promise<Lock[] | null>,
+    options: RunOptions,
+    reentrant: boolean,
+  ): Promise<OwnedLock[]> {
     const started = performance.now();
+    return together.then(
+      (locks) => {
+        if (locks === null) return this.acquireRest(keys, [], options, reentrant, started);
+        const taken = locks.map((lock, i) => {
+          this.metrics?.waiting(keys[i]);
+          return this.holding(keys[i], lock, started, options, reentrant, this.tracing?.waiting(keys[i]));
+        });
+        // Given up while the set was being granted: nothing of it runs.
+        if (!options.signal?.aborted) return taken;
+        const reason: unknown = options.signal.reason;
+        return Promise.all(taken.map((held) => held.release())).then(() => Promise.reject(reason));
+      },
+      (error: unknown) => {
+        this.metrics?.waiting(keys[0]);
+        return this.acquireFailed(keys[0], started, error, options.handler, this.tracing?.waiting(keys[0]));
+      },
+    );
+  }
+
+  /** {@link acquireAll} from the first key not taken at once: `taken` holds those before it; the budget runs from `started`. */
+  private async acquireRest(
+    keys: readonly string[],
+    taken: OwnedLock[],
+    options: RunOptions,
+    reentrant: boolean,
+    started: number,
+  ): Promise<OwnedLock[]> {
+    const budget = options.waitTimeoutMs ?? this.waitTimeoutMs;
     try {
       for (const key of keys.slice(taken.length)) {
         const left = Math.max(0, Math.floor(budget - (performance.now() - started)));
@@ -452,7 +504,7 @@ export class LockService {
         } catch (error) {
           this.acquireFailed(key, since, error, options.handler, wait);
         }
-        taken.push(this.holding(key, lock, since, options.handler, reentrant, wait));
+        taken.push(this.holding(key, lock, since, options, reentrant, wait));
         // Given up while the last key was being granted: nothing of the set runs.
         if (options.signal?.aborted) throw options.signal.reason;
       }
@@ -497,7 +549,7 @@ export class LockService {
     if (joining) return this.acquireValidated(key, options).then((held) => this.runHeld(held, fn));
     const since = this.metrics?.waiting(key);
     const wait = this.tracing?.waiting(key);
-    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options.handler, reentrant, wait), fn, store);
+    const section = (lock: Lock) => this.runSection(this.holding(key, lock, since, options, reentrant, wait), fn, store);
     if (options.transaction)
       return runInTransaction(this.transactions, key, options, section, (error) =>
         this.acquireFailed(key, since, error, options.handler, wait),
@@ -571,13 +623,13 @@ export class LockService {
     key: string,
     lock: Lock,
     since: number | undefined,
-    handler: string | undefined,
+    options: RunOptions,
     reentrant: boolean,
     wait: Span | undefined,
   ): OwnedLock {
     if (since !== undefined) this.metrics?.acquired(key, since);
     if (wait) this.tracing!.acquired(wait, lock);
-    return new OwnedLock(lock, handler, this.logger, reentrant, this.metrics, this.tracing);
+    return new OwnedLock(lock, options.handler, this.logger, reentrant, this.metrics, this.tracing, options.shared === true);
   }
 
   private acquireFailed(
@@ -600,12 +652,24 @@ export class LockService {
  * keys apart alike). What `LockService` passes on is trusted from then on.
  */
 function invalidCall(key: string, options: RunOptions, where: string): Error | undefined {
-  const invalid = options === NO_OPTIONS ? undefined : validateAcquireOptions(options, options?.handler ?? where);
+  const invalid = options === NO_OPTIONS ? undefined : invalidOptions(options, options?.handler ?? where);
   if (invalid) return invalid;
   if (typeof key !== 'string' || key === '')
     return new SerializationKeyError(String(key), typeof key === 'string' ? 'missing' : 'not-scalar', [], options.handler);
   if (hasLoneSurrogate(key)) return new SerializationKeyError(key, 'unencodable', [], options.handler);
   return undefined;
+}
+
+/** The options' own check, and what transaction mode cannot do (`concurrency` > 1). */
+function invalidOptions(options: RunOptions, where: string): Error | undefined {
+  const invalid = validateAcquireOptions(options, where);
+  if (invalid || !options.transaction || !(typeof options.concurrency === 'number' && options.concurrency > 1)) return invalid;
+  return new RangeError(`${concurrencyInTransactionProblem(options.concurrency)} (in ${where})`);
+}
+
+/** Whether a call holds its key beside other holders (`concurrency` > 1 or `shared`): never the synchronous grant. */
+function sharesKey(options: RunOptions): boolean {
+  return options.shared === true || (options.concurrency !== undefined && options.concurrency !== 1);
 }
 
 /** A key's own check: a string, not empty, without a lone surrogate. */

@@ -25,7 +25,7 @@ import {
   SerializedConfigurableModule,
 } from './serialized.module-definition';
 import { TickRunner } from './schedule/tick.runner';
-import { TransactionHandlersChecker } from './transaction/transaction-handlers.checker';
+import { SerializedHandlersChecker } from './serialized-handlers.checker';
 import { TransactionHostResolver } from './transaction/transaction-host.resolver';
 import { TransactionLocks } from './transaction/transaction-locks.runner';
 import type { ResolvedSerializedOptions, SerializedModuleOptions } from './serialized-options.interface';
@@ -70,7 +70,7 @@ import type { ResolvedSerializedOptions, SerializedModuleOptions } from './seria
           new TransactionHostResolver(moduleRef),
         ),
     },
-    TransactionHandlersChecker,
+    SerializedHandlersChecker,
     {
       provide: LockService,
       inject: [LockProvider, SERIALIZED_OPTIONS, TransactionLocks],

@@ -19,6 +19,9 @@ class RedisApp {}
 })
 class PostgresApp {}
 
+@Module({ imports: [SerializedModule.forRoot({ driver: 'mysql', mysql: { url: 'mysql://root@127.0.0.1:3306/test' } })] })
+class MysqlApp {}
+
 @Injectable()
 @SerializedJobs({ recheckMs: 1000 })
 class ReportsProcessor {
@@ -57,6 +60,7 @@ class TransactionApp {}
 const CASES: [string, Type, string][] = [
   ['ioredis', RedisApp, "driver 'redis' needs the optional peer dependency ioredis: npm install ioredis"],
   ['pg', PostgresApp, "driver 'postgres' needs the optional peer dependency pg: npm install pg"],
+  ['mysql2', MysqlApp, "driver 'mysql' needs the optional peer dependency mysql2: npm install mysql2"],
   [
     'bullmq',
     BullmqApp,

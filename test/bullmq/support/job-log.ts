@@ -12,6 +12,8 @@ export interface JobEvent {
   /** `job.attemptsMade` when the event was recorded. */
   attempt: number;
   pid: number;
+  /** The processor's `concurrency` (jobs of one key at once), when it set one. */
+  limit?: number;
 }
 
 /** Events per key, in log order. */
@@ -77,6 +79,69 @@ export interface TestJobData {
   waitForEndOf?: string;
   /** After starting, keep running until this many jobs of `barrier.group` have started (at most 60 s). */
   barrier?: { group: string; starts: number };
+}
+
+/**
+ * The span of each job in the log, from its first `start` to its last event:
+ * while it holds a place of its key (a failed attempt that BullMQ retries keeps
+ * it). Indexes into `events`; a job still running ends at `events.length`.
+ */
+export function placeSpans(events: readonly JobEvent[]): { id: string; seq: number; limit?: number; from: number; to: number }[] {
+  const spans = new Map<string, { id: string; seq: number; limit?: number; from: number; to: number }>();
+  events.forEach((event, index) => {
+    const span = spans.get(event.id);
+    if (span) span.to = event.e === 'start' ? events.length : index;
+    else if (event.e === 'start') spans.set(event.id, { id: event.id, seq: event.seq, limit: event.limit, from: index, to: events.length });
+  });
+  return [...spans.values()];
+}
+
+/** The most jobs of the log holding a place at once (see `placeSpans`). */
+export function maxPlaces(events: readonly JobEvent[]): number {
+  const spans = placeSpans(events);
+  return Math.max(0, ...spans.map((span) => spans.filter((other) => other.from <= span.from && span.from < other.to).length));
+}
+
+/**
+ * Checks "at most `n` jobs of one key at once, let in in enqueue order" on the
+ * events of one key (jobs enqueued in `seq` order): when a job first starts, the
+ * places held by others plus the earlier jobs that have not started yet (they
+ * were let in before it, their bodies just began later) leave room for it.
+ * So a job may start before an earlier one only when both were let in together.
+ */
+export function grantProblems(events: readonly JobEvent[], n: number): string[] {
+  const spans = placeSpans(events);
+  const problems: string[] = [];
+  for (const span of spans) {
+    const holding = spans.filter((other) => other !== span && other.from < span.from && span.from < other.to);
+    const earlierNotStarted = spans.filter((other) => other.seq < span.seq && other.from > span.from);
+    if (holding.length + earlierNotStarted.length > n - 1) {
+      problems.push(
+        `job ${span.seq} started while ${holding.map((o) => o.seq).join(',') || 'none'} held places and ${earlierNotStarted.map((o) => o.seq).join(',') || 'none'} (earlier) had not started`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
+ * Checks the rule for jobs of one key with different limits (`limit` of each
+ * event): whenever a job starts, the jobs holding a place, itself included, are
+ * no more than the smallest limit among them.
+ */
+export function limitProblems(events: readonly JobEvent[]): string[] {
+  const spans = placeSpans(events);
+  const problems: string[] = [];
+  events.forEach((event, index) => {
+    if (event.e !== 'start') return;
+    const holding = spans.filter((span) => span.from <= index && index < span.to);
+    const smallest = Math.min(...holding.map((span) => span.limit ?? 1));
+    if (holding.length > smallest)
+      problems.push(
+        `job ${event.seq} started with ${holding.length} places held (${holding.map((s) => `${s.seq}/${s.limit ?? 1}`).join(' ')})`,
+      );
+  });
+  return problems;
 }
 
 function isOrphan(event: JobEvent, orphans: readonly JobEvent[]): boolean {

@@ -16,6 +16,8 @@ export interface WorkerSettings {
   maxStalledCount?: number;
   recheckMs?: number;
   driver?: 'memory' | 'redis' | 'postgres';
+  /** `concurrency` of the processor's `@Serialized`: jobs of one key at once (default: none given, one). */
+  keyConcurrency?: number;
   /** Explicit `scope` of the processor's `@Serialized`. */
   scope?: string;
   /** `keyPrefix` of the app's locks (default: the library's); see `QueueHarness.lockKeyPrefix`. */
@@ -54,6 +56,7 @@ export class QueueHarness {
         RECHECK_MS: String(s.recheckMs ?? 10_000),
         SERIALIZED_DRIVER: s.driver ?? 'memory',
         SCOPE: s.scope ?? '',
+        KEY_CONCURRENCY: s.keyConcurrency === undefined ? '' : String(s.keyConcurrency),
         LOCK_KEY_PREFIX: s.lockKeyPrefix ?? '',
       }),
     );

@@ -3,7 +3,8 @@
  * `@Serialized` BullMQ processor, configured from the environment, recording
  * what it does in a Redis list (see support/job-log.ts) and over IPC.
  *
- * Job data: see `TestJobData`. `SCOPE` sets an explicit scope (shared with an HTTP handler).
+ * Job data: see `TestJobData`. `SCOPE` sets an explicit scope (shared with an HTTP handler);
+ * `KEY_CONCURRENCY` the processor's `concurrency` (jobs of one key at once).
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
@@ -18,6 +19,7 @@ const env = process.env;
 const QUEUE = env.QUEUE_NAME!;
 const LOG_KEY = env.LOG_KEY!;
 const REDIS_URL = env.REDIS_URL!;
+const KEY_CONCURRENCY = env.KEY_CONCURRENCY ? Number(env.KEY_CONCURRENCY) : undefined;
 
 const log = new Redis(REDIS_URL, { maxRetriesPerRequest: 3 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -39,6 +41,7 @@ async function record(job: Job<TestJobData>, e: JobEvent['e']): Promise<void> {
     id: String(job.id),
     attempt: job.attemptsMade,
     pid: process.pid,
+    ...(KEY_CONCURRENCY === undefined ? {} : { limit: KEY_CONCURRENCY }),
   };
   await log.rpush(LOG_KEY, JSON.stringify(event));
   process.send?.({ type: e, ...event });
@@ -52,7 +55,10 @@ async function record(job: Job<TestJobData>, e: JobEvent['e']): Promise<void> {
 })
 @SerializedJobs({ recheckMs: Number(env.RECHECK_MS ?? 10_000), lockRetryMs: 200 })
 class TestProcessor extends WorkerHost {
-  @Serialized(KEY, env.SCOPE ? { scope: env.SCOPE } : {})
+  @Serialized(KEY, {
+    ...(env.SCOPE ? { scope: env.SCOPE } : {}),
+    ...(KEY_CONCURRENCY === undefined ? {} : { concurrency: KEY_CONCURRENCY }),
+  })
   async process(job: Job<TestJobData>): Promise<{ seq: number }> {
     await record(job, 'start');
     const { durationMs = 0, slowOnceMs, failAttempts = 0, unrecoverable, waitForEndOf, barrier } = job.data;

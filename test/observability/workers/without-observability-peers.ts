@@ -31,6 +31,9 @@ class HealthModule {}
 @Module({ imports: [SerializedModule.forRoot({ driver: 'memory', metrics: 'on' })] })
 class MetricsModule {}
 
+@Module({ imports: [SerializedModule.forRoot({ driver: 'memory', tracing: 'on' })] })
+class TracingModule {}
+
 /** How start-up of `module` ended: `started`, or the error's name and message. */
 async function startUp(module: new () => object): Promise<string> {
   try {
@@ -63,7 +66,7 @@ async function main(): Promise<void> {
       (error: Error) => error.message,
     );
   await app.close();
-  const startUps = { health: await startUp(HealthModule), metrics: await startUp(MetricsModule) };
+  const startUps = { health: await startUp(HealthModule), metrics: await startUp(MetricsModule), tracing: await startUp(TracingModule) };
   const loaded = Object.keys(require.cache)
     .map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1])
     .filter((name): name is string => name !== undefined);

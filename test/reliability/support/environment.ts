@@ -32,6 +32,16 @@ export function startCpuHog(): ChildProcess {
   return spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
 }
 
+/** Runs `scenario` with a CPU hog beside it for its whole length, and stops the hog whatever happens. */
+export async function withCpuHog<T>(scenario: () => Promise<T>): Promise<T> {
+  const hog = startCpuHog();
+  try {
+    return await scenario();
+  } finally {
+    hog.kill('SIGKILL');
+  }
+}
+
 export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

@@ -14,6 +14,13 @@
  * every 10 ms, deleted unconditionally at the end, and an unfenced read-modify-write
  * — what the library replaces. It must show overlaps and lost updates under the same faults.
  *
+ * REL_SHAPE_GROUP_KEYS set: the shaped run (shaped-fault-run.checker.ts). Keys below it
+ * are group keys (every caller passes `concurrency: REL_SHAPE_LIMIT`, reads the row and
+ * writes nothing); the others are reader/writer keys (readers `shared: true` read the
+ * row, writers take the key alone and do the fenced read-modify-write). Every entry
+ * logs its shape. REL_SHAPE_CONTROL=1 miswires it: group callers pass the largest limit
+ * there is, writers pass `shared: true` and write unfenced — what the checker must catch.
+ *
  * Commands over IPC: start, block (stall the event loop), quiesce (stop and report), close.
  */
 import { Redis } from 'ioredis';
@@ -41,6 +48,12 @@ const FENCED_WRITE = `WITH w AS (UPDATE ${LEDGER} SET value = $2 WHERE key = $1 
 const DETECTOR = env.REL_DETECTOR!;
 const LEASE_MS = Number(env.REL_LEASE_MS ?? 2500);
 const NAME = env.REL_WORKER!;
+const GROUP_KEYS = env.REL_SHAPE_GROUP_KEYS === undefined ? undefined : Number(env.REL_SHAPE_GROUP_KEYS);
+const LIMIT = Number(env.REL_SHAPE_LIMIT ?? 3);
+const MISWIRED = env.REL_SHAPE_CONTROL === '1';
+
+/** What a section is in the shaped run: a group member, a reader or a writer (`x`: the plain run's exclusive holder). */
+type Shape = 'g' | 'r' | 'w' | 'x';
 
 let seed = Number(env.REL_SEED ?? 1) >>> 0 || 1;
 /** Seeded (xorshift32): the same seed makes the same choices. */
@@ -101,6 +114,7 @@ async function section(
   key: string,
   lock: { fencingToken: bigint; signal?: AbortSignal; readonly lost?: unknown },
   holdMs: number,
+  shape: Shape = 'x',
 ): Promise<void> {
   stats.sections++;
   const token = lock.fencingToken.toString();
@@ -120,6 +134,8 @@ async function section(
     void detector.sadd(`${DETECTOR}:lost`, `${key}:${member}`);
     void leave(true);
   };
+  // Told already, between its grant and its section (a stall there): recorded as told.
+  if (lock.signal?.aborted) void detector.sadd(`${DETECTOR}:lost`, `${key}:${member}`);
   lock.signal?.addEventListener('abort', onLost, { once: true });
   // Told later, by the release (run() does not wait for its reply): still told.
   lock.signal?.addEventListener('abort', () => void detector.sadd(`${DETECTOR}:lost`, `${key}:${member}`), { once: true });
@@ -128,11 +144,17 @@ async function section(
       .multi()
       .sadd(inside, member)
       .smembers(inside)
-      .rpush(`${DETECTOR}:entries`, JSON.stringify({ k: key, t: token, m: member, at: Date.now() }))
+      .rpush(`${DETECTOR}:entries`, JSON.stringify({ k: key, t: token, m: member, at: Date.now(), ...(shape === 'x' ? {} : { s: shape }) }))
       .exec()) as [[null, number], [null, string[]]];
     const others = members.filter((m) => m !== member);
     if (added && others.length) await detector.rpush(`${DETECTOR}:overlaps`, JSON.stringify({ key, member, others }));
-    if (DRIVER === 'naive') {
+    if (shape === 'g' || shape === 'r') {
+      // Group members and readers read the row and write nothing: only writers change it.
+      await ledger.query(`SELECT value FROM ${LEDGER} WHERE key = $1`, [key]);
+      if (holdMs) await sleep(holdMs);
+      return;
+    }
+    if (DRIVER === 'naive' || (shape === 'w' && MISWIRED)) {
       // What hand-rolled locks do: read, work, write what was read + 1.
       const read = await ledger.query(`SELECT value FROM ${LEDGER} WHERE key = $1`, [key]);
       if (holdMs) await sleep(holdMs);
@@ -190,19 +212,28 @@ async function naiveRun(key: string, waitTimeoutMs: number, holdMs: number): Pro
 async function loop(): Promise<void> {
   const keys = Number(env.REL_KEYS ?? 3);
   while (!stopping) {
-    const key = `k${Math.floor(random() * keys)}`;
+    const index = Math.floor(random() * keys);
+    const key = `k${index}`;
     const waitTimeoutMs = Math.round(200 + random() * 4800);
     const holdMs = random() < 0.05 ? Math.round(random() * 300) : Math.round(random() * 30);
     const mode = random() < 0.1 ? 'reject' : 'wait';
     const handoff = random() < 0.5 ? 'strict' : 'cohort';
     const aborter = random() < 0.1 ? new AbortController() : undefined;
+    // Drawn after the plain run's draws, and only in the shaped run: the plain run's choices stay as they were.
+    const shape: Shape = GROUP_KEYS === undefined ? 'x' : index < GROUP_KEYS ? 'g' : random() < 0.35 ? 'w' : 'r';
     const abortTimer = aborter && setTimeout(() => aborter.abort(new Error('the caller left')), Math.round(random() * 50));
     try {
       if (naive) {
         await naiveRun(key, waitTimeoutMs, holdMs);
         continue;
       }
-      await service!.run(key, (lock) => section(key, lock, holdMs), { waitTimeoutMs, mode, handoff, signal: aborter?.signal });
+      await service!.run(key, (lock) => section(key, lock, holdMs, shape), {
+        waitTimeoutMs,
+        mode,
+        handoff,
+        signal: aborter?.signal,
+        ...shapeOptions(shape),
+      });
     } catch (error) {
       if ((error as Error)?.message === 'the caller left') continue;
       count(error);
@@ -210,6 +241,13 @@ async function loop(): Promise<void> {
       if (abortTimer) clearTimeout(abortTimer);
     }
   }
+}
+
+/** The options of a shape (miswired in the control: no limit that binds, writers beside readers). */
+function shapeOptions(shape: Shape): { concurrency?: number; shared?: boolean } {
+  if (shape === 'g') return { concurrency: MISWIRED ? 1000 : LIMIT };
+  if (shape === 'r' || (shape === 'w' && MISWIRED)) return { shared: true };
+  return {};
 }
 
 let loops: Promise<void>[] = [];

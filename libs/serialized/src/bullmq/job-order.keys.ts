@@ -11,6 +11,25 @@ export interface QueueKeyNamer {
 export const JOB_LOCK_KEY_FIELD = 'serializedKey';
 
 /**
+ * Field of a job hash holding the job's limit (`concurrency` of its `@Serialized`,
+ * as its last worker asked): how many jobs of its key may run beside it.
+ */
+export const JOB_LIMIT_FIELD = 'serializedLimit';
+
+/**
+ * Field of a job hash set while the job is parked waiting for its turn: a job that
+ * leaves promotes only such jobs, never one waiting out a retry's backoff.
+ */
+export const JOB_PARKED_FIELD = 'serializedParked';
+
+/**
+ * Field of a job hash set once the job is let in: it holds a place of its key
+ * (through retries, parking on a busy app lock and stalled recovery) until it
+ * leaves the order.
+ */
+export const JOB_INSIDE_FIELD = 'serializedInside';
+
+/**
  * An order set unused for this long expires: only the order of a key whose jobs
  * were all removed behind the library's back (obliterate, clean) is ever left
  * behind, and not forever. A live order is touched at least every `recheckMs`

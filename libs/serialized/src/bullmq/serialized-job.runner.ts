@@ -3,6 +3,7 @@ import type { Job, MinimalQueue } from 'bullmq';
 import type { SerializedMetadata } from '../metadata/serialized-options.interface';
 import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options.mapper';
 import { LockBackendError, LockBusyError, SerializationKeyError } from '../errors';
+import { SerializedConfigError } from '../config/serialized-config.error';
 import { resolveArgumentsKey } from '../key/arguments-key.resolver';
 import type { HeldKey, LockService } from '../lock.service';
 import { SERIALIZED_LOGGER_CONTEXT } from '../serialized.constants';
@@ -40,19 +41,22 @@ interface QueueHandle extends MinimalQueue {
 }
 
 /**
- * Runs a BullMQ job one at a time per key, in the order jobs became active,
- * without ever holding a worker slot while it waits (docs/bullmq.md):
+ * Runs BullMQ jobs one at a time per key (`concurrency: N`: N at a time), in the
+ * order jobs became active, without ever holding a worker slot while it waits
+ * (docs/bullmq.md):
  *
  * 1. the job takes its place in the Redis order of its key (`enter-job.lua`);
- * 2. if another job heads the key, it parks: it moves itself to BullMQ's delayed
- *    set and throws `DelayedError`, freeing the slot at once;
- * 3. at the head, it takes the app's lock for the same key without waiting
- *    (`tryAcquire`), so it also excludes HTTP handlers sharing the `scope`; if
- *    that lock is busy, it parks for `lockRetryMs` and keeps the head. The lock's
- *    lease is at most the worker's `lockDuration` (`job-lease.policy.ts`);
+ * 2. if the key is full (one job inside; with `concurrency: N`, N) or older jobs
+ *    of the key still wait, it parks: it moves itself to BullMQ's delayed set and
+ *    throws `DelayedError`, freeing the slot at once;
+ * 3. once it may run, it takes the app's lock for the same key (with the same
+ *    `concurrency`) without waiting, so it also excludes HTTP handlers sharing the
+ *    `scope`; if that lock is busy, it parks for `lockRetryMs` and keeps its place.
+ *    The lock's lease is at most the worker's `lockDuration` (`job-lease.policy.ts`);
  * 4. when it finishes for good (completed, or failed with no retry left) it leaves
- *    the order and promotes the next job out of the delayed set. A failed attempt
- *    that BullMQ will retry keeps the head, so the retry still runs first.
+ *    the order and promotes the parked jobs that may now run. A failed attempt
+ *    that BullMQ will retry keeps its place, so the retry still runs before the
+ *    jobs behind it, and the place still counts towards N.
  *
  * Parked jobs wake up by themselves after `recheckMs`, so a missed promotion
  * (a worker killed between leaving and promoting) never strands a key.
@@ -68,6 +72,8 @@ class SerializedJobRun {
   private readonly token: string | undefined;
   private readonly options: ResolvedSerializedJobsOptions;
   private lockKey = '';
+  /** Jobs of one key that may run at once (`concurrency`, default 1). */
+  private readonly limit: number;
   private store!: JobOrderStore;
 
   constructor(private readonly call: SerializedJobCall) {
@@ -76,21 +82,31 @@ class SerializedJobRun {
     const token = call.args[1];
     this.token = typeof token === 'string' ? token : this.job.token;
     this.options = serializedJobsOptionsOf(call.decorated, call.instance);
+    this.limit = call.metadata.options.concurrency ?? 1;
   }
 
   async run(): Promise<unknown> {
     const { DelayedError } = loadBullmq(this.call.handler);
+    if (this.call.metadata.options.shared === true) {
+      // Start-up refuses it on a `@Processor`; a job reaching another method (a plain `Worker`) fails for good.
+      (this.job as unknown as { discard(): void }).discard();
+      throw new SerializedConfigError([
+        `@Serialized(…, { shared: true }) on ${this.call.handler}: BullMQ jobs do not hold a key shared (docs/bullmq.md)`,
+      ]);
+    }
     this.lockKey = lockKeyOf(this.call.metadata, await this.ownKey());
     this.store = new JobOrderStore(await this.client(), this.queue);
 
     const verdict = await this.enter();
     if (verdict.kind !== 'run') {
       this.logger.debug(
-        `Job ${this.job.id} (${this.call.handler}) parked: job ${verdict.kind === 'park' ? verdict.headId : '?'} goes first for "${this.lockKey}"`,
+        `Job ${this.job.id} (${this.call.handler}) parked: "${this.lockKey}" is full or older jobs wait (oldest: job ${verdict.kind === 'park' ? verdict.headId : '?'})`,
       );
       await this.park(this.options.recheckMs, true);
       throw new DelayedError();
     }
+    // Jobs behind it that may run beside it (a key with room for several).
+    await this.promoteAll(verdict.promote);
 
     let held: HeldKey;
     try {
@@ -103,7 +119,7 @@ class SerializedJobRun {
         if (!willRunAgain(this.job, error)) await this.leave();
         throw error;
       }
-      // Held by an HTTP handler (or another app) sharing the scope: keep the head, try again later.
+      // Held by an HTTP handler (or another app) sharing the scope: keep the place, try again later.
       this.logger.debug(
         `Job ${this.job.id} (${this.call.handler}) parked for ${this.options.lockRetryMs} ms: lock "${this.lockKey}" is held`,
       );
@@ -149,7 +165,7 @@ class SerializedJobRun {
   private async enter(): Promise<EnterVerdict> {
     let known: (readonly [string, string])[] = [];
     for (let round = 0; ; round++) {
-      const verdict = await this.backend(() => this.store.enter(String(this.job.id), this.lockKey, known));
+      const verdict = await this.backend(() => this.store.enter(String(this.job.id), this.lockKey, this.limit, known));
       if (verdict.kind !== 'unknown-keys') return verdict;
       // Jobs keep becoming active under a busy queue; after a few rounds, park and look again later.
       if (round >= MAX_RESOLVE_ROUNDS) return verdict;
@@ -180,24 +196,26 @@ class SerializedJobRun {
   private async park(delayMs: number, recheck: boolean): Promise<void> {
     await this.job.moveToDelayed(Date.now() + delayMs, this.token);
     if (!recheck) return;
-    const verdict = await this.backend(() => this.store.enter(String(this.job.id), this.lockKey));
-    if (verdict.kind === 'run') await this.promote(this.job);
+    const verdict = await this.backend(() => this.store.enter(String(this.job.id), this.lockKey, this.limit));
+    if (verdict.kind === 'run') await Promise.all([this.promote(this.job), this.promoteAll(verdict.promote)]);
   }
 
-  /** Leaves the order of the key for good and wakes the next job. Never throws: the re-check covers a failure. */
+  /** Leaves the order of the key for good and wakes the jobs that may now run. Never throws: the re-check covers a failure. */
   private async leave(): Promise<void> {
     try {
-      const next = await this.store.leave(String(this.job.id), this.lockKey);
-      if (next?.delayed) {
-        const JobClass = this.job.constructor as typeof Job;
-        // A handle is enough to promote: no need to read the job.
-        await this.promote(new JobClass(this.queue, this.job.name, {}, {}, next.jobId));
-      }
+      await this.promoteAll(await this.store.leave(String(this.job.id), this.lockKey));
     } catch (error) {
       this.logger.warn(
         `Job ${this.job.id} (${this.call.handler}) could not hand "${this.lockKey}" on: ${redactUrls(String((error as Error)?.message ?? error))}. The next job takes over within ${this.options.recheckMs} ms.`,
       );
     }
+  }
+
+  /** Promotes parked jobs of this queue whose turn came. */
+  private async promoteAll(jobIds: readonly string[]): Promise<void> {
+    const JobClass = this.job.constructor as typeof Job;
+    // A handle is enough to promote: no need to read the job.
+    await Promise.all(jobIds.map((jobId) => this.promote(new JobClass(this.queue, this.job.name, {}, {}, jobId))));
   }
 
   private async promote(job: Job): Promise<void> {

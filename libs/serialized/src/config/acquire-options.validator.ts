@@ -2,6 +2,7 @@ import { HAND_OFF_MODES } from '../acquire-options.interface';
 import { SerializationKeyError } from '../errors/serialization-key.error';
 import { hasLoneSurrogate } from '../key/lock-key.composer';
 import {
+  CONCURRENCY_OPTION,
   acceptsInteger,
   acceptsOf,
   optionProblem,
@@ -11,6 +12,7 @@ import {
 } from './serialized-options.schema';
 
 const PER_CALL: readonly PerCallOptionName[] = ['waitTimeoutMs', 'leaseMs', 'maxPending'];
+const NUMBERS: readonly (PerCallOptionName | 'concurrency')[] = [...PER_CALL, 'concurrency'];
 const MODES: readonly unknown[] = ['wait', 'reject'];
 const HANDOFFS: readonly unknown[] = HAND_OFF_MODES;
 
@@ -23,6 +25,12 @@ export interface CallOptions {
   signal?: AbortSignal;
   reentrant?: boolean;
   handoff?: string;
+  concurrency?: number;
+  shared?: boolean;
+}
+
+function acceptsConcurrency(value: unknown): boolean {
+  return Number.isInteger(value) && (value as number) >= CONCURRENCY_OPTION.min && (value as number) <= CONCURRENCY_OPTION.max;
 }
 
 function isAbortSignal(signal: unknown): boolean {
@@ -48,6 +56,14 @@ export function callOptionProblems(options: CallOptions): string[] {
     problems.push(optionProblem('reentrant', options.reentrant, 'true or false'));
   if (options.handoff !== undefined && !HANDOFFS.includes(options.handoff))
     problems.push(optionProblem('handoff', options.handoff, "'strict' or 'cohort'"));
+  if (options.concurrency !== undefined && !acceptsConcurrency(options.concurrency))
+    problems.push(optionProblem('concurrency', options.concurrency, `an integer ${CONCURRENCY_OPTION.min}-${CONCURRENCY_OPTION.max}`));
+  if (options.shared !== undefined && typeof options.shared !== 'boolean')
+    problems.push(optionProblem('shared', options.shared, 'true or false'));
+  else if (options.shared === true && typeof options.concurrency === 'number' && options.concurrency > 1)
+    problems.push(
+      `shared=true with concurrency=${showValue(options.concurrency)} is invalid: shared holders are not counted, so the two do not go together (pass one of them)`,
+    );
   return problems;
 }
 
@@ -64,7 +80,7 @@ export function validateAcquireOptions(options: CallOptions | undefined, where: 
   if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object')
     return new TypeError(`options=${showValue(options)} is invalid: accepts an object (in ${where})`);
-  const { waitTimeoutMs, leaseMs, maxPending, mode, signal, reentrant, handoff } = options;
+  const { waitTimeoutMs, leaseMs, maxPending, mode, signal, reentrant, handoff, concurrency, shared } = options;
   // The common case (every request of a decorated handler) allocates nothing.
   if (
     (waitTimeoutMs === undefined || acceptsInteger(S.waitTimeoutMs, waitTimeoutMs, 'call')) &&
@@ -73,7 +89,9 @@ export function validateAcquireOptions(options: CallOptions | undefined, where: 
     (mode === undefined || MODES.includes(mode)) &&
     (signal === undefined || isAbortSignal(signal)) &&
     (reentrant === undefined || typeof reentrant === 'boolean') &&
-    (handoff === undefined || HANDOFFS.includes(handoff))
+    (handoff === undefined || HANDOFFS.includes(handoff)) &&
+    (concurrency === undefined || acceptsConcurrency(concurrency)) &&
+    (shared === undefined || shared === false || (shared === true && (concurrency === undefined || concurrency === 1)))
   ) {
     return undefined;
   }
@@ -81,7 +99,7 @@ export function validateAcquireOptions(options: CallOptions | undefined, where: 
   const message = `${problems.join('; ')} (in ${where})`;
   // A number out of what is accepted is a RangeError; anything else (text for a number, an unknown mode) a TypeError.
   const outOfRange = problems.every((problem) =>
-    PER_CALL.some((name) => problem.startsWith(`${name}=`) && typeof options[name] === 'number'),
+    NUMBERS.some((name) => problem.startsWith(`${name}=`) && typeof options[name] === 'number'),
   );
   return outOfRange ? new RangeError(message) : new TypeError(message);
 }

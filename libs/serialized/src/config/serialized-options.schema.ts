@@ -228,6 +228,12 @@ export type SerializedEnvName = EnvOf<(typeof SERIALIZED_OPTIONS_SCHEMA)[Seriali
 /** Options that may also be given per call (`@Serialized`, `LockService.run`, a provider's `acquire`). */
 export type PerCallOptionName = 'leaseMs' | 'waitTimeoutMs' | 'maxPending';
 
+/**
+ * `concurrency`, given per call only (a key's limit travels with its callers):
+ * most holders of one key at once, default 1 (one at a time).
+ */
+export const CONCURRENCY_OPTION = { default: 1, min: 1, max: 1000 } as const;
+
 /** The rows of the table, in order. */
 export const SERIALIZED_OPTION_SPECS: readonly (readonly [SerializedOptionName, OptionSpec])[] = Object.entries(
   SERIALIZED_OPTIONS_SCHEMA,

@@ -2,7 +2,7 @@ import { callOptionProblems } from '../config/acquire-options.validator';
 import { showValue } from '../config/serialized-options.schema';
 import { hasLoneSurrogate } from '../key/lock-key.composer';
 import type { SerializedOptions } from '../metadata/serialized-options.interface';
-import { transactionOptionProblem } from '../transaction/transaction-options.interface';
+import { concurrencyInTransactionProblem, transactionOptionProblem } from '../transaction/transaction-options.interface';
 
 /** The names `@Serialized` accepts in its options (`SerializedOptions`), in the order its TSDoc lists them. */
 const ACCEPTED: readonly (keyof SerializedOptions)[] = [
@@ -13,6 +13,8 @@ const ACCEPTED: readonly (keyof SerializedOptions)[] = [
   'maxPending',
   'reentrant',
   'handoff',
+  'concurrency',
+  'shared',
   'transaction',
   'transform',
 ];
@@ -39,6 +41,8 @@ export function assertSerializedOptions(options: SerializedOptions, where: strin
   }
   const transaction = transactionOptionProblem(options.transaction);
   if (transaction) problems.push(transaction);
+  else if (options.transaction && typeof options.concurrency === 'number' && options.concurrency > 1)
+    problems.push(concurrencyInTransactionProblem(options.concurrency));
   // A name it does not know would be ignored (a typo, or an option of another version): refused, listing those it accepts.
   for (const name of Object.keys(options)) {
     if (!(ACCEPTED as readonly string[]).includes(name)) problems.push(`unknown option ${name} (accepted: ${ACCEPTED.join(', ')})`);

@@ -93,12 +93,17 @@ describe('@Serialized on a method that is not a route handler', () => {
   it('refuses an option name it does not know when applied (a typo would otherwise be ignored), listing those it accepts', () => {
     const apply = (options: object) => () => Serialized('id', options)(Jobs.prototype, 'charge', { value: () => undefined });
     expect(apply({ waitTimoutMs: 500 })).toThrow(
-      '@Serialized on Jobs#charge: unknown option waitTimoutMs (accepted: scope, mode, waitTimeoutMs, leaseMs, maxPending, reentrant, handoff, transaction, transform)',
+      '@Serialized on Jobs#charge: unknown option waitTimoutMs (accepted: scope, mode, waitTimeoutMs, leaseMs, maxPending, reentrant, handoff, concurrency, shared, transaction, transform)',
     );
-    // Not built yet: refused rather than run as an exclusive lock the caller did not ask for.
-    expect(apply({ concurrency: 3, shared: true })).toThrow(
-      /unknown option concurrency .*; unknown option shared \(accepted: scope, mode,/,
-    );
+  });
+
+  it('checks concurrency and shared when applied: bounds, the two together, concurrency in transaction mode', () => {
+    const apply = (options: object) => () => Serialized('id', options)(Jobs.prototype, 'charge', { value: () => undefined });
+    expect(apply({ concurrency: 3 })).not.toThrow();
+    expect(apply({ shared: true, transaction: true })).not.toThrow();
+    expect(apply({ concurrency: 0 })).toThrow('@Serialized on Jobs#charge: concurrency=0 is invalid: accepts an integer 1-1000');
+    expect(apply({ concurrency: 3, shared: true })).toThrow(/shared=true with concurrency=3 is invalid/);
+    expect(apply({ concurrency: 2, transaction: true })).toThrow(/concurrency=2 is not available in transaction mode/);
   });
 });
 

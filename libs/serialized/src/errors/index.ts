@@ -5,3 +5,4 @@ export * from './lock-lost.error';
 export * from './lock-backend.error';
 export * from './serialization-key.error';
 export * from './lock-order.error';
+export * from './lock-upgrade.error';

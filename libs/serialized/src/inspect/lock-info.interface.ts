@@ -3,7 +3,14 @@
  * depends on what the backend keeps (docs/observability.md, "Who holds my key?").
  */
 export interface LockHolderInfo {
-  /** Its fencing token: always for a holder of this process; for another process's only where the backend keeps it. */
+  /**
+   * Its fencing token: always for a holder of this process; for another process's
+   * only where the backend keeps it (Redis, beside the owner token in the lock key).
+   * On Redis that is the token as Redis last heard of it: after a local hand-off in
+   * the holder's process (the key passed in-process, nothing sent), the previous
+   * holder's token until the new holder's first renewal (a third of its lease at
+   * most).
+   */
   fencingToken?: bigint;
   /** Whether the holder is a caller of this process (this provider, or this app's transaction mode). */
   here: boolean;
@@ -13,7 +20,7 @@ export interface LockHolderInfo {
    * Redis, the holder's provider session (the first part of its owner token).
    */
   instance?: string;
-  /** Whether the hold is shared with other holders (no driver grants shared holds today: always `false` when known). */
+  /** Whether it holds the key `shared` (a reader); `false` for a holder alone or one of a `concurrency` group. */
   shared?: boolean;
   /** How long it has held the key, where known (holders of this process). */
   heldForMs?: number;

@@ -38,12 +38,15 @@ export class LuaScript {
     return new LuaScript(name, prelude === undefined ? body : `${prelude}\n${body}`, numberOfKeys);
   }
 
-  /** Runs the script: its `numberOfKeys` keys first, then its arguments. */
-  run(client: ScriptClient, keysAndArgs: readonly (string | number)[]): Promise<unknown> {
+  /**
+   * Runs the script: its `numberOfKeys` keys first, then its arguments; a script
+   * over a varying number of keys (a key set) says how many this call passes.
+   */
+  run(client: ScriptClient, keysAndArgs: readonly (string | number)[], numberOfKeys = this.numberOfKeys): Promise<unknown> {
     // Not an async function: on the lock hot path this saves a promise per call.
-    return client.evalsha(this.sha, this.numberOfKeys, ...keysAndArgs).catch((error: unknown) => {
+    return client.evalsha(this.sha, numberOfKeys, ...keysAndArgs).catch((error: unknown) => {
       if (!isNoScript(error)) throw error;
-      return client.eval(this.source, this.numberOfKeys, ...keysAndArgs);
+      return client.eval(this.source, numberOfKeys, ...keysAndArgs);
     });
   }
 }

@@ -62,6 +62,10 @@ export class LineCaller<L> implements LinedDeadline {
     readonly leaseMs: number | undefined,
     /** How the caller, once it holds the key, may hand it on (undefined: the provider's mode). */
     readonly handoff: HandOffMode | undefined,
+    /** Most holders of the key at once it accepts, itself included (`concurrency`; 1: alone, unless `shared`). */
+    readonly limit: number = 1,
+    /** It holds the key together with other shared holders (`shared`), never beside one that is not. */
+    readonly shared: boolean = false,
   ) {
     this.started = startedAt;
     settling = this as LineCaller<unknown>;

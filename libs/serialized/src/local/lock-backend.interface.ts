@@ -24,6 +24,17 @@ export interface LockBackend<L, K = never> {
   readonly asksOn?: 'turn' | 'arrival';
 
   /**
+   * A backend asked on its turn says it can hold one key for several callers at once
+   * (`concurrency` > 1, `shared`: each such caller's `take` carries its `limit` and
+   * `shared`). The layer then lets the compatible callers of this process ask, up
+   * to the limit, in arrival order — one at a time, each once the one before it is
+   * answered, so grants and their tokens follow that order — and gives each such
+   * holder's place back to the backend at release (never handed on here). Without
+   * it (and without `takeNow`), such calls are refused.
+   */
+  readonly holdsTogether?: boolean;
+
+  /**
    * Only for a backend with nothing to ask (in-memory): `key` is free, and this is
    * its lock, made now. Its presence also says that releasing needs no backend.
    */
@@ -36,6 +47,16 @@ export interface LockBackend<L, K = never> {
    * behind another process says so to the layer (`LockLines.waitsBehind`).
    */
   take(caller: LineCaller<L>): L | Promise<L | null>;
+
+  /**
+   * A key set at once (optional: without it a set is taken key by key). Each of
+   * `callers` (one per key, in canonical order; all `try` callers) has its turn:
+   * nobody of this process holds, asks for or waits for any of their keys. Ask the
+   * backend for them all in one request, all or none: resolves with the locks in
+   * the order of `callers`, or `null` when a key was busy — and then nothing of the
+   * set is held; rejects with the error (nothing held either).
+   */
+  takeSet?(callers: readonly LineCaller<L>[]): Promise<L[] | null>;
 
   /**
    * After `take` answered anything but a lock: what the backend still winds down

@@ -17,6 +17,10 @@ export interface KeyHere<L> {
   readonly holder: L | undefined;
   /** Callers of this process waiting for the key: in line, or asking the backend (the holder not counted). */
   readonly waiting: number;
+  /** The other holders of this process, when several hold the key together (`concurrency`, `shared`). */
+  readonly others?: readonly L[];
+  /** Whether the holders hold the key `shared`. */
+  readonly shared?: boolean;
 }
 
 const NOBODY: KeyHere<never> = Object.freeze({ holder: undefined, waiting: 0 });
@@ -31,6 +35,8 @@ export interface LockLinesSettings {
   readonly maxLocalHandOffs?: number;
   /** The provider's timer queue (one per provider instance). */
   readonly deadlines?: DeadlineQueue;
+  /** The provider's class name, in the error of a call asking for what its backend cannot hold. */
+  readonly name?: string;
   /** Keep the held locks themselves (for `holders()`), not only their number. */
   readonly trackHeld?: boolean;
 }
@@ -49,6 +55,11 @@ const HELD: LockLine<any> = Object.freeze(new LockLine<unknown>('', Turn.Held)) 
 const IDLE: unique symbol = Symbol('idle');
 
 function noop(): void {}
+
+/** Whether a caller holds the key beside others (`concurrency` > 1 or `shared`), not alone. */
+function isShaped(caller: Pick<LineCaller<unknown>, 'limit' | 'shared'>): boolean {
+  return caller.limit !== 1 || caller.shared;
+}
 
 /**
  * The one local layer under every driver: for each key, this process's line of
@@ -80,10 +91,13 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   private readonly maxPending: number;
   private readonly shutdownGraceMs: number;
   private readonly maxLocalHandOffs: number;
+  private readonly name: string;
   /** The backend has nothing to ask (in-memory): grants and releases are synchronous. */
   private readonly inProcess: boolean;
   /** Every caller asks the backend on arrival (`LockBackend.asksOn`): its line only keeps the waiters' order here. */
   private readonly arrival: boolean;
+  /** One key may have several holders at once (`concurrency` > 1, `shared`): in-process, or the backend says it holds them. */
+  private readonly together: boolean;
   /** Arrival mode: callers whose budget starts at the next turn of the event loop. */
   private readonly unstamped: LineCaller<L>[] = [];
   // The stamping turn is scheduled in the provider's scope, not in the request that happened to come first.
@@ -96,11 +110,13 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   ) {
     this.inProcess = backend.takeNow !== undefined;
     this.arrival = backend.asksOn === 'arrival';
+    this.together = this.inProcess || backend.holdsTogether === true;
     this.deadlines = settings.deadlines ?? new DeadlineQueue();
     this.waitTimeoutMs = settings.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
     this.maxPending = settings.maxPending ?? SERIALIZED_DEFAULTS.maxPending;
     this.shutdownGraceMs = settings.shutdownGraceMs ?? SERIALIZED_DEFAULTS.shutdownGraceMs;
     this.maxLocalHandOffs = settings.maxLocalHandOffs ?? 0;
+    this.name = settings.name ?? 'this provider';
     this.budget = new PendingBudget(settings.maxPendingTotal ?? SERIALIZED_DEFAULTS.maxPendingTotal);
     // Counted, not kept, unless the provider visits them: each lock is released once.
     this.holderDrain = new HolderDrain<L>(false, settings.trackHeld ?? false);
@@ -109,6 +125,15 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   /** Keys held, asked for or waited for in this process (0 when idle: nothing is retained). */
   get activeKeys(): number {
     return this.lines.size - 1;
+  }
+
+  /**
+   * Whether one key may have several holders at once (`concurrency` > 1, `shared`):
+   * in-process backends, and backends asked on their turn that say they hold a key
+   * together (`LockBackend.holdsTogether`).
+   */
+  get holdsTogether(): boolean {
+    return this.together;
   }
 
   /** Whether a deadline timer is armed (none when nobody waits). */
@@ -147,7 +172,10 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     const entry = this.lines.get(key);
     if (entry === undefined) return NOBODY;
     if (!(entry instanceof LockLine)) return { holder: entry, waiting: 0 };
-    return { holder: entry.holder, waiting: entry.waiting + (entry.turn === Turn.Asking ? 1 : 0) };
+    const waiting = entry.waiting + (entry.turn === Turn.Asking ? 1 : 0) + entry.askingBeside;
+    if (entry.holder !== undefined) return { holder: entry.holder, waiting };
+    const [holder, ...others] = entry.sharers;
+    return holder === undefined ? { holder, waiting } : { holder, waiting, others, shared: entry.sharedHold };
   }
 
   /**
@@ -171,6 +199,9 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (this.holderDrain.closing) return Promise.reject(LockBackendError.shuttingDown(key));
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
+    const limit = options.concurrency ?? 1;
+    const shared = options.shared === true;
+    if (limit !== 1 || shared) return this.acquireShaped(key, options, limit, shared);
     if (this.arrival) return this.arrive(key, options);
     const line = this.lines.get(key);
     const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
@@ -192,10 +223,61 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       this.ask(fresh, caller);
       return caller.promise as Promise<L>;
     }
+    return this.wait(line, key, options, waitTimeoutMs, maxPending, 1, false);
+  }
+
+  /**
+   * A caller for `key` that holds it beside others (`concurrency` > 1, `shared`):
+   * backends that hold a key together only (`holdsTogether`). When nobody waits and
+   * the holders (and the callers asking beside them) admit it (`LockLine.admits`),
+   * it enters at once in-process, or asks the backend on its own (`askTogether`);
+   * otherwise it waits in line. A line is kept while it holds, so its release lets
+   * the next callers in (`admit`).
+   */
+  private acquireShaped(key: string, options: ProviderAcquireOptions, limit: number, shared: boolean): Promise<L> {
+    if (!this.together) return Promise.reject(this.cannotShare(key, options));
+    // Asked on arrival: the backend admits it beside the holders, in its own order (Redis).
+    if (this.arrival) return this.arrive(key, options, limit, shared);
+    const entry = this.lines.get(key);
+    const line = entry === undefined ? this.open(key, Turn.Free) : entry instanceof LockLine ? entry : this.open(key, Turn.Held, entry);
+    const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
+    const maxPending = options.maxPending ?? this.maxPending;
+    if (line.waiting === 0 && line.admits(limit, shared)) {
+      if (this.inProcess) return Promise.resolve(this.enterNow(line, options.leaseMs, limit, shared));
+      const caller = new LineCaller<L>(
+        this,
+        key,
+        'wait',
+        waitTimeoutMs,
+        performance.now(),
+        options.signal,
+        maxPending,
+        options.leaseMs,
+        options.handoff,
+        limit,
+        shared,
+      );
+      this.askTogether(line, caller);
+      return caller.promise as Promise<L>;
+    }
+    return this.wait(line, key, options, waitTimeoutMs, maxPending, limit, shared);
+  }
+
+  /** A caller takes its place in `key`'s line (`line`: its entry — a line, or the lock holding it in-process) and waits for its turn. */
+  private wait(
+    line: LockLine<L> | L,
+    key: string,
+    options: ProviderAcquireOptions,
+    waitTimeoutMs: number,
+    maxPending: number,
+    limit: number,
+    shared: boolean,
+  ): Promise<L> {
+    const signal = options.signal;
     if (waitTimeoutMs <= 0) return Promise.reject(this.backend.timeoutError(key, waitTimeoutMs));
     // The holder is not a waiter; a caller asking the backend that waits there behind another process is one.
     const lined = line instanceof LockLine;
-    if ((lined ? line.waiting + (line.behind ? 1 : 0) : 0) >= maxPending)
+    if ((lined ? line.waiting + line.behindCount : 0) >= maxPending)
       return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
     if (!this.budget.take()) return Promise.reject(this.budget.busyError(key));
     const own = lined ? line : this.open(key, Turn.Held, line);
@@ -209,6 +291,8 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       maxPending,
       options.leaseMs,
       options.handoff,
+      limit,
+      shared,
     );
     own.join(caller);
     this.deadlines.addInLine(caller, waitTimeoutMs);
@@ -231,6 +315,8 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    * a caller that saw a section end finds the key free.
    */
   async tryAcquire(key: string, options: ProviderAcquireOptions): Promise<L | null> {
+    const limit = options.concurrency ?? 1;
+    if (limit !== 1 || options.shared === true) return this.tryShaped(key, options, limit, options.shared === true);
     for (;;) {
       if (this.holderDrain.closing) throw LockBackendError.shuttingDown(key);
       if (options.signal?.aborted) throw options.signal.reason;
@@ -251,16 +337,56 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   }
 
   /**
+   * `take-set`: a key set (distinct keys, canonical order) at once, when the backend
+   * can (`LockBackend.takeSet`) and nobody of this process holds, asks for or waits
+   * for any of its keys. Each key's line is opened with the set's try caller asking,
+   * so a caller arriving meanwhile waits behind it, as behind any caller asking; a
+   * grant makes each the holder of its key, and a busy key (`null`) or an error ends
+   * every ask as a refused try does (the next caller of each key asks). A backend
+   * asked on arrival orders every process's callers itself: no line is opened
+   * before its answer. `undefined` when not asked: the caller takes the keys one by one.
+   */
+  takeSet(keys: readonly string[], options: ProviderAcquireOptions): Promise<L[] | null> | undefined {
+    const backend = this.backend;
+    if (backend.takeSet === undefined || this.inProcess || this.holderDrain.closing || options.signal?.aborted) return undefined;
+    for (const key of keys) if (this.lines.has(key)) return undefined;
+    if (this.arrival) return this.takeSetOnArrival(keys, options);
+    const lines = keys.map((key) => this.open(key, Turn.Asking));
+    const callers = keys.map((key) => this.tryCaller(key, options));
+    let asked: Promise<L[] | null>;
+    try {
+      asked = backend.takeSet(callers);
+    } catch (error) {
+      asked = Promise.reject(error);
+    }
+    return asked.then(
+      (locks) => {
+        for (let i = 0; i < lines.length; i++) {
+          if (locks === null) this.refused(lines[i], callers[i], null);
+          else this.granted(lines[i], callers[i], locks[i]);
+        }
+        return locks;
+      },
+      (error: unknown) => {
+        // Nobody reads the callers' own answers: the set's caller gets the error.
+        for (let i = 0; i < lines.length; i++) this.refused(lines[i], callers[i], null);
+        throw error;
+      },
+    );
+  }
+
+  /**
    * `waits-behind`: the caller asking the backend for its key found it held by
    * another process and is about to wait there, so it now counts as a waiter of this
    * process: callers of the line beyond their bound, counting it, are refused (the
    * oldest keep their places). Returns the error for the caller itself when it may
-   * not wait (`maxPending: 0`).
+   * not wait (`maxPending: 0`). `caller`: the caller itself, when it asks beside
+   * others.
    */
-  waitsBehind(key: string, maxPending: number): LockBusyError | undefined {
+  waitsBehind(key: string, maxPending: number, caller?: unknown): LockBusyError | undefined {
     const line = this.lines.get(key);
     if (line instanceof LockLine && line !== HELD) {
-      line.waitsBehind();
+      line.waitsBehind(caller as LineCaller<L> | undefined);
       let place = 1;
       for (let waiter = line.head; waiter;) {
         const next = waiter.next;
@@ -294,7 +420,17 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       this.holderDrain.delete(lock);
       return DONE;
     }
-    const waits = line.waiting > 0 && !this.holderDrain.closing;
+    if (this.inProcess) {
+      line.exit(lock);
+      // The next holders are counted before this one leaves: a drain never sees a handed-on key as idle.
+      this.admit(line);
+      this.holderDrain.delete(lock);
+      return DONE;
+    }
+    if (line.holdsBeside(lock)) return this.releaseBeside(line, lock);
+    // Only a caller that holds the key alone takes it in-process from its holder.
+    const head = line.head;
+    const waits = head !== undefined && !isShaped(head) && !this.holderDrain.closing;
     let outcome: K | undefined | Promise<K | undefined>;
     try {
       outcome = this.backend.release(lock, waits && line.passes < this.maxLocalHandOffs);
@@ -323,6 +459,34 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     );
   }
 
+  /**
+   * `let-go` of a holder that held the key beside others, on a backend asked on its
+   * turn: its place goes back to the backend (never handed on here), and once the
+   * backend has it the next callers of this process are admitted (`admit`). It
+   * counts as a holder until then, so nobody here asks for a place still taken.
+   */
+  private releaseBeside(line: LockLine<L>, lock: L): Promise<void> {
+    let outcome: K | undefined | Promise<K | undefined>;
+    try {
+      outcome = this.backend.release(lock, false);
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    const done = (): void => {
+      line.exit(lock);
+      this.admit(line);
+      this.holderDrain.delete(lock);
+    };
+    if (!(outcome instanceof Promise)) {
+      done();
+      return DONE;
+    }
+    return outcome.then(done, (error: unknown) => {
+      done();
+      throw error;
+    });
+  }
+
   /** Shutdown: newcomers and waiters get `LockBackendError`, asks in flight end, holders get up to the grace period. */
   async stopTaking(): Promise<boolean> {
     this.holderDrain.close();
@@ -348,7 +512,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   timedOut(caller: LineCaller<unknown>): void {
     if (!this.arrival) {
       if (this.leave(caller as LineCaller<L>)) caller.reject(this.backend.timeoutError(caller.key, caller.waitTimeoutMs));
-      return;
+      return this.admitBehind(caller.key);
     }
     // Its ask may be unanswered because the backend is gone: the backend says whether to look again.
     const again = caller.settled ? undefined : this.backend.overdue?.(caller as LineCaller<L>);
@@ -360,6 +524,14 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   aborted(caller: LineCaller<unknown>): void {
     if (this.arrival) return this.withdrawn(caller as LineCaller<L>, caller.signal!.reason);
     if (this.leave(caller as LineCaller<L>)) caller.reject(caller.signal!.reason);
+    this.admitBehind(caller.key);
+  }
+
+  /** A waiter left `key`'s line: the callers behind it may be admitted now (a writer that gave up let readers in). */
+  private admitBehind(key: string): void {
+    if (!this.together) return;
+    const line = this.lines.get(key);
+    if (line instanceof LockLine && line !== HELD && line.turn !== Turn.Asking && line.turn !== Turn.Releasing) this.admit(line);
   }
 
   // ---- callers that ask on arrival (`LockBackend.asksOn: 'arrival'`) ---------------
@@ -372,7 +544,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    * it, so one more is let through (the backend refuses it, once it learns it waits
    * behind more than `maxPending` of this process's callers).
    */
-  private arrive(key: string, options: ProviderAcquireOptions): Promise<L> {
+  private arrive(key: string, options: ProviderAcquireOptions, limit = 1, shared = false): Promise<L> {
     const waitTimeoutMs = options.waitTimeoutMs ?? this.waitTimeoutMs;
     const maxPending = options.maxPending ?? this.maxPending;
     const line = this.lines.get(key) as LockLine<L> | undefined;
@@ -402,6 +574,8 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       maxPending,
       options.leaseMs,
       options.handoff,
+      limit,
+      shared,
     );
     own.join(caller);
     // Budgets run from the call, but not from within the caller's own synchronous burst (a loop
@@ -413,12 +587,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       this.stampScope.runInAsyncScope(() => setImmediate(this.onStamp));
     }
     options.signal?.addEventListener('abort', caller, { once: true });
-    let asked: L | Promise<L | null>;
-    try {
-      asked = this.backend.take(caller);
-    } catch (error) {
-      asked = Promise.reject(error);
-    }
+    const asked = this.taken(caller);
     Promise.resolve(asked).then(
       (lock) => this.answered(caller, lock),
       (error: unknown) => this.failed(caller, error),
@@ -443,13 +612,29 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   }
 
   /** Arrival mode, a try: the backend grants the key at once or says it is busy; the line records a holder. */
-  private async tryOnArrival(key: string, options: ProviderAcquireOptions): Promise<L | null> {
-    const lock = await this.backend.take(this.tryCaller(key, options));
+  private async tryOnArrival(key: string, options: ProviderAcquireOptions, limit = 1, shared = false): Promise<L | null> {
+    const lock = await this.backend.take(this.tryCaller(key, options, limit, shared));
     if (lock === null) return null;
     const line = (this.lines.get(key) as LockLine<L> | undefined) ?? this.open(key, Turn.Free);
-    line.hold(lock);
+    line.enter(lock, limit, shared);
     this.holderDrain.add(lock);
     return lock;
+  }
+
+  /**
+   * Arrival mode, a key set at once: the backend grants every key or none (its own
+   * queues order the callers of every process, so nobody here waits behind the set's
+   * ask); each line records its holder, as after a try.
+   */
+  private async takeSetOnArrival(keys: readonly string[], options: ProviderAcquireOptions): Promise<L[] | null> {
+    const locks = await this.backend.takeSet!(keys.map((key) => this.tryCaller(key, options)));
+    if (locks === null) return null;
+    for (const lock of locks) {
+      const line = (this.lines.get(lock.key) as LockLine<L> | undefined) ?? this.open(lock.key, Turn.Free);
+      line.hold(lock);
+      this.holderDrain.add(lock);
+    }
+    return locks;
   }
 
   /** `granted` (arrival mode): the backend answered the caller with the key. */
@@ -469,7 +654,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       lock.release().catch(noop);
       return this.closeIfIdle(line);
     }
-    line.hold(lock);
+    line.enter(lock, caller.limit, caller.shared);
     caller.resolve(lock);
   }
 
@@ -501,6 +686,8 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     }
     const release: Promise<unknown> = outcome instanceof Promise ? outcome : DONE;
     if (line instanceof LockLine && line.holder === lock) line.letGo(release);
+    // A holder beside others (the backend admits the next ones itself).
+    else if (line instanceof LockLine) line.exit(lock);
     return release.then(
       () => this.releasedOnArrival(lock, release),
       (error: unknown) => {
@@ -518,9 +705,10 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     this.closeIfIdle(line);
   }
 
-  /** Arrival mode: a line with nobody waiting, holding or letting go leaves nothing behind. */
+  /** Arrival mode: a line with nobody waiting, holding (alone or beside others) or letting go leaves nothing behind. */
   private closeIfIdle(line: LockLine<L> | undefined): void {
-    if (line && line.waiting === 0 && line.holder === undefined && line.turn !== Turn.Releasing) this.close(line);
+    if (line && line.waiting === 0 && line.holder === undefined && line.turn !== Turn.Releasing && line.turn !== Turn.Held)
+      this.close(line);
   }
 
   /** A line of `key`'s own; `holder`: the lock that holds the key in-process (the entry the line replaces). */
@@ -550,7 +738,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   }
 
   /** The caller of a try (`tryAcquire`, `tryOnArrival`): it takes no place in line, so no `maxPending` bounds it. */
-  private tryCaller(key: string, options: ProviderAcquireOptions): LineCaller<L> {
+  private tryCaller(key: string, options: ProviderAcquireOptions, limit = 1, shared = false): LineCaller<L> {
     return new LineCaller<L>(
       this,
       key,
@@ -561,6 +749,8 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       Infinity,
       options.leaseMs,
       options.handoff,
+      limit,
+      shared,
     );
   }
 
@@ -574,15 +764,22 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     return true;
   }
 
+  /**
+   * The backend's answer to `caller`'s ask: a lock, `null`, or a promise of either. A
+   * backend that throws instead is answered as any refusal, never thrown at the caller.
+   */
+  private taken(caller: LineCaller<L>): L | Promise<L | null> {
+    try {
+      return this.backend.take(caller);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   /** `ask`: the caller's turn came: the backend is asked for the key on its behalf. */
   private ask(line: LockLine<L>, caller: LineCaller<L>): void {
     line.ask();
-    let asked: L | Promise<L | null>;
-    try {
-      asked = this.backend.take(caller);
-    } catch (error) {
-      asked = Promise.reject(error);
-    }
+    const asked = this.taken(caller);
     if (!(asked instanceof Promise)) return this.granted(line, caller, asked);
     asked.then(
       (lock) => (lock === null ? this.refused(line, caller, null) : this.granted(line, caller, lock)),
@@ -609,19 +806,114 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     );
   }
 
-  /** The key's turn passes to the next caller of this process, who asks the backend; or the key goes idle here. */
+  /**
+   * The key's turn passes to the next caller of this process, who asks the backend;
+   * or, a caller that shares the key, the callers at the head are admitted beside
+   * each other; or the key goes idle here.
+   */
   private nextTurn(line: LockLine<L>): void {
     const caller = line.head;
     if (caller === undefined) return this.close(line);
+    if (isShaped(caller)) {
+      line.free();
+      return this.admit(line);
+    }
     this.leave(caller);
     this.ask(line, caller);
+  }
+
+  /** A try of a caller sharing the key (see {@link acquireShaped}): it enters only if nobody waits and the holders admit it. */
+  private async tryShaped(key: string, options: ProviderAcquireOptions, limit: number, shared: boolean): Promise<L | null> {
+    let entry: LockLine<L> | L | undefined;
+    for (;;) {
+      if (this.holderDrain.closing) throw LockBackendError.shuttingDown(key);
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (!this.together) throw this.cannotShare(key, options);
+      // Asked on arrival: the backend answers in its own order (Redis: nobody queued there, and room beside the holders).
+      if (this.arrival) return this.tryOnArrival(key, options, limit, shared);
+      entry = this.lines.get(key);
+      if (entry !== undefined && (!(entry instanceof LockLine) || entry.waiting > 0 || !entry.hasRoom(limit, shared))) return null;
+      // A place is free once the caller asking now is answered: the try waits for that answer, not refused meanwhile.
+      const asker = entry?.asker;
+      if (asker === undefined) break;
+      await asker.promise.then(noop, noop);
+    }
+    const line = entry ?? this.open(key, Turn.Free);
+    if (this.inProcess) return this.enterNow(line, options.leaseMs, limit, shared);
+    const caller = this.tryCaller(key, options, limit, shared);
+    this.askTogether(line, caller);
+    return caller.promise;
+  }
+
+  /**
+   * `ask-together` (a backend asked on its turn that holds a key together): the
+   * caller asks the backend on its own, beside the holders (one caller of the key at
+   * a time, see `LockLine.admits`); its grant lets the next callers in line ask
+   * (`admit`), and so does a refusal.
+   */
+  private askTogether(line: LockLine<L>, caller: LineCaller<L>): void {
+    line.askTogether(caller);
+    const asked = this.taken(caller);
+    if (!(asked instanceof Promise)) return this.grantedTogether(line, caller, asked);
+    asked.then(
+      (lock) => (lock === null ? this.refusedTogether(line, caller, null) : this.grantedTogether(line, caller, lock)),
+      (error: unknown) => this.refusedTogether(line, caller, error),
+    );
+  }
+
+  private grantedTogether(line: LockLine<L>, caller: LineCaller<L>, lock: L): void {
+    line.enteredTogether(caller, lock);
+    this.holding(lock);
+    caller.resolve(lock);
+    // A caller that waited behind another process held the next ones back: they may ask now.
+    this.admit(line);
+  }
+
+  private refusedTogether(line: LockLine<L>, caller: LineCaller<L>, error: unknown): void {
+    line.askEnded(caller);
+    if (error === null) caller.resolve(null);
+    else caller.reject(error);
+    this.admit(line);
+  }
+
+  /** In-process: the key, taken now by a caller that `line` admits (`LockLine.enter`). */
+  private enterNow(line: LockLine<L>, leaseMs: number | undefined, limit: number, shared: boolean): L {
+    const lock = this.backend.takeNow!(line.key, leaseMs);
+    line.enter(lock, limit, shared);
+    return this.holding(lock);
+  }
+
+  /**
+   * In-process: the callers at the head of `line` take the key while its holders
+   * admit them, in arrival order — one writer, or every reader up to the next
+   * writer, or a group up to its limit; an idle line leaves nothing behind.
+   */
+  private admit(line: LockLine<L>): void {
+    for (let caller = line.head; caller !== undefined && line.admits(caller.limit, caller.shared); caller = line.head) {
+      this.leave(caller);
+      if (this.inProcess) caller.resolve(this.enterNow(line, caller.leaseMs, caller.limit, caller.shared));
+      // Asked on its turn: a caller alone takes the key's turn (`ask`); one that shares it asks beside the others.
+      else if (!isShaped(caller)) return this.ask(line, caller);
+      else this.askTogether(line, caller);
+    }
+    if (line.idle) this.close(line);
+  }
+
+  /** The error of a call for several holders on a backend that holds a key for one only. */
+  private cannotShare(key: string, options: ProviderAcquireOptions): Error {
+    const asked = options.shared === true ? 'shared: true' : `concurrency: ${options.concurrency}`;
+    return new RangeError(
+      `${asked} is not available on ${this.name} (key "${key}"): its backend grants a key to one holder at a time; ` +
+        'several holders of one key are granted by the in-memory, redis and postgres drivers, and in transaction mode (shared): ' +
+        'see docs/semantics.md, "Several holders of one key"',
+    );
   }
 
   /** `hand-on`: the backend kept the key for the next caller of this process. */
   private handOn(line: LockLine<L>, handed: K): void {
     const caller = line.head;
-    if (caller === undefined) {
-      // Everyone who waited gave up meanwhile: the key goes back to the backend.
+    if (caller === undefined || isShaped(caller)) {
+      // Everyone who waited gave up meanwhile (or the next shares the key, which is never handed on): the key goes back to the backend.
       const back = this.backend.giveBack!(handed);
       line.letGo(back);
       back.then(

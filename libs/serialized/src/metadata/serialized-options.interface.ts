@@ -31,6 +31,17 @@ export interface SerializedOptions {
   /** PostgreSQL local hand-off of this handler's lock, `'strict'` or `'cohort'` (default: the module's `postgres.handoff`). */
   handoff?: HandOffMode;
   /**
+   * Most requests of one key inside the handler at once (an integer 1–1000, default
+   * 1), let in in arrival order: a per-tenant cap. Not with `shared`.
+   */
+  concurrency?: number;
+  /**
+   * Hold the key together with other `shared` handlers of it (readers); handlers
+   * without it hold it alone (writers), and a reader arriving behind a waiting
+   * writer waits for it. Not with `concurrency` > 1.
+   */
+  shared?: boolean;
+  /**
    * `true` or `{ connectionName }`: the handler runs inside a transaction of the app's
    * `TransactionHost` (`@nestjs-cls/transactional`) that holds `pg_advisory_xact_lock` on
    * the key; COMMIT or ROLLBACK releases it (PostgreSQL; docs/transactions.md).

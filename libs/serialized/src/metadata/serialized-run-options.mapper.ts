@@ -11,6 +11,6 @@ export function lockKeyOf(metadata: SerializedMetadata, value: string): string {
 }
 
 export function runOptionsOf(metadata: SerializedMetadata, handler: string, signal?: AbortSignal): RunOptions {
-  const { mode, waitTimeoutMs, leaseMs, maxPending, reentrant, handoff, transaction } = metadata.options;
-  return { mode, waitTimeoutMs, leaseMs, maxPending, reentrant, handoff, handler, signal, transaction };
+  const { mode, waitTimeoutMs, leaseMs, maxPending, reentrant, handoff, transaction, concurrency, shared } = metadata.options;
+  return { mode, waitTimeoutMs, leaseMs, maxPending, reentrant, handoff, handler, signal, transaction, concurrency, shared };
 }

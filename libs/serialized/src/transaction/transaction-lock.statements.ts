@@ -25,21 +25,26 @@ export interface TransactionLockStatements {
   readonly tryLock: string;
   /** Creates the fencing sequence when missing, as the postgres driver does (same increment). */
   readonly createSequence: string;
+  /** `lock` and `tryLock` of a shared holder (`pg_advisory_xact_lock_shared`): beside other shared holders, never beside one alone. */
+  readonly shared: { readonly lock: string; readonly tryLock: string };
 }
 
 export function transactionLockStatements(fencingSequence: string): TransactionLockStatements {
   const sequence = quoteSequenceName(fencingSequence);
   const nextToken = `nextval('${sequence.replace(/'/g, "''")}'::regclass)::text`;
+  const lock = (take: string) =>
+    `SELECT ${nextToken} AS token, pg_backend_pid() AS pid FROM (` +
+    `SELECT set_config('lock_timeout', l.prev, true) FROM (` +
+    `SELECT w.prev, ${take}($1::bigint) FROM (` +
+    `SELECT p.prev, set_config('lock_timeout', $2::text, true) FROM (` +
+    `SELECT current_setting('lock_timeout') AS prev OFFSET 0) AS p OFFSET 0) AS w OFFSET 0) AS l OFFSET 0) AS granted`;
+  const tryLock = (take: string) => `SELECT CASE WHEN ${take}($1::bigint) THEN ${nextToken} END AS token, pg_backend_pid() AS pid`;
   return {
     readCommitted: 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED',
     isolation: "SELECT current_setting('transaction_isolation') AS isolation",
-    lock:
-      `SELECT ${nextToken} AS token, pg_backend_pid() AS pid FROM (` +
-      `SELECT set_config('lock_timeout', l.prev, true) FROM (` +
-      `SELECT w.prev, pg_advisory_xact_lock($1::bigint) FROM (` +
-      `SELECT p.prev, set_config('lock_timeout', $2::text, true) FROM (` +
-      `SELECT current_setting('lock_timeout') AS prev OFFSET 0) AS p OFFSET 0) AS w OFFSET 0) AS l OFFSET 0) AS granted`,
-    tryLock: `SELECT CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN ${nextToken} END AS token, pg_backend_pid() AS pid`,
+    lock: lock('pg_advisory_xact_lock'),
+    tryLock: tryLock('pg_try_advisory_xact_lock'),
+    shared: { lock: lock('pg_advisory_xact_lock_shared'), tryLock: tryLock('pg_try_advisory_xact_lock_shared') },
     createSequence: `CREATE SEQUENCE IF NOT EXISTS ${sequence} INCREMENT BY ${TOKEN_BLOCK}`,
   };
 }

@@ -40,6 +40,8 @@ export interface TransactionRunOptions {
   readonly maxPending?: number;
   readonly signal?: AbortSignal;
   readonly handler?: string;
+  /** Hold the keys shared (`pg_advisory_xact_lock_shared`) beside other shared holders. */
+  readonly shared?: boolean;
 }
 
 // A key set in a joined transaction: ROLLBACK TO releases the advisory locks taken after the savepoint.
@@ -166,8 +168,13 @@ export class TransactionLocks {
         const left = keys.length === 1 ? waitTimeoutMs : Math.max(0, Math.floor(waitTimeoutMs - (performance.now() - startedAt)));
         const local =
           options.mode === 'reject'
-            ? await this.local.tryAcquire(key, { maxPending: options.maxPending })
-            : await this.local.acquire(key, { waitTimeoutMs: left, maxPending: options.maxPending, signal: options.signal });
+            ? await this.local.tryAcquire(key, { maxPending: options.maxPending, shared: options.shared })
+            : await this.local.acquire(key, {
+                waitTimeoutMs: left,
+                maxPending: options.maxPending,
+                signal: options.signal,
+                shared: options.shared,
+              });
         if (!local) throw new LockBusyError(key, 'held');
         locals.push(local);
       }
@@ -322,12 +329,13 @@ export class TransactionLocks {
     joined: boolean,
   ): Promise<TransactionLock> {
     const advisoryKey = advisoryLockKey(this.settings.keyPrefix, key);
+    const statements = options.shared === true ? this.statements.shared : this.statements;
     let rows: readonly Record<string, unknown>[];
     try {
       rows =
         options.mode === 'reject'
-          ? await query(tx, this.statements.tryLock, [advisoryKey])
-          : await query(tx, this.statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
+          ? await query(tx, statements.tryLock, [advisoryKey])
+          : await query(tx, statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
     } catch (error) {
       throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
     }

@@ -41,3 +41,14 @@ export function transactionOptionProblem(value: unknown): string | undefined {
   }
   return `transaction=${shown} is invalid: accepts true, false or { connectionName: string }`;
 }
+
+/**
+ * Why `concurrency` > 1 is refused in transaction mode: a transaction lock of
+ * PostgreSQL is shared or exclusive, never "N at once". @internal
+ */
+export function concurrencyInTransactionProblem(concurrency: number): string {
+  return (
+    `concurrency=${concurrency} is not available in transaction mode: PostgreSQL's transaction locks hold a key ` +
+    'shared or alone, never N at once (use shared: true for readers, or the postgres driver without transaction)'
+  );
+}

@@ -1,30 +1,25 @@
 --[[
   A job finished for good (completed, or failed with no retry left): it leaves
-  the order of its key. Returns the new head, so that the caller can promote it
-  if it is parked in the delayed set.
+  the order of its key, freeing its place. Returns the parked jobs that may come
+  in now (survey() in job-common.lua), so that the caller promotes them: one when
+  every job of the key has the same limit, more when the job that left had a
+  smaller limit than those behind it.
 
   KEYS[1] the order set of the job's key     <prefix>:<queue>:serialized:key:<lockKey>
 
-  ARGV[1] prefix of the queue's job hashes   <prefix>:<queue>:
-  ARGV[2] the job's id
-  ARGV[3] expiry of the order set, ms (see enter-job.lua)
+  ARGV[1..4] see job-common.lua
+  ARGV[5] the job's id
+  ARGV[6] expiry of the order set, ms (see enter-job.lua)
 
-  Returns
-    {}                   nobody else waits for the key (the set is gone)
-    {headId, delayed}    the new head; delayed = 1 when it sits in the delayed set
+  Returns the ids to promote, oldest first ({} when none, or the set is gone).
 ]]
--- rcall, jobPrefix and finished() come from job-common.lua.
+-- rcall, jobPrefix, the fields, survey() and parkedOf() come from job-common.lua.
 local orderKey = KEYS[1]
+local jobKey = jobPrefix .. ARGV[5]
 
-rcall("ZREM", orderKey, ARGV[2])
-for _ = 1, 1000 do
-  local head = rcall("ZRANGE", orderKey, 0, 0)[1]
-  if head == false or head == nil then return {} end
-  if not finished(head) then
-    rcall("PEXPIRE", orderKey, ARGV[3])
-    local delayed = rcall("ZSCORE", jobPrefix .. "delayed", head) and 1 or 0
-    return {head, delayed}
-  end
-  rcall("ZREM", orderKey, head)
-end
-return {}
+rcall("ZREM", orderKey, ARGV[5])
+if rcall("EXISTS", jobKey) == 1 then rcall("HDEL", jobKey, insideField, parkedField) end
+local _, nextIds, live = survey(orderKey, nil, nil)
+if not live then return {} end
+rcall("PEXPIRE", orderKey, ARGV[6])
+return parkedOf(nextIds, 1)

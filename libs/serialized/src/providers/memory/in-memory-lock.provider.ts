@@ -35,8 +35,9 @@ export class InMemoryLockProvider
   /** `LockService.inspect`: this process is the whole picture (O(1), nothing changed). @internal */
   readonly inspector: KeyInspector = {
     inspect: (key) => {
-      const { holder, waiting } = this.lines.inspectHere(key);
-      const holders = holder ? [holderHere(holder, performance.now())] : [];
+      const { holder, waiting, others = [], shared } = this.lines.inspectHere(key);
+      const now = performance.now();
+      const holders = holder ? [holder, ...others].map((lock) => holderHere(lock, now, shared ? { shared } : undefined)) : [];
       return Promise.resolve({ key, holders, waiting, waitingHere: waiting });
     },
   };

@@ -42,7 +42,8 @@ export class MysqlLockInspector implements KeyInspector {
     const holders: LockHolderInfo[] = [];
     if (here.holder) holders.push(holderHere(here.holder, performance.now(), { instance: `mysql#${here.holder.session.id}` }));
     const holder = holderId === null || holderId === undefined ? undefined : Number(holderId);
-    if (holder !== undefined && !own.includes(holder)) holders.push({ here: false, instance: `mysql#${holder}` });
+    // A named lock has one holder, never a shared one.
+    if (holder !== undefined && !own.includes(holder)) holders.push({ here: false, instance: `mysql#${holder}`, shared: false });
     const elsewhere = Number(waitingThere ?? 0);
     return { key, holders, waiting: here.waiting + elsewhere, waitingHere: here.waiting };
   }
@@ -54,7 +55,7 @@ export class MysqlLockInspector implements KeyInspector {
       shared: true,
       timeoutMs,
       timeoutError: () => new LockBackendError(`MySQL: no lock session free within ${timeoutMs} ms to inspect a key`),
-      backendError: (cause) => new LockBackendError(`MySQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause }),
+      backendError: (cause) => this.sessions.backendError(undefined, cause),
     });
     const session = taken instanceof MysqlSession ? taken : await taken.promise;
     try {

@@ -71,6 +71,7 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
     const log = { warn: (message: string) => this.logger.warn(redactUrls(message)) };
     this.backend = new MysqlBackend(this.sessions, this.deadlines, this.keyPrefix, timings.pingEveryMs, () => this.lines, leaseNote, log);
     this.lines = new LockLines<MysqlLock>(this.backend, {
+      name: 'MysqlLockProvider',
       waitTimeoutMs: options.waitTimeoutMs,
       maxPending: options.maxPending,
       maxPendingTotal: options.maxPendingTotal,

@@ -1,9 +1,10 @@
 import type { QueryWatchdog, Watched } from '../sessions/query.watchdog';
+import type { SessionTokens } from '../sessions/session.tokens';
 import type { MysqlConnectionLike, MysqlError, MysqlModule } from './mysql-driver.loader';
 import { SESSION_ID, SESSION_SETUP, type CounterStatements } from './mysql-lock.sql';
 import { MysqlSession } from './mysql.session';
 
-/** Tokens one draw of the fencing counter reserves for a session's grants. */
+/** Tokens one draw of the fencing counter reserves for the grants of a provider's sessions. */
 export const MYSQL_TOKEN_BLOCK = 1024;
 
 /** How the lock sessions of one provider are opened. */
@@ -27,11 +28,13 @@ export interface MysqlSessionSettings {
  * Opens one session of the lock pool: connects, applies the session settings and
  * reads the session's id, within `connectTimeoutMs` counted in watchdog time (a
  * process that did not run has not waited for the server). `prepare` runs once
- * per provider on the first session (the fencing table).
+ * per provider on the first session (the fencing table). `tokens`: the provider's
+ * block of fencing tokens, which every session's grants share.
  */
 export async function openMysqlSession(
   settings: MysqlSessionSettings,
   watchdog: QueryWatchdog,
+  tokens: SessionTokens,
   prepare: (session: MysqlSession) => Promise<void>,
 ): Promise<MysqlSession> {
   // mysql2's own connect timeout is a far backstop; the bound that counts is the guard below.
@@ -57,8 +60,7 @@ export async function openMysqlSession(
     await statement(connection, SESSION_SETUP, [settings.serverIdleSeconds, settings.serverIdleSeconds]);
     const [[id]] = (await statement(connection, SESSION_ID, [])) as unknown[][];
     if (failed) throw failed;
-    const session = new MysqlSession(connection, Number(id), watchdog, settings.sessionTimeoutMs, settings.counter);
-    session.tokens.sized(MYSQL_TOKEN_BLOCK);
+    const session = new MysqlSession(connection, Number(id), watchdog, settings.sessionTimeoutMs, settings.counter, tokens);
     settled = true;
     try {
       await prepare(session);

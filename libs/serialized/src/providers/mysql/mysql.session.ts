@@ -1,6 +1,6 @@
 import { ServerSession, type SessionLossListener, type StatementInFlight } from '../../internal/server-session.lifecycle';
 import type { QueryWatchdog } from '../sessions/query.watchdog';
-import { SessionTokens } from '../sessions/session.tokens';
+import type { SessionTokens } from '../sessions/session.tokens';
 import type { MysqlConnectionLike, MysqlError } from './mysql-driver.loader';
 import { RELEASE_LOCK, SESSION_ID, TRY_LOCK, WAIT_LOCK, type CounterStatements } from './mysql-lock.sql';
 
@@ -26,8 +26,6 @@ export type ReleaseAnswer = 1 | 0 | null;
  * and a session that ends answers its statements in flight itself.
  */
 export class MysqlSession extends ServerSession<NamedLockHolder, QueryWatchdog> {
-  /** The fencing tokens its last draw reserved, shared by its grants. */
-  readonly tokens = new SessionTokens();
   /**
    * The statements in flight, oldest first (the server answers in order): each
    * one's deadline and how to fail it. mysql2 never calls a statement back once its
@@ -43,6 +41,12 @@ export class MysqlSession extends ServerSession<NamedLockHolder, QueryWatchdog> 
     watchdog: QueryWatchdog,
     sessionTimeoutMs: number,
     private readonly counter: CounterStatements,
+    /**
+     * The block of fencing tokens the provider's last draw reserved, one for all its
+     * sessions (`MysqlSessions.tokens`): a grant takes its next token on whichever
+     * session it came.
+     */
+    private readonly tokens: SessionTokens,
   ) {
     super(watchdog, sessionTimeoutMs, 'MySQL');
     connection.on('error', (error) => this.kill(error));
@@ -80,9 +84,11 @@ export class MysqlSession extends ServerSession<NamedLockHolder, QueryWatchdog> 
 
   /**
    * The fencing token of a grant this session just got (its lock is held): the
-   * next token of its block while no other session drew since (the counter still
-   * ends at the block), otherwise a new block is drawn. Either way it is larger
-   * than every token of an earlier holder of the key (see `SessionTokens`).
+   * next token of the provider's block while nobody drew since (the counter, read
+   * after the grant, still ends at the block), otherwise a new block is drawn.
+   * Either way it is larger than every token of an earlier holder of the key (see
+   * `SessionTokens`, whose argument holds for one block per provider as for one per
+   * session: the provider hands out its block's tokens in order, one at a time).
    */
   async grantToken(counterAfterGrant: bigint | undefined): Promise<bigint> {
     const offer = this.tokens.offer();

@@ -4,6 +4,7 @@ import { redactUrls } from '../../internal/secrets.redact';
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import { LockSessionPool } from '../sessions/lock-session.pool';
 import { QueryWatchdog } from '../sessions/query.watchdog';
+import { SessionTokens } from '../sessions/session.tokens';
 import { loadMysqlDriver } from './mysql-driver.loader';
 import { counterStatements } from './mysql-lock.sql';
 import {
@@ -14,7 +15,7 @@ import {
   type MysqlSessionTimings,
 } from './mysql-lock-provider.options';
 import type { MysqlSession } from './mysql.session';
-import { createFencingTable, openMysqlSession, type MysqlSessionSettings } from './mysql-session.opener';
+import { createFencingTable, MYSQL_TOKEN_BLOCK, openMysqlSession, type MysqlSessionSettings } from './mysql-session.opener';
 import { killQuery } from './query.killer';
 
 /**
@@ -28,12 +29,20 @@ export class MysqlSessions {
   readonly settings: MysqlSessionSettings;
   readonly connectTimeoutMs: number;
   private readonly watchdog = new QueryWatchdog(250);
+  /**
+   * The fencing tokens the last draw reserved, one block for every session of the
+   * provider: a block per session would be drawn again whenever grants move between
+   * sessions (as they do when a release is still in flight on one), and a draw is an
+   * `UPDATE` whose commit waits for the server's log flush.
+   */
+  private readonly tokens = new SessionTokens();
   // The fencing table is checked once per provider, on its first session (again after a failure).
   private prepared: Promise<void> | undefined;
 
   /** @throws Error when `mysql2` is not installed, or an option is invalid */
   constructor(options: MysqlLockProviderOptions, timings: MysqlSessionTimings, deadlines: DeadlineQueue) {
     const mysql = loadMysqlDriver();
+    this.tokens.sized(MYSQL_TOKEN_BLOCK);
     this.connectTimeoutMs = options.connectTimeoutMs ?? SERIALIZED_DEFAULTS.connectTimeoutMs;
     const table = fencingTableOf(options);
     this.settings = {
@@ -49,7 +58,7 @@ export class MysqlSessions {
     this.pool = new LockSessionPool<MysqlSession>(
       {
         size: mysqlPoolSizeOf(options),
-        open: () => openMysqlSession(this.settings, this.watchdog, (session) => this.prepare(session)),
+        open: () => openMysqlSession(this.settings, this.watchdog, this.tokens, (session) => this.prepare(session)),
         idleTimeoutMs: options.idleTimeoutMs ?? SERIALIZED_DEFAULTS.mysqlIdleTimeoutMs,
         retryAfterFailureMs: Math.min(1000, this.connectTimeoutMs),
         closeTimeoutMs: this.connectTimeoutMs,

@@ -25,3 +25,18 @@ const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
 const sha256: (data: string) => Buffer = oneShot
   ? (data) => oneShot('sha256', data, 'buffer')
   : (data) => crypto.createHash('sha256').update(data, 'utf8').digest();
+
+/**
+ * The gate of a key's group (`concurrency` > 1): its waiters of every process queue
+ * there, and a try of every shape looks at it for the length of its statement, so
+ * no try passes a group waiter granted the gate that has not asked for the key yet
+ * (models/postgres-holders.pml, P8). Derived from the key's advisory key by this
+ * mask, so a statement computes it from the key it was sent (`$1::bigint # mask`)
+ * and a plain try needs no second hash.
+ */
+export const GATE_MASK = 0x2545f4914f6cdd1dn;
+
+/** The gate's advisory key for the key whose advisory key is `lockKey` (decimal), as SQL's `lockKey # GATE_MASK` gives it. */
+export function gateKeyOf(lockKey: string): string {
+  return BigInt.asIntN(64, BigInt(lockKey) ^ GATE_MASK).toString();
+}

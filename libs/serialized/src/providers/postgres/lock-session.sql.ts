@@ -2,13 +2,17 @@ import type { QueryArrayConfig } from 'pg';
 
 // Session settings applied once per connection. A role default must not cancel a
 // long wait (statement_timeout), bound a wait we bound ourselves (lock_timeout), or
-// end an idle session that holds a lock (idle_session_timeout, PG 14+). Settings the
-// server does not know are skipped by the join, so one statement fits every version.
+// end an idle session that holds a lock (idle_session_timeout, PG 14+). Every statement
+// of a lock session is one of ours, prepared once: planned once too (plan_cache_mode, PG
+// 12+). Left to choose, the server planned the statements of several holders anew on
+// each call (1.1 ms of planning for a 0.3 ms execution, EXPLAIN ANALYZE of `tryGroup`).
+// Settings the server does not know are skipped by the join, so one statement fits every version.
 export const SESSION_SETUP =
   'SELECT pg_backend_pid(), count(set_config(s.name, v.value, false)) FROM (VALUES ' +
   "('application_name', $1::text), ('statement_timeout', '0'), ('lock_timeout', '0'), " +
   "('idle_in_transaction_session_timeout', '0'), ('idle_session_timeout', '0'), " +
-  "('tcp_keepalives_idle', $2::text), ('tcp_keepalives_interval', $2::text), ('tcp_keepalives_count', '3')" +
+  "('tcp_keepalives_idle', $2::text), ('tcp_keepalives_interval', $2::text), ('tcp_keepalives_count', '3'), " +
+  "('plan_cache_mode', 'force_generic_plan')" +
   ') AS v(name, value) JOIN pg_settings s ON s.name = v.name';
 // The second statement proves the session is pinned (same pid as the first one),
 // and reads the fencing sequence's increment: the block of tokens one draw reserves.

@@ -3,17 +3,22 @@ import { ServerSession, type SessionLossListener, type StatementInFlight } from 
 import { sendCancelRequest } from './cancel.request';
 import type { QueryWatchdog } from '../sessions/query.watchdog';
 import type { LockStatements } from './postgres-lock.statements';
+import type { HoldShape } from './hold.shape';
 import { SessionChangedError } from './session-changed.error';
 import { GIVE_BACK_IF_HELD, PING, SESSION_AUDIT } from './lock-session.sql';
 import { destroySocket, type ClientInternals } from './pg-client.internals';
 import { StatementBatch } from './statement.batch';
 import { SessionClaims } from './session.claims';
-import { SessionTokens } from '../sessions/session.tokens';
+import { SessionTokens, type TokenOffer } from '../sessions/session.tokens';
 
 /** Who is told when a session ends while it holds a lock. */
 export interface SessionHolder extends SessionLossListener {
   /** The advisory lock key it holds on the session (decimal). */
   readonly lockKey: string;
+  /** The slot it holds besides, a holder of a group (`concurrency` > 1; decimal). */
+  readonly slotKey?: string;
+  /** The shape marks it holds besides, a reader or a group's holder (decimal). */
+  readonly marks?: readonly string[];
 }
 
 /** An advisory lock the server showed on a session that nobody in this process stands behind (given back by the audit). */
@@ -76,6 +81,28 @@ export class LockSession extends ServerSession<SessionHolder, QueryWatchdog> {
   }
 
   /**
+   * A key set at once (`LockStatements.trySet`, `lockKeys` in canonical order, `keys`
+   * the keys they stand for) → [first token or null when one was busy, keys taken
+   * before it, pid]. The set takes the next `lockKeys.length` tokens of the session's
+   * block when they are all left (offered when the statement's turn comes, as a try
+   * does), else draws. An error leaves the claims: the caller ends the session.
+   */
+  async trySet(statements: LockStatements, lockKeys: readonly string[], keys: readonly string[]): Promise<unknown[]> {
+    for (let i = 0; i < lockKeys.length; i++) this.claims.claim(lockKeys[i], keys[i]);
+    const [row = []] = await this.queryRows(() => statements.trySet(lockKeys, this.offerOf(lockKeys.length)));
+    if (row[0] === null || row[0] === undefined) for (const lockKey of lockKeys) this.claims.drop(lockKey);
+    if (this.dead) throw this.dead;
+    return row;
+  }
+
+  /** The offer of `count` consecutive tokens of the block (the first one's), or none when fewer are left. */
+  private offerOf(count: number): TokenOffer | undefined {
+    const first = this.tokens.offer();
+    for (let i = 1; i < count && first; i++) if (!this.tokens.offer()) return undefined;
+    return first;
+  }
+
+  /**
    * The blocking wait: `pg_advisory_lock` bounded on the server by `lock_timeout`
    * (`serverWaitMs`) → [token, pid]. PostgreSQL may end the wait with "lock
    * timeout" (55P03) although it granted the lock in that instant — the timeout's
@@ -125,8 +152,152 @@ export class LockSession extends ServerSession<SessionHolder, QueryWatchdog> {
   /** The lock keys held on this session by holders of this process (the session audit counts them as owned). */
   heldLockKeys(): Set<string> {
     const keys = new Set<string>();
-    for (const holder of this.heldBy()) keys.add(holder.lockKey);
+    for (const holder of this.heldBy()) {
+      keys.add(holder.lockKey);
+      if (holder.slotKey !== undefined) keys.add(holder.slotKey);
+      for (const mark of holder.marks ?? []) keys.add(mark);
+    }
     return keys;
+  }
+
+  // ---- holders sharing a key (ShapeStatements; docs/providers/postgres.md, "Several holders of one key") ----
+
+  /** A reader's try: the key shared, its shape marker and the shape check (`ShapeStatements.tryShared`) → [token or null, pid]. */
+  async tryShared(statements: LockStatements, lockKey: string, shape: HoldShape, key: string): Promise<unknown[]> {
+    const tried = [lockKey, ...shape.marks];
+    for (const lockKeyTaken of tried) this.claims.claim(lockKeyTaken, key);
+    const row = await this.query(statements.shapes.tryShared(lockKey, shape.gateKey, shape.markerKey));
+    if (row[0] === null || row[0] === undefined) for (const lockKeyTaken of tried) this.claims.drop(lockKeyTaken);
+    if (this.dead) throw this.dead;
+    return row;
+  }
+
+  /** The gate's holder, a reader: joins the readers unless another shape is inside → [token or null, pid]; with a token, the gate is let go. */
+  async tryReader(statements: LockStatements, shape: HoldShape, key: string): Promise<unknown[]> {
+    for (const mark of shape.marks) this.claims.claim(mark, key);
+    const row = await this.query(statements.shapes.tryReader(shape.gateKey, shape.markerKey));
+    if (row[0] === null || row[0] === undefined) for (const mark of shape.marks) this.claims.drop(mark);
+    else this.claims.drop(shape.gateKey);
+    if (this.dead) throw this.dead;
+    return row;
+  }
+
+  /**
+   * A group's try: the key shared, a free slot, its shape marker and the shape check
+   * (see `ShapeStatements.tryGroup`) → [slot or null, token or null, pid]. The slots
+   * this session may hold already are read when the statement is sent, and the slot
+   * taken is claimed before the next statement goes (an audit must see it claimed).
+   */
+  async tryGroup(statements: LockStatements, lockKey: string, shape: HoldShape, key: string): Promise<unknown[]> {
+    const { gateKey, slotBase, limit, markerKey } = shape;
+    const tried = [lockKey, ...shape.marks];
+    for (const lockKeyTaken of tried) this.claims.claim(lockKeyTaken, key);
+    const [row] = await this.queryRows(
+      () => statements.shapes.tryGroup(lockKey, gateKey, slotBase, limit, this.slotsClaimed(slotBase, limit), markerKey),
+      0,
+      ([answer]) => this.claimSlot(answer, slotBase, key, tried),
+    );
+    if (this.dead) throw this.dead;
+    return row ?? [];
+  }
+
+  /** A group's or a reader's waiter: the gate, then the key shared, bounded by `lock_timeout` → [pid]. A failure leaves the claims: the caller ends the session. */
+  async lockGate(statements: LockStatements, lockKey: string, gateKey: string, key: string, serverWaitMs: number): Promise<unknown[]> {
+    this.claims.claim(gateKey, key);
+    this.claims.claim(lockKey, key);
+    const row = await this.query(statements.shapes.lockGate(lockKey, gateKey, `${serverWaitMs}ms`), serverWaitMs);
+    if (this.dead) throw this.dead;
+    return row;
+  }
+
+  /** The gate's holder tries the slots → [slot or null, token or null, pid]; with one (and no other shape inside), the gate is let go. */
+  async trySlot(statements: LockStatements, shape: HoldShape, key: string): Promise<unknown[]> {
+    const { gateKey, slotBase, limit, markerKey, marks } = shape;
+    for (const mark of marks) this.claims.claim(mark, key);
+    const [row] = await this.queryRows(
+      () => statements.shapes.trySlot(gateKey, slotBase, limit, this.slotsClaimed(slotBase, limit), markerKey),
+      0,
+      ([answer]) => this.claimSlot(answer, slotBase, key, marks, gateKey),
+    );
+    if (this.dead) throw this.dead;
+    return row ?? [];
+  }
+
+  /**
+   * Gives back what a holder beside others (or an attempt that may have become one)
+   * holds on this session: the key shared and the shape's marks, and a group's slot
+   * (`slotKey`), telling the key's channel as `unlockShared`/`unlockGroup` do → the
+   * row, each lock given back answering true in its first `1 + marks + slot` cells.
+   */
+  giveBackShaped(statements: LockStatements, lockKey: string, shape: HoldShape, slotKey: string | undefined): Promise<unknown[]> {
+    const { markerKey, channel, gateKey, marks } = shape;
+    return slotKey === undefined
+      ? this.unlockShaped(statements.shapes.unlockShared(lockKey, markerKey, gateKey, channel), [lockKey, ...marks])
+      : this.unlockShaped(statements.shapes.unlockGroup(lockKey, slotKey, channel, markerKey), [slotKey, lockKey, ...marks]);
+  }
+
+  /**
+   * Gives back what `lockKeys` name with `config` → its row (each `true` when held):
+   * the shared key, a slot, the gate. The caller checks the row.
+   */
+  async unlockShaped(config: QueryArrayConfig, lockKeys: readonly string[]): Promise<unknown[]> {
+    for (const lockKey of lockKeys) this.claims.unlocking(lockKey);
+    try {
+      const row = await this.query(config);
+      for (const lockKey of lockKeys) this.claims.drop(lockKey);
+      return row;
+    } finally {
+      for (const lockKey of lockKeys) this.claims.unlocked(lockKey);
+    }
+  }
+
+  /**
+   * Resolves at the next NOTIFY on `channel` (the session LISTENs to it), after
+   * `timeoutMs`, or when `wake` is called, whichever comes first.
+   */
+  notified(channel: string, timeoutMs: number): { readonly promise: Promise<void>; wake(): void } {
+    let wake!: () => void;
+    const promise = new Promise<void>((resolve) => {
+      const onNotification = (message: { channel: string }): void => {
+        if (message.channel === channel) done();
+      };
+      const timer = setTimeout(() => done(), timeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        this.client.off('notification', onNotification);
+        resolve();
+      };
+      this.client.on('notification', onNotification);
+      wake = done;
+    });
+    return { promise, wake };
+  }
+
+  /** The advisory keys of the slots of the group at `slotBase` this session may hold (claimed). */
+  slotKeysClaimed(slotBase: string, limit: number): string[] {
+    return this.slotsClaimed(slotBase, limit).map((slot) => slotKeyOf(slotBase, slot));
+  }
+
+  /** The slots of the group at `slotBase` this session may hold (claimed), by index. */
+  private slotsClaimed(slotBase: string, limit: number): number[] {
+    const base = BigInt(slotBase);
+    const held: number[] = [];
+    for (const lockKey of this.claims.keys()) {
+      const index = BigInt(lockKey) ^ base;
+      if (index >= 0n && index < BigInt(limit)) held.push(Number(index));
+    }
+    return held;
+  }
+
+  /** After a group's statement: the slot it took is claimed; without one, what it tried (`tried`) is not held; with one, the gate it let go is not. */
+  private claimSlot(row: unknown[] | undefined, slotBase: string, key: string, tried: readonly string[], gateKey?: string): void {
+    const slot = row?.[0];
+    if (slot === null || slot === undefined) {
+      for (const lockKey of tried) this.claims.drop(lockKey);
+      return;
+    }
+    this.claims.claim(slotKeyOf(slotBase, Number(slot)), key);
+    if (gateKey !== undefined) this.claims.drop(gateKey);
   }
 
   /**
@@ -184,7 +355,12 @@ export class LockSession extends ServerSession<SessionHolder, QueryWatchdog> {
    * Like `query`, with every row. `config` may be made when the statement's turn
    * comes (a batch that gathers what queued up behind the statement in flight).
    */
-  async queryRows(config: QueryArrayConfig | (() => QueryArrayConfig), serverWaitMs = 0): Promise<unknown[][]> {
+  async queryRows(
+    config: QueryArrayConfig | (() => QueryArrayConfig),
+    serverWaitMs = 0,
+    /** Told the rows before the next statement is sent (what the answer proves the session holds is recorded in time). */
+    onAnswer?: (rows: unknown[][]) => void,
+  ): Promise<unknown[][]> {
     if (this.dead) throw this.dead;
     // Several uses share a session: statements queue here, one on the wire at a
     // time (pg 8 deprecates queueing inside the client).
@@ -193,7 +369,9 @@ export class LockSession extends ServerSession<SessionHolder, QueryWatchdog> {
     const run = queued ? this.tail.then(() => this.send(config)) : this.send(config);
     this.tail = run.then(noop, noop);
     try {
-      return (await run).rows;
+      const { rows } = await run;
+      onAnswer?.(rows);
+      return rows;
     } catch (error) {
       // A statement that failed because the session died reports why it died.
       throw this.dead ?? error;
@@ -270,6 +448,11 @@ export class LockSession extends ServerSession<SessionHolder, QueryWatchdog> {
 }
 
 function noop(): void {}
+
+/** The advisory key of slot `index` of the group whose slot keys start at `slotBase` (as the statements derive it: `base # i`). */
+export function slotKeyOf(slotBase: string, index: number): string {
+  return (BigInt(slotBase) ^ BigInt(index)).toString();
+}
 
 function batchesOf(session: LockSession, statements: LockStatements): { tries: StatementBatch; unlocks: StatementBatch } {
   return {

@@ -11,7 +11,7 @@ import type { LockSessions } from './lock.sessions';
 import type { HandedLock } from './postgres.backend';
 import type { PostgresLock } from './postgres.lock';
 
-/** Most holder rows read for one key (an advisory key has one exclusive holder; shared holds are the app's own). */
+/** Most holder rows read for one key (one exclusive holder, or the shared holds of readers and groups). */
 const MAX_HOLDER_ROWS = 16;
 
 /**
@@ -53,8 +53,12 @@ export class PostgresLockInspector implements KeyInspector {
     const rows = await this.read(advisoryLockKey(this.keyPrefix, key));
     const here = this.lines().inspectHere(key);
     const holders: LockHolderInfo[] = [];
-    if (here.holder)
-      holders.push(holderHere(here.holder, performance.now(), { instance: `${this.sessions.applicationName}#${here.holder.session.pid}` }));
+    const now = performance.now();
+    // Several holders of this process when they hold the key together (`concurrency`, `shared`).
+    for (const lock of here.holder ? [here.holder, ...(here.others ?? [])] : [])
+      holders.push(
+        holderHere(lock, now, { instance: `${this.sessions.applicationName}#${lock.session.pid}`, shared: here.shared === true }),
+      );
     let elsewhere = 0;
     for (const [pid, applicationName, mode, granted, waiting] of rows) {
       elsewhere = Number(waiting);

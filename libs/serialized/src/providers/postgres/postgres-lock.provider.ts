@@ -84,6 +84,7 @@ export class PostgresLockProvider
     );
     this.backend = new PostgresBackend(this.sessions, this.keyPrefix, options, timings.pingEveryMs, () => this.lines, leaseNote, log);
     this.lines = new LockLines(this.backend, {
+      name: 'PostgresLockProvider',
       waitTimeoutMs: options.waitTimeoutMs,
       maxPending: options.maxPending,
       maxPendingTotal: options.maxPendingTotal,

@@ -21,7 +21,8 @@ describe('postgres lock statements', () => {
       `SELECT nextval('"nestjs_serialized_fencing_token"'::regclass)::text, pg_backend_pid() FROM (` +
         `SELECT set_config('lock_timeout', '0', true) FROM (` +
         `SELECT pg_advisory_lock($1::bigint) FROM (SELECT set_config('lock_timeout', $2, true), ` +
-        `pg_try_advisory_xact_lock_shared(($1::bigint >> 32)::int, (($1::bigint << 32) >> 32)::int) OFFSET 0) AS wait OFFSET 0` +
+        `(SELECT g.i FROM generate_series(1, 40) AS g(i) WHERE CASE WHEN pg_try_advisory_xact_lock_shared(($1::bigint >> 32)::int, (($1::bigint << 32) >> 32)::int) ` +
+        `THEN true ELSE (SELECT false FROM pg_sleep(0.0002 + 0 * g.i)) END LIMIT 1) OFFSET 0) AS wait OFFSET 0` +
         `) AS locked OFFSET 0) AS granted`,
     );
   });
@@ -52,5 +53,48 @@ describe('postgres lock statements', () => {
     // Truncated by the server, two sequences' statements would share a name on one connection.
     expect(names(long)[0]).not.toBe(names(`${'s'.repeat(63)}.${'n'.repeat(62)}m`)[0]);
     expect(new Set(names(long)).size).toBe(5);
+  });
+
+  it('names the statements of holders sharing a key within 63 bytes and apart from each other', () => {
+    const { shapes } = lockStatements(`${'s'.repeat(63)}.${'n'.repeat(63)}`);
+    const configs = [
+      shapes.tryShared('1', '2', '5'),
+      shapes.tryReader('2', '5'),
+      shapes.unlockShared('1', '5', '2', 'ch'),
+      shapes.tryGroup('1', '2', '3', 4, [], '5'),
+      shapes.lockGate('1', '2', '5ms'),
+      shapes.trySlot('2', '3', 4, [0], '5'),
+      shapes.leaveGate('1', '2'),
+      shapes.unlockGroup('1', '3', 'ch', '5'),
+    ];
+    for (const config of configs) expect(Buffer.byteLength(config.name!)).toBeLessThanOrEqual(63);
+    expect(new Set(configs.map((config) => config.name)).size).toBe(configs.length);
+    expect(shapes.tryGroup('1', '2', '3', 4, [1, 2], '5').values).toEqual(['1', '2', '3', 4, [1, 2], '5']);
+  });
+
+  it('a try that shares the key takes nothing past a waiting session, and draws its token only once it is let in', () => {
+    const { shapes } = lockStatements('seq');
+    // A reader: the gate (shared, for the statement), the wait mark, then the key; then its marker and the look.
+    const reader = shapes.tryShared('1', '2', '5').text;
+    expect(reader).toContain('CASE WHEN pg_try_advisory_xact_lock_shared($2::bigint) AND pg_try_advisory_xact_lock((');
+    expect(reader).toMatch(/^SELECT CASE WHEN z\.inside THEN nextval/);
+    // A group: the same first steps; a slot only with the key; its marker only with a slot; all back when refused.
+    const group = shapes.tryGroup('1', '2', '3', 4, [], '5').text;
+    expect(group).toContain('CASE WHEN pg_try_advisory_xact_lock_shared($2::bigint) AND pg_try_advisory_xact_lock((');
+    expect(group).toContain('CASE WHEN a.ok THEN (SELECT g.i FROM generate_series(0, $4::int - 1)');
+    expect(group).toContain('NOT (g.i = ANY($5::int[]))');
+    // Its marks only with a slot: the two digits of its shape and the key's presence mark, each waited for.
+    expect(group).toContain(
+      'CASE WHEN slot IS NOT NULL THEN (pg_advisory_lock_shared((($6::bigint & -1024) | ($6::bigint & 31))) IS NOT NULL) AND ',
+    );
+    // The look, cheapest first: the presence mark free of others; the other digits' marks; pg_locks last.
+    const look = group.indexOf('CASE WHEN CASE WHEN pg_try_advisory_lock((($6::bigint & -1024) | 1023))');
+    expect(look).toBeGreaterThan(0);
+    expect(group.indexOf('generate_series(0, 1) AS g(d), generate_series(0, 31) AS h(v)')).toBeGreaterThan(look);
+    expect(group.indexOf('FROM pg_locks l WHERE y.m')).toBeGreaterThan(group.indexOf('generate_series(0, 1) AS g(d)'));
+    // The release of a group's holder gives its marker back and tells the gate's holder.
+    expect(shapes.unlockGroup('1', '3', 'ch', '5').text).toMatch(
+      /^SELECT pg_advisory_unlock\(\$2::bigint\), pg_advisory_unlock_shared\(\$1::bigint\), (CASE WHEN true THEN pg_advisory_unlock_shared\(.*\) END, ){3}pg_notify\(\$3, ''\)$/,
+    );
   });
 });

@@ -1,5 +1,6 @@
 import { SessionLock, type SessionLockOwner } from '../../local/session.lock';
 import type { Lock } from '../../lock.interface';
+import type { HoldShape } from './hold.shape';
 import type { LockSession, SessionHolder } from './lock.session';
 import type { HandOffMode } from '../../acquire-options.interface';
 
@@ -10,6 +11,14 @@ import type { HandOffMode } from '../../acquire-options.interface';
 export interface HandOffRun {
   /** How the run's current holder passes the key on at release (see `HandOffMode`). */
   readonly mode: HandOffMode;
+}
+
+/** How a lock holds its key beside other holders: shared (a reader), or in one slot of a group. */
+export interface HeldBeside {
+  /** A group's holder: the advisory key of its slot (decimal); undefined for a reader. */
+  readonly slotKey: string | undefined;
+  /** Its shape: the gate, the channel and the marks it holds besides the key. */
+  readonly shape: HoldShape;
 }
 
 /** What a held lock asks of its provider. */
@@ -32,7 +41,19 @@ export class PostgresLock extends SessionLock<PostgresLock> implements Lock, Ses
     owner: PostgresLockOwner,
     /** The run of local hand-offs this lock belongs to (undefined: its session cannot hand off). */
     readonly handOffRun?: HandOffRun,
+    /** How it holds the key beside others, if it does (`shared`, `concurrency` > 1). */
+    readonly beside?: HeldBeside,
   ) {
     super(owner, 'PostgreSQL');
+  }
+
+  /** A group's holder: the advisory key of its slot (the session audit counts it as owned). */
+  get slotKey(): string | undefined {
+    return this.beside?.slotKey;
+  }
+
+  /** A reader's or a group holder's shape marks (the session audit counts them as owned). */
+  get marks(): readonly string[] | undefined {
+    return this.beside?.shape.marks;
   }
 }

@@ -63,3 +63,40 @@ export async function checkSession(lock: PostgresLock): Promise<void> {
     throw lock.lost ?? new LockLostError(lock.key, 'its PostgreSQL session could not be checked', error);
   }
 }
+
+/**
+ * Gives back a lock held beside others (a reader's key shared; a group's slot and
+ * key shared, telling the group's gate holder on its channel) and the session to the
+ * pool, with every result checked as {@link unlockSession} does.
+ */
+export async function unlockBesideSession(
+  lock: Pick<PostgresLock, 'key' | 'lockKey' | 'session' | 'beside'>,
+  pool: LockSessionPool<LockSession>,
+  statements: LockStatements,
+): Promise<LockLostError | undefined> {
+  const session = lock.session;
+  session.letGo(lock as PostgresLock);
+  if (session.dead) return undefined;
+  const { slotKey, shape } = lock.beside!;
+  let row: unknown[];
+  try {
+    row = await session.giveBackShaped(statements, lock.lockKey, shape, slotKey);
+  } catch (error) {
+    pool.discard(session, error instanceof Error ? error : new Error(String(error)));
+    return new LockLostError(
+      lock.key,
+      `its PostgreSQL session ended before the release was confirmed (${(error as Error)?.message ?? error})`,
+      error,
+    );
+  }
+  // Each lock given back answers true: the key, the marks, and a group's slot.
+  if (row.slice(0, 1 + shape.marks.length + (slotKey === undefined ? 0 : 1)).every((held) => held === true)) {
+    pool.release(session);
+    return undefined;
+  }
+  pool.discard(session, new Error('pg_advisory_unlock_shared returned false'));
+  return new LockLostError(
+    lock.key,
+    'PostgreSQL reported at release that its session did not hold the advisory lock (pg_advisory_unlock returned false); its session was closed',
+  );
+}

@@ -130,6 +130,7 @@ export class RedisLockProvider
       () => this.lines,
     );
     this.lines = new LockLines<RedisLock>(this.backend, {
+      name: 'RedisLockProvider',
       waitTimeoutMs: this.options.waitTimeoutMs,
       maxPending: this.options.maxPending,
       maxPendingTotal: this.options.maxPendingTotal,

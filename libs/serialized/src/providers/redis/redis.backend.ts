@@ -23,6 +23,7 @@ import { RELEASE, URGENT, type RedisConnection } from './transport/redis.connect
 import type { ReplicaAcks } from './transport/replica.acks';
 import { RedisQueueShare, RedisWaiter } from './waiting/redis.waiter';
 import { RedisWakeUps, type WakeUpListener } from './waiting/redis.wake-ups';
+import { ShapedCallers } from './waiting/shaped.callers';
 
 /** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
 type RedisLines = Pick<LockLines<RedisLock>, 'released' | 'heldCount' | 'closing'>;
@@ -90,6 +91,8 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   readonly replicas: ReplicaAcks | undefined;
   readonly tenures: TenureRegistry<RedisWaiter>;
   private readonly wakeUps: RedisWakeUps;
+  /** Callers holding a key beside others (`concurrency` > 1, `shared`): every grant made at Redis. */
+  private readonly shaped: ShapedCallers;
   /** This process's waiters, per key (only while someone waits). */
   private readonly keys = new Map<string, RedisQueueShare>();
   /** This process's waiters, by owner token: where hand-offs find them. */
@@ -113,6 +116,20 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     this.wakeUps = new RedisWakeUps(parts.connection, parts.keyspace.channelPrefix + parts.tokens.session, this);
     this.recheckMs = Math.max(10, parts.connection.timeoutMs / 8);
     this.heartbeatEveryMs = parts.heartbeatMs / 3;
+    this.shaped = new ShapedCallers(
+      parts,
+      lines,
+      this.wakeUps,
+      (handOff, since) => this.onHandOff(handOff, since),
+      () => {
+        if (this.keys.size === 0) this.parts.stalls.stop();
+      },
+    );
+  }
+
+  /** LockBackend: one key may have several holders (`concurrency` > 1, `shared`), each granted at Redis. */
+  get holdsTogether(): boolean {
+    return true;
   }
 
   /** Keys this process waits for right now. */
@@ -133,6 +150,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    * rides, and its promise settles when it holds the key or Redis refuses it.
    */
   take(caller: LineCaller<RedisLock>): Promise<RedisLock | null> {
+    if (caller.limit !== 1 || caller.shared) return this.shaped.take(caller);
     const leaseMs = caller.leaseMs ?? this.parts.leaseMs;
     if (caller.mode === 'try') return this.tryTake(caller.key, leaseMs, caller.signal, caller.handoff);
     const key = caller.key;
@@ -152,6 +170,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   withdraw(caller: LineCaller<RedisLock>): void {
     const waiter = this.byCaller.get(caller);
     if (waiter) this.giveUp(waiter, WITHDRAWN);
+    else this.shaped.withdraw(caller, WITHDRAWN);
   }
 
   /**
@@ -163,7 +182,8 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    */
   overdue(caller: LineCaller<RedisLock>): number | undefined {
     const waiter = this.byCaller.get(caller);
-    if (!waiter || waiter.phase !== 'sending' || this.connection.answeredSince(caller.key, caller.startedAt)) return undefined;
+    if (!waiter) return this.shaped.overdue(caller);
+    if (waiter.phase !== 'sending' || this.connection.answeredSince(caller.key, caller.startedAt)) return undefined;
     return this.recheckMs;
   }
 
@@ -175,7 +195,8 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   /** `send` or `ride` (see local-handoff/redis.riders.ts). */
   private admit(waiter: RedisWaiter): void {
     const queue = waiter.queue;
-    const may = !this.closing && this.wakeUps.listening && this.tenures.on;
+    // A shaped waiter of this process queued for the key: nobody rides past it.
+    const may = !this.closing && this.wakeUps.listening && this.tenures.on && !this.shaped.waits(queue.key);
     const admission = admit(queue, may, () => this.tenures.mayRide(queue.key), waiter.maxPending);
     if (admission.kind === 'follow') waiter.follow(admission.leader);
     else if (admission.kind === 'ride') waiter.ride(admission.anchor);
@@ -288,6 +309,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     // A waiter already served in-process has nothing waiting for it (our own lease ran out meanwhile): pass the key on.
     const served = this.tenures.servedOf(handOff.member);
     if (served) return this.leave(served.key, served.keys, handOff.member);
+    if (this.shaped.granted(handOff, since)) return;
     const waiter = this.byToken.get(handOff.member);
     // Anyone else: a waiter of another process (told by message), one of ours that
     // gave up (its leave, sent later, passes the key on), or one whose hand-off is
@@ -347,7 +369,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     const token = waiter.token;
     if (waiter.phase === 'queued') this.sendAll(this.detach(waiter));
     waiter.confirm(fence);
-    commands.confirm(this, key, keys, token, waiter.leaseMs).then(
+    commands.confirm(this, key, keys, token, waiter.leaseMs, fence).then(
       (confirmed) => {
         // Gave up meanwhile: its leave, sent after this question, passed the key on.
         if (waiter.phase !== 'confirming' || waiter.token !== token) return;
@@ -487,7 +509,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     if (result.handed) this.onHandOff(result.handed, sentAt);
     const ours = result.owner ? this.byToken.get(result.owner) : undefined;
     // Handed the key by a message this process missed.
-    // Its fencing tokens are the fresh block the heart-beat reserved for it.
+    // Its fencing tokens are the block the hand-off reserved (the message's, had it come first).
     if (ours && ours.phase === 'queued' && result.ownerBlock.fence > 0) {
       this.grant(ours, result.ownerBlock.fence, result.pttl, sentAt, result.ownerBlock);
     }
@@ -528,12 +550,13 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     if (queue.heartbeat) this.deadlines.cancel(queue.heartbeat);
     queue.planBeat(undefined);
     if (this.keys.get(queue.key) === queue) this.keys.delete(queue.key);
-    if (this.keys.size === 0) this.parts.stalls.stop();
+    if (this.keys.size === 0 && this.shaped.idle) this.parts.stalls.stop();
   }
 
   /** WakeUpListener: after a reconnect or (re)subscription messages may have been lost, so every waiting key heart-beats now. */
   resync(): void {
     for (const queue of this.keys.values()) this.scheduleHeartbeat(queue, -2);
+    this.shaped.resync();
   }
 
   // ---- leaves ----------------------------------------------------------------------
@@ -595,6 +618,66 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     );
   }
 
+  /**
+   * LockBackend: a key set at once (every key free in this process; canonical
+   * order): one script takes every key when each is free and nobody waits for it
+   * at Redis, or none (acquire-set.lua). On a standalone server any keys; in a
+   * Cluster only keys of one slot — otherwise `null`, unsent, and the set goes key
+   * by key. A grant that cannot count (replicas did not confirm it; the reply came
+   * too late for its lease) is given back: an error, or `null` for a late one.
+   */
+  takeSet(callers: readonly LineCaller<RedisLock>[]): Promise<RedisLock[] | null> {
+    const { keyspace } = this.parts;
+    const keys = callers.map((caller) => caller.key);
+    if (this.connection.isCluster && keys.some((key) => keyspace.slotOf(key) !== keyspace.slotOf(keys[0]))) return Promise.resolve(null);
+    const leaseMs = callers[0].leaseMs ?? this.parts.leaseMs;
+    const lockKeys = keys.map((key) => keyspace.keysOf(key));
+    const tokens = keys.map(() => this.parts.tokens.next(leaseMs));
+    const undo = (): void => keys.forEach((key, i) => this.leave(key, lockKeys[i], tokens[i]));
+    return commands.acquireSet(this, keys, lockKeys, tokens, leaseMs).then(
+      ({ reply, sentAt, synced }) => {
+        if (reply.status === 'busy') return null;
+        if (reply.status === 'twice') {
+          undo();
+          throw new LockBackendError('The acquisition reached Redis twice after a reconnect; it was undone', { key: keys[0] });
+        }
+        if (this.replicas && !synced) {
+          // Replicas did not confirm the grant in time: it does not count (fail closed).
+          undo();
+          throw this.replicas.unacked(keys[0], 'A grant');
+        }
+        if (!commands.isFresh(sentAt, leaseMs)) {
+          // The reply came too late to count (a stalled event loop): given back, and the set goes key by key.
+          undo();
+          return null;
+        }
+        const signal = callers[0].signal;
+        if (signal?.aborted) {
+          undo();
+          throw signal.reason;
+        }
+        return keys.map((key, i) =>
+          this.lockFor(
+            key,
+            lockKeys[i],
+            tokens[i],
+            reply.fences[i],
+            leaseMs,
+            leaseMs,
+            sentAt,
+            { last: reply.lasts[i], floor: Floor.NONE },
+            callers[i].handoff,
+          ),
+        );
+      },
+      (error: unknown) => {
+        // It may have run: undo whatever it took.
+        if (this.connection.mayHaveRun(error)) undo();
+        throw error;
+      },
+    );
+  }
+
   /** The key was taken by a try: the caller holds it once it is sure the lease still runs. */
   private async taken(
     key: string,
@@ -610,7 +693,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   ): Promise<RedisLock | null> {
     if (!commands.isFresh(since, px)) {
       // The reply came too late to count (a stalled event loop): Redis decides.
-      const confirmed = await commands.confirm(this, key, keys, token, leaseMs).catch((error: unknown) => {
+      const confirmed = await commands.confirm(this, key, keys, token, leaseMs, fence).catch((error: unknown) => {
         this.leave(key, keys, token);
         throw error;
       });
@@ -681,7 +764,9 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    * could not be told (the lease ends it, and the queue moves on then).
    */
   release(lock: RedisLock): Promise<undefined> | undefined {
-    const passable = lock.passable;
+    if (lock.shaped) return this.shaped.release(lock);
+    // Not in-process past a shaped waiter of this process (each shaped grant is made at Redis, in queue order).
+    const passable = lock.passable && !this.shaped.waits(lock.key);
     if (passable && this.passOn(lock)) return undefined;
     // Riders wait and the block is spent: keep the key with a fresh block for them.
     const keep = passable ? this.keepFor(lock) : 0;

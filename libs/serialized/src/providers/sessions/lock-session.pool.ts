@@ -122,6 +122,14 @@ export class LockSessionPool<C extends PooledSession> {
     this.pump();
   }
 
+  /**
+   * One more use of a session in use already: a further lock taken by the same
+   * statement (a key set taken at once), given back with `release` as any use.
+   */
+  useAgain(session: C): void {
+    this.useOf(session).count++;
+  }
+
   /** One use of a healthy connection ends; the last one makes it free for anyone. */
   release(session: C): void {
     if (session.dead) return this.forget(session);

@@ -4,7 +4,7 @@ import type { SessionLockAttempt } from './session-lock.attempt';
 
 /** The layer's transition a caller goes through when it learns it waits behind another process (`LockLines.waitsBehind`). */
 interface WaitsBehind {
-  waitsBehind(key: string, maxPending: number): Error | undefined;
+  waitsBehind(key: string, maxPending: number, caller?: unknown): Error | undefined;
 }
 
 /**
@@ -18,6 +18,8 @@ interface WaitsBehind {
  */
 export class SessionAttempts<C extends PooledSession, A extends SessionLockAttempt<C>> {
   private readonly byKey = new Map<string, A>();
+  /** Attempts of callers that hold a key beside others (several per key at once, see `runBeside`). */
+  private readonly beside = new Set<A>();
 
   /**
    * Runs `attempt` for `caller`: resolves with the grant or `null` (a try found the
@@ -33,25 +35,59 @@ export class SessionAttempts<C extends PooledSession, A extends SessionLockAttem
     );
   }
 
+  /**
+   * Runs `attempt` of a caller that holds its key beside others (`shared`,
+   * `concurrency` > 1): as `run`, but several such attempts of one key may be in
+   * flight at once (the layer lets up to the limit ask), and the next caller of the
+   * key does not wait for one to wind down.
+   */
+  runBeside(attempt: A, caller: Pick<LineCaller<unknown>, 'key' | 'maxPending'>, lines: WaitsBehind): Promise<SessionGrant<C> | null> {
+    this.beside.add(attempt);
+    const forget = (): void => {
+      if (attempt.over) this.beside.delete(attempt);
+      else void attempt.done.then(() => this.beside.delete(attempt));
+    };
+    return attempt.start().then(
+      (answer) => {
+        if (answer !== HELD_ELSEWHERE) {
+          forget();
+          return answer;
+        }
+        const refused = lines.waitsBehind(caller.key, caller.maxPending, caller);
+        if (refused !== undefined) {
+          attempt.decline();
+          forget();
+          return Promise.reject(refused);
+        }
+        return attempt.waitBehind().then(
+          (grant) => (forget(), grant),
+          (error: unknown) => (forget(), Promise.reject(error)),
+        );
+      },
+      (error: unknown) => (forget(), Promise.reject(error)),
+    );
+  }
+
   /** What the attempt of `key` still winds down (after an answer other than a grant), if it is not over. */
   windingDown(key: string): Promise<void> | undefined {
     return this.byKey.get(key)?.done;
   }
 
   /** The attempts in flight or winding down. */
-  values(): IterableIterator<A> {
-    return this.byKey.values();
+  *values(): IterableIterator<A> {
+    yield* this.byKey.values();
+    yield* this.beside;
   }
 
   /** Shutdown: every attempt answers `error(key)` now. */
   abortAll(error: (key: string) => Error): void {
-    for (const attempt of [...this.byKey.values()]) attempt.abort(error(attempt.key));
+    for (const attempt of [...this.values()]) attempt.abort(error(attempt.key));
   }
 
   /** Resolves once every attempt is over, or after `timeoutMs`. */
   async settled(timeoutMs: number): Promise<void> {
     await Promise.race([
-      Promise.all([...this.byKey.values()].map((attempt) => attempt.done)),
+      Promise.all([...this.values()].map((attempt) => attempt.done)),
       new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
     ]);
   }

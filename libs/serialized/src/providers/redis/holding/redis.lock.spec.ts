@@ -42,7 +42,7 @@ function fakeContext() {
   return { context, calls, extends_, released };
 }
 
-const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
+const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence', holders: 'p:{k}:h', shapes: 'p:{k}:s' };
 const make = (context: ReturnType<typeof fakeContext>['context'], leaseMs: number) =>
   new RedisLock(context, context.lines, 'k', keys, 'session:90:1.x', 7n, leaseMs, leaseMs, performance.now(), undefined);
 
@@ -53,7 +53,7 @@ describe('RedisLock', () => {
     const lock = make(context, 300);
     await sleep(150);
     expect(extends_()).toHaveLength(1);
-    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 300]);
+    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 300, '7']);
     extends_()[0].answer(1);
     await sleep(150);
     expect(extends_()).toHaveLength(2);
@@ -78,14 +78,15 @@ describe('RedisLock', () => {
 
   it('aborts its signal with LockLostError when a renewal finds the key no longer ours', async () => {
     const { context, extends_ } = fakeContext();
-    const lock = make(context, 60);
-    await sleep(35);
+    // A lease long enough that a loaded host's late timers do not end it first (the renewal is due at ~200 ms).
+    const lock = make(context, 600);
+    while (extends_().length < 1) await sleep(5);
     extends_()[0].answer(0);
     await sleep(0);
     expect(lock.signal.aborted).toBe(true);
     expect(lock.signal.reason).toBeInstanceOf(LockLostError);
     expect((lock.signal.reason as Error).message).toContain('"k"');
-    await sleep(60);
+    await sleep(450);
     expect(extends_()).toHaveLength(1); // no renewals after the loss
     await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
   });
@@ -222,7 +223,7 @@ describe('RedisLock', () => {
     lock.recheck();
     lock.recheck(); // one question on the way is enough
     expect(extends_()).toHaveLength(1);
-    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 30_000]);
+    expect(extends_()[0].args).toEqual(['p:{k}', 'session:90:1.x', 30_000, '7']);
     extends_()[0].answer(0);
     await sleep(0);
     expect(lock.signal.aborted).toBe(true);
@@ -234,7 +235,8 @@ describe('RedisLock', () => {
 
   it('recheck() of a key still held renews it and keeps renewing from then on', async () => {
     const { context, extends_ } = fakeContext();
-    const lock = make(context, 90);
+    // Next renewal ~300 ms after the recheck's reply, its lease 900 ms: room for a loaded host's late timers.
+    const lock = make(context, 900);
     lock.recheck();
     extends_()[0].answer(1);
     await sleep(0);

@@ -72,6 +72,8 @@ export class RedisLock extends LocalLock implements Lock {
     grantedAt: number,
     /** How this holder passes the key on at release (`undefined`: the provider's mode; see `TenureRegistry`). */
     readonly handoff: HandOffMode | undefined,
+    /** It holds the key beside others (`concurrency` > 1, `shared`): renewed by shaped-extend.lua, never handed on in-process. */
+    readonly shaped = false,
   ) {
     super();
     // Counted from when the successful attempt was sent (or the hand-off heard of).
@@ -86,7 +88,16 @@ export class RedisLock extends LocalLock implements Lock {
     if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`extend(ms) needs a positive number of milliseconds, got ${ms}`);
     const px = Math.ceil(ms);
     const sentAt = performance.now();
-    const { reply: ours } = await commands.extend(this.context, this.key, this.keys, this.token, px, 'An extension');
+    const { reply: ours } = await commands.extend(
+      this.context,
+      this.key,
+      this.keys,
+      this.token,
+      px,
+      this.fencingToken,
+      'An extension',
+      this.shaped,
+    );
     if (this.released) throw new LockLostError(this.key, 'it was released while being extended');
     if (!ours) {
       if (this.held) this.lose('it was no longer ours when extended (its lease had run out)');
@@ -195,7 +206,7 @@ export class RedisLock extends LocalLock implements Lock {
     this.guard ??= this.context.deadlines.schedule(this.leaseEnd - sentAt, this.onLeaseEnd);
     this.renewalInFlight = true;
     // With replica acknowledgements on, one they do not confirm fails like one that found no Redis.
-    commands.extend(this.context, this.key, this.keys, this.token, px).then(
+    commands.extend(this.context, this.key, this.keys, this.token, px, this.fencingToken, undefined, this.shaped).then(
       ({ reply: ours }) => this.renewed(ours, sentAt, px),
       (error: unknown) => this.renewalFailed(error),
     );

@@ -2,7 +2,7 @@ import { Floor } from '../protocol/queue.floor';
 import type { PassOnResult } from '../protocol/hand-off.reply';
 import { Tenure } from './redis.tenure';
 
-const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence' };
+const keys = { lock: 'p:{k}', queue: 'p:{k}:q', heartbeats: 'p:{k}:hb', fence: 'p:fence', holders: 'p:{k}:h', shapes: 'p:{k}:s' };
 
 const kept = (fence: number, last: number, floor: number = Floor.NONE): PassOnResult => ({
   status: 'kept',

@@ -242,7 +242,7 @@ export class TenureRegistry<W extends LocalWaiter> {
     if (riders <= left || frontRiders(left + 1) <= left) return;
     const served = tenure.askRefill();
     if (!served) return;
-    refill(this.redis, key, tenure.keys, tenure.token, served.tokens, leaseMs).then(
+    refill(this.redis, key, tenure.keys, tenure.token, served.tokens, leaseMs, fence).then(
       ({ reply, sentAt }) => {
         this.forget(served.tokens);
         const floor = tenure.refilled(served, reply, sentAt);

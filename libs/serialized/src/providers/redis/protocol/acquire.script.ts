@@ -60,6 +60,8 @@ export class AcquireScript {
       keys.queue,
       keys.heartbeats,
       keys.fence,
+      keys.holders,
+      keys.shapes,
       args.token,
       args.leaseMs,
       args.mode,

@@ -9,6 +9,8 @@ export interface RedisLockKeys {
   readonly queue: string;
   readonly heartbeats: string;
   readonly fence: string;
+  readonly holders: string;
+  readonly shapes: string;
 }
 
 /**

@@ -19,7 +19,8 @@ export interface HeartbeatResult {
   readonly handed: HandOff | undefined;
   /**
    * The owner is one of the tokens asked about, handed the key by a message this
-   * process missed: a fresh block of fencing tokens for it (`fence` 0 otherwise).
+   * process missed or has not read yet: the block of fencing tokens that hand-off
+   * reserved, the same the message carries (`fence` 0 otherwise).
    */
   readonly ownerBlock: { readonly fence: number; readonly last: number; readonly floor: Floor };
   /** Tokens asked about that are no longer queued (granted, or dropped after missing their heart-beats). */
@@ -43,6 +44,8 @@ export class HeartbeatScript {
       keys.queue,
       keys.heartbeats,
       keys.fence,
+      keys.holders,
+      keys.shapes,
       this.settings.heartbeatMs,
       ...this.passOn,
       ...tokens,

@@ -20,6 +20,8 @@ export class LeaveScript {
   }
 
   async run(client: ScriptClient, keys: RedisLockKeys, token: string): Promise<PassOnResult> {
-    return passOnResultOf(await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, token, ...this.passOn]));
+    return passOnResultOf(
+      await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, keys.holders, keys.shapes, token, ...this.passOn]),
+    );
   }
 }

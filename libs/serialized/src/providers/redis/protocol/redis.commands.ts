@@ -4,7 +4,8 @@ import type { RedisClient } from '../transport/redis.client';
 import { URGENT, type RedisConnection } from '../transport/redis.connection';
 import type { ReplicaAcks } from '../transport/replica.acks';
 import type { AcquireResult } from './acquire.script';
-import type { PassOnResult } from './hand-off.reply';
+import type { AcquireSetResult } from './acquire-set.script';
+import type { PassOnResult, ScriptClient } from './hand-off.reply';
 import type { HeartbeatResult } from './heartbeat.script';
 import type { RedisLockKeys } from './redis.keyspace';
 import type { RedisScripts } from './redis.scripts';
@@ -34,7 +35,12 @@ export interface Redis {
 }
 
 /** Sends `send` on the key's connection and dates it by when it went out. */
-function dated<T>(redis: Redis, key: string, send: (client: RedisClient) => Promise<T>, options?: RedisCallOptions): Promise<Sent<T>> {
+export function dated<T>(
+  redis: Redis,
+  key: string,
+  send: (client: RedisClient) => Promise<T>,
+  options?: RedisCallOptions,
+): Promise<Sent<T>> {
   let sentAt = -Infinity;
   return redis.connection.run(key, (client) => ((sentAt = performance.now()), send(client)), options).then((reply) => ({ reply, sentAt }));
 }
@@ -64,7 +70,31 @@ export function acquire(
 }
 
 /**
- * extend.lua: owner-checked renewal to `px` ms. With replica acknowledgements on, a
+ * acquire-set.lua: a key set (canonical order, `tokens` its owner tokens) in one
+ * round trip when every key is free, or nothing; sent on the connection of the
+ * first key (the caller makes sure all of them live in its slot).
+ */
+export function acquireSet(
+  redis: Redis,
+  keys: readonly string[],
+  lockKeys: readonly RedisLockKeys[],
+  tokens: readonly string[],
+  leaseMs: number,
+): Promise<Sent<AcquireSetResult>> {
+  const { replicas } = redis;
+  const send = (client: ScriptClient) => redis.scripts.acquireSet.run(client, lockKeys, tokens, leaseMs);
+  if (!replicas) return dated(redis, keys[0], send);
+  return dated(redis, keys[0], (client) => replicas.after(client, keys[0], send)).then(({ reply, sentAt }) => ({
+    reply: reply.reply,
+    sentAt,
+    synced: replicas.enough(reply.acked),
+  }));
+}
+
+/**
+ * extend.lua: owner-checked renewal to `px` ms, naming `fence` (the renewing holder's
+ * fencing token) in the key's value (`shaped`: a holder beside others, shaped-extend.lua,
+ * which keeps its token elsewhere). With replica acknowledgements on, a
  * renewal counts only once they confirm it: otherwise it rejects
  * (`LockBackendError`), a renewal that failed.
  */
@@ -74,16 +104,20 @@ export function extend(
   keys: RedisLockKeys,
   token: string,
   px: number,
+  fence: bigint | number,
   what = 'A renewal',
+  shaped = false,
 ): Promise<Sent<boolean>> {
   const { replicas } = redis;
-  if (!replicas) return dated(redis, key, (client) => redis.scripts.extend.run(client, keys.lock, token, px), URGENT);
-  return dated(redis, key, (client) => replicas.after(client, key, (c) => redis.scripts.extend.run(c, keys.lock, token, px)), URGENT).then(
-    ({ reply, sentAt }) => {
-      if (reply.reply && !replicas.enough(reply.acked)) throw replicas.unacked(key, what, reply.acked);
-      return { reply: reply.reply, sentAt, synced: true };
-    },
-  );
+  const run = (client: ScriptClient): Promise<boolean> =>
+    shaped
+      ? redis.scripts.shapedExtend.run(client, keys.holders, token, px, keys.shapes)
+      : redis.scripts.extend.run(client, keys.lock, token, px, fence);
+  if (!replicas) return dated(redis, key, run, URGENT);
+  return dated(redis, key, (client) => replicas.after(client, key, run), URGENT).then(({ reply, sentAt }) => {
+    if (reply.reply && !replicas.enough(reply.acked)) throw replicas.unacked(key, what, reply.acked);
+    return { reply: reply.reply, sentAt, synced: true };
+  });
 }
 
 /** leave.lua: gives up `token`'s place, or passes the key on if `token` holds it. */
@@ -96,7 +130,10 @@ export function heartbeat(redis: Redis, key: string, keys: RedisLockKeys, tokens
   return dated(redis, key, (client) => redis.scripts.heartbeat.run(client, keys, tokens), URGENT);
 }
 
-/** release.lua with `keep`: the tenure's next block, reserved ahead (removing the served waiters' places). */
+/**
+ * release.lua with `keep`: the tenure's next block, reserved ahead (removing the
+ * served waiters' places), while the holder of fencing token `holder` holds the key.
+ */
 export function refill(
   redis: Redis,
   key: string,
@@ -104,8 +141,9 @@ export function refill(
   token: string,
   served: readonly string[],
   leaseMs: number,
+  holder: bigint,
 ): Promise<Sent<PassOnResult>> {
-  return dated(redis, key, (client) => redis.scripts.release.run(client, keys, token, served, leaseMs), URGENT);
+  return dated(redis, key, (client) => redis.scripts.release.run(client, keys, token, served, leaseMs, holder), URGENT);
 }
 
 /** Whether a lease of `px` ms that started no earlier than `since` can be given to a caller as it is. */
@@ -132,14 +170,23 @@ const MAX_ASKS = 3;
  * the time the caller would run is not given to it as it is: Redis is asked, with
  * an owner-checked extension to `px` whose lease counts from when the question was
  * sent. The bar is the renewal point: a caller is given a lock with at least two
- * thirds of its lease ahead, as right after a renewal. Rejects (`LockBackendError`)
+ * thirds of its lease ahead, as right after a renewal (the key's value then names
+ * `fence`, the grant's fencing token). Rejects (`LockBackendError`)
  * when Redis cannot be asked; the key may then still be the token's.
  */
-export async function confirm(redis: Redis, key: string, keys: RedisLockKeys, token: string, px: number): Promise<GrantConfirmation> {
+export async function confirm(
+  redis: Redis,
+  key: string,
+  keys: RedisLockKeys,
+  token: string,
+  px: number,
+  fence: number,
+  shaped = false,
+): Promise<GrantConfirmation> {
   for (let ask = 0; ask < MAX_ASKS; ask++) {
     // With replica acknowledgements on, this is also where a grant waits for them: the
     // owner-checked write covers, in the replication stream, the grant and its tokens.
-    const { reply: ours, sentAt } = await extend(redis, key, keys, token, px, 'A grant');
+    const { reply: ours, sentAt } = await extend(redis, key, keys, token, px, fence, 'A grant', shaped);
     if (!ours) return 'lost';
     if (isFresh(sentAt, px)) return sentAt;
   }

@@ -17,6 +17,8 @@ describe('RedisKeyspace', () => {
       lock: 'serialized:{Orders.create:42}',
       queue: 'serialized:{Orders.create:42}:q',
       heartbeats: 'serialized:{Orders.create:42}:hb',
+      holders: 'serialized:{Orders.create:42}:h',
+      shapes: 'serialized:{Orders.create:42}:s',
       fence: 'serialized:fence',
     });
   });
@@ -31,7 +33,9 @@ describe('RedisKeyspace', () => {
     expect(new Set(locks).size).toBe(odd.length);
     for (const key of odd) {
       const names = space.keysOf(key);
-      const slots = new Set([names.lock, names.queue, names.heartbeats, names.fence].map((k) => slotOfTag(hashTagOf(k))));
+      const slots = new Set(
+        [names.lock, names.queue, names.heartbeats, names.holders, names.shapes, names.fence].map((k) => slotOfTag(hashTagOf(k))),
+      );
       expect(slots.size).toBe(1);
     }
   });

@@ -10,6 +10,10 @@ export interface RedisLockKeys {
   readonly heartbeats: string;
   /** The fencing counter this lock draws from (same Cluster slot as the others). */
   readonly fence: string;
+  /** Shaped holders (`concurrency` > 1, `shared`; score: server time their lease ends), protocol/lua/shaped.lua. */
+  readonly holders: string;
+  /** Shaped callers, queued or holding, with their limit (0: shared) and, once granted, their fencing token. */
+  readonly shapes: string;
 }
 
 const SPECIAL = /[%{}]/;
@@ -26,7 +30,8 @@ export function escapeKeyPart(text: string): string {
 
 /**
  * Names every key and channel a provider uses under its `keyPrefix`:
- * `<prefix>:{<key>}`, `<prefix>:{<key>}:q`, `<prefix>:{<key>}:hb`, the fencing
+ * `<prefix>:{<key>}`, `<prefix>:{<key>}:q`, `<prefix>:{<key>}:hb` (and for shaped
+ * holders `:h` and `:s`), the fencing
  * counter `<prefix>:fence` (in Cluster one per slot, `<prefix>:fence:{<tag>}`), and
  * the wake-up channels `<prefix>:wake:<session>`.
  */
@@ -55,6 +60,8 @@ export class RedisKeyspace {
       lock,
       queue: `${lock}:q`,
       heartbeats: `${lock}:hb`,
+      holders: `${lock}:h`,
+      shapes: `${lock}:s`,
       fence: this.slotTags ? `${this.fenceKey}:{${this.slotTags.tagFor(slotOfTag(tag))}}` : this.fenceKey,
     };
   }

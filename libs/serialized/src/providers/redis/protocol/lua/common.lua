@@ -1,8 +1,10 @@
--- Prepended to every script that can pass a key on (acquire, release, leave, heartbeat).
+-- Prepended to every script that can pass a key on (acquire, release, leave, heartbeat),
+-- after lock-value.lua.
 --
 -- Layout of one lock (all keys share the hash tag {<key>}, so they live in one
 -- Cluster slot):
---   <prefix>:{<key>}      string  owner token of the holder, expiring with its lease
+--   <prefix>:{<key>}      string  "<owner token> <fencing token>" of the holder, expiring
+--                                 with its lease (lock-value.lua)
 --   <prefix>:{<key>}:q    zset    waiters by arrival; score = fencing token drawn on arrival
 --   <prefix>:{<key>}:hb   zset    waiters' heart-beats; score = server time (ms) until which
 --                                 the waiter counts as alive
@@ -78,7 +80,7 @@ local function grant_next(lock, queue, beats, now, cap, channel, session, counte
       local px = math.min(tonumber(lease), cap)
       local fence = next_fence(counter, block)
       local floor = remote_floor(queue, owner_session, FLOOR_WINDOW, true)
-      redis.call('SET', lock, member, 'PX', px)
+      redis.call('SET', lock, lock_value(member, fence), 'PX', px)
       if owner_session ~= session then
         redis.call('PUBLISH', channel .. owner_session, member .. ' ' .. string.format('%.0f', fence) .. ' ' .. px
           .. ' ' .. string.format('%.0f', fence + block - 1) .. ' ' .. string.format('%.0f', floor))

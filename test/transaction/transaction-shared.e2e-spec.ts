@@ -1,0 +1,93 @@
+import type { INestApplication } from '@nestjs/common';
+import { LockService } from 'nestjs-serialized';
+import { advisoryLockKey } from 'nestjs-serialized/providers/postgres/advisory-key.hash';
+import { TEST_DATABASE_URL } from '../support/services';
+import { deferred, waitFor } from '../support/timing';
+import { PgInspector, uniquePrefix } from '../postgres/support/pg-inspect';
+import { createTransactionApp } from './support/transaction-app';
+
+/**
+ * Shared holders in transaction mode through the app's TypeORM: `shared: true`
+ * takes `pg_advisory_xact_lock_shared`, so readers hold the key together in their
+ * own transactions while a writer (and another session's exclusive lock) waits.
+ */
+describe('transaction mode with shared holders (typeorm)', () => {
+  let pg: PgInspector;
+  let app: INestApplication;
+  let keyPrefix: string;
+  let table: string;
+  let accounts: string;
+  let locks: LockService;
+
+  beforeAll(async () => {
+    pg = await PgInspector.connect();
+    keyPrefix = uniquePrefix('tx-shared');
+    table = `tx_shared_rewards_${process.pid}`;
+    accounts = `tx_shared_accounts_${process.pid}`;
+    await pg.query(`DROP TABLE IF EXISTS ${table}, ${accounts}`);
+    await pg.query(`CREATE TABLE ${table} (id serial PRIMARY KEY, user_id text NOT NULL, token bigint)`);
+    await pg.query(`CREATE TABLE ${accounts} (id text PRIMARY KEY, balance int NOT NULL)`);
+    ({ app } = await createTransactionApp({ adapter: 'typeorm', databaseUrl: TEST_DATABASE_URL, keyPrefix, table, accounts, poolSize: 6 }));
+    locks = app.get(LockService);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await pg.query(`DROP TABLE IF EXISTS ${table}, ${accounts}`);
+    await pg.close();
+  });
+
+  /** The modes in which the server holds `key`'s transaction lock now, granted ones only. */
+  const modes = async (key: string) =>
+    (
+      await pg.query<{ mode: string }>(
+        `SELECT mode FROM pg_locks WHERE locktype = 'advisory' AND granted
+           AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint) ORDER BY mode`,
+        [advisoryLockKey(keyPrefix, key)],
+      )
+    ).map((row) => row.mode);
+
+  it('two readers inside together (ShareLock twice in the server); a writer waits for both and then holds it alone', async () => {
+    const inside = new Set<string>();
+    let overlaps = 0;
+    const gates = [deferred(), deferred(), deferred()];
+    const section = (name: string, gate: Promise<void>, writer: boolean) => async () => {
+      if ((writer && inside.size > 0) || inside.has('W')) overlaps++;
+      inside.add(name);
+      await gate;
+      inside.delete(name);
+      return name;
+    };
+    const r1 = locks.run('doc:1', section('R1', gates[0].promise, false), { transaction: true, shared: true });
+    const r2 = locks.run('doc:1', section('R2', gates[1].promise, false), { transaction: true, shared: true });
+    await waitFor(() => inside.size === 2, 10_000, 'both readers inside');
+    expect(await modes('doc:1')).toEqual(['ShareLock', 'ShareLock']);
+    const w = locks.run('doc:1', section('W', gates[2].promise, true), { transaction: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(inside.has('W')).toBe(false);
+    gates[0].resolve();
+    gates[1].resolve();
+    await waitFor(() => inside.has('W'), 10_000, 'writer inside');
+    expect(await modes('doc:1')).toEqual(['ExclusiveLock']);
+    gates[2].resolve();
+    expect(await Promise.all([r1, r2, w])).toEqual(['R1', 'R2', 'W']);
+    expect(overlaps).toBe(0);
+    expect(await modes('doc:1')).toEqual([]);
+  });
+
+  it('a shared reader in reject mode is refused while another session holds the key exclusively', async () => {
+    await pg.query('BEGIN');
+    try {
+      await pg.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryLockKey(keyPrefix, 'doc:2')]);
+      const refused = await locks
+        .run('doc:2', () => 'ran', { transaction: true, shared: true, mode: 'reject' })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect((refused as Error).name).toBe('LockBusyError');
+    } finally {
+      await pg.query('ROLLBACK');
+    }
+    expect(await locks.run('doc:2', () => 'ran', { transaction: true, shared: true, mode: 'reject' })).toBe('ran');
+  });
+});
