@@ -1,5 +1,5 @@
 /*
- * Redis fail-over and replica acknowledgements (issue 40; the redis driver's
+ * Redis fail-over and replica acknowledgements (the redis driver's
  * `replicas: { acks, timeoutMs }`), as a Promela model for SPIN. docs/protocol.md
  * presents it beside the hand-off model (models/redis.pml), whose Redis is one server
  * that never fails over; this one is the other way round: the grant and the fencing

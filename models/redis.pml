@@ -11,13 +11,15 @@
  * wait), and once granted holds it (one write, where the properties are checked) and
  * releases it. Redis is the five scripts, each one atomic step on shared state
  * (libs/serialized/src/providers/redis/protocol/lua/*.lua): the lock key (owner token and
- * lease expiry), the queue (places in arrival order, scores drawn from the fencing
- * counter), the heart-beats (alive-until per place), the fencing counter. A call
- * reaches Redis when its process sends it (the command connection keeps order, so
- * sending and the script's run are one step); its reply goes to the process's reply
- * FIFO and is handled in a later step of the process, so anything may happen in
- * between. Hand-offs to another process and notices are pub/sub messages on that
- * process's channel (a FIFO), handled in a later step too.
+ * lease expiry; its value also names the holder's fencing token, lua/lock-value.lua, for
+ * LockService.inspect alone: every script compares the owner token only, so `owner` here
+ * is that first part and the token is left out), the queue (places in arrival order,
+ * scores drawn from the fencing counter), the heart-beats (alive-until per place), the
+ * fencing counter. A call reaches Redis when its process sends it (the command
+ * connection keeps order, so sending and the script's run are one step); its reply
+ * goes to the process's reply FIFO and is handled in a later step of the process, so
+ * anything may happen in between. Hand-offs to another process and notices are
+ * pub/sub messages on that process's channel (a FIFO), handled in a later step too.
  *
  * Time is a discrete clock (`now`, up to TMAX ticks; Redis and the processes read the
  * same clock: drift is outside the model). Leases: L ticks for an acquisition or a
@@ -58,9 +60,9 @@
  *     K with a fresh block (release script, keep); a tenure that ends any other way
  *     sends its riders to Redis (requeue);
  *   - one heart-beat per process (heartbeat script) at any time while it
- *     has places: refreshes them, passes a free key on, reports the owner (with a
- *     fresh block when it is one of its own whose message was missed) and the places
- *     gone (requeue);
+ *     has places: refreshes them, passes a free key on, reports the owner (with the
+ *     block its hand-off reserved when it is one of its own whose message was missed
+ *     or not read yet) and the places gone (requeue);
  *   - a holder renews (renew, renewed, expire: above); a release with a renewal in
  *     flight is not passed on locally (RedisLock.release's `passable`);
  *   - a holder's write reads `lock.lost`, which compares the lease deadline as last
@@ -163,7 +165,7 @@
  *   BROKEN_TENURE_TOKEN   a local hand-off without checking the holder is of the
  *                         current tenure (TenureRegistry.passOn)
  *   BROKEN_RIDER_MAXP     a newcomer rides behind maxPending linked waiters (MAXP)
- *   BROKEN_LATE_RENEWAL   the renewal rule before issue 32: a renewal is sent after the
+ *   BROKEN_LATE_RENEWAL   the renewal rule before the late-renewal fix: a renewal is sent after the
  *                         lease ran out, `lock.lost` reads unset while a renewal flies
  *                         until its send time + L, and the guard timer leaves a holder
  *                         with a renewal in flight to its reply (refuted: P6, and P1
@@ -276,6 +278,7 @@ mtype:waiter = { sending, queued, riding, confirming, granted, gave_up };
 byte now = 0;
 byte owner = 0;               /* the lock key: owner token (0: none) */
 byte oexp = 0;                /* its expiry (PX) */
+byte gfen = 0;                /* the fencing token grant_next last handed with K (the value names it until that owner writes it) */
 byte counter = 0;             /* the fencing counter */
 bool cEx = true;              /* the counter exists */
 byte epoch = 0;               /* restarts so far */
@@ -483,7 +486,7 @@ inline rfloor(pp, win, capped, res) {
    newcomer's is above every place) is left queued. The queue is in arrival order at Redis (scores
    from the fencing counter); places whose heart-beats lapsed are passed over (and dropped). Not
    grants of a free key, so not checked here: the release script's keep (the holder keeps K for its
-   riders, a fresh block) and the heart-beat's fresh block for an owner already granted; local
+   riders, a fresh block) and the heart-beat's report of an owner already granted; local
    hand-offs (riders, strict mode ahead of the floor, cohort mode within its bound) are P3's and P4's. */
 inline headCheck(score) {
   hc_i = 0;
@@ -512,7 +515,7 @@ inline grantNext(cp) {
         nextFence(BLK, gn_f);
         gn_l = gn_f + BLK - 1;
         rfloor(PT(gn_m), WIN, true, gn_fl);
-        owner = gn_m; tokEp[gn_m] = epoch; oexp = now + PX;
+        owner = gn_m; gfen = gn_f; tokEp[gn_m] = epoch; oexp = now + PX;
         if
         :: PT(gn_m) != cp -> publish(PT(gn_m), MHAND, gn_m, gn_f, gn_fl)
         :: else -> skip
@@ -625,7 +628,7 @@ inline releaseS(w, tk, sv, kp, pp) {
 }
 
 /* heartbeat.lua: heart-beats for the process's places, pass a free key on, report the owner
-   (a fresh block when it is one of the places asked about) and the places gone */
+   (with the block its hand-off reserved when it is one of the places asked about) and the places gone */
 inline checkS(pp) {
   expire();
   ck_m1 = 0; ck_m2 = 0; ck_m3 = 0;
@@ -659,7 +662,7 @@ inline checkS(pp) {
   ck_of = 0; ck_ol = 0; ck_ofl = 0;
   if
   :: owner != 0 && owner != gn_t && PT(owner) == pp && tok[tokW[owner]] == owner && arr[tokW[owner]] && ph[tokW[owner]] == queued ->
-     nextFence(BLK, ck_of); ck_ol = ck_of + BLK - 1; rfloor(pp, WIN, true, ck_ofl)
+     ck_of = gfen; ck_ol = ck_of + BLK - 1; rfloor(pp, WIN, true, ck_ofl)   /* the block the hand-off reserved */
   :: else -> skip
   fi;
   ck_pt = (owner != 0 -> oexp - now : 0);
