@@ -20,6 +20,16 @@ export interface BenchConfig {
   memory: { rounds: number; keys: number; heldKeys: number; batch: number };
   http: { rounds: number; connections: number; durationSec: number; warmupRequests: number };
   transfer: { rounds: number; callers: number; accounts: number; warmupMs: number; durationMs: number; drainTimeoutMs: number };
+  holders: {
+    rounds: number;
+    callers: number;
+    permits: number;
+    writeEvery: number;
+    sectionMs: number;
+    warmupMs: number;
+    durationMs: number;
+    drainTimeoutMs: number;
+  };
 }
 
 export const FULL: BenchConfig = {
@@ -40,6 +50,8 @@ export const FULL: BenchConfig = {
   http: { rounds: 5, connections: 32, durationSec: 2, warmupRequests: 1000 },
   // 8 callers on 6 accounts: at most 3 transfers can run at once, so most callers wait on most turns.
   transfer: { rounds: 5, callers: 8, accounts: 6, warmupMs: 150, durationMs: 500, drainTimeoutMs: 15_000 },
+  // 16 callers of one key, 4 at a time (issue: "N = 4 per key, 16 callers"); 1 write in 10 for the shared rows.
+  holders: { rounds: 3, callers: 16, permits: 4, writeEvery: 10, sectionMs: 1, warmupMs: 150, durationMs: 500, drainTimeoutMs: 15_000 },
 };
 
 export const QUICK: BenchConfig = {
@@ -56,4 +68,5 @@ export const QUICK: BenchConfig = {
   memory: { rounds: 1, keys: 200_000, heldKeys: 10_000, batch: 1000 },
   http: { rounds: 1, connections: 32, durationSec: 1, warmupRequests: 100 },
   transfer: { rounds: 2, callers: 8, accounts: 6, warmupMs: 50, durationMs: 200, drainTimeoutMs: 10_000 },
+  holders: { rounds: 2, callers: 16, permits: 4, writeEvery: 10, sectionMs: 1, warmupMs: 50, durationMs: 200, drainTimeoutMs: 10_000 },
 };

@@ -32,6 +32,7 @@ import { runSettings } from './report/settings';
 import { evaluateTargets } from './report/targets';
 import type { BenchResults, ResultEntry } from './report/results';
 import { httpOverheadScenario } from './scenarios/http-overhead.scenario';
+import { holdersScenario } from './scenarios/holders.scenario';
 import { hotKeyProcessesScenario } from './scenarios/hot-key-processes.scenario';
 import { hotKeyScenario } from './scenarios/hot-key.scenario';
 import { manyKeysScenario } from './scenarios/many-keys.scenario';
@@ -52,6 +53,7 @@ const SCENARIOS: Scenario[] = [
   memoryScenario,
   httpOverheadScenario,
   transferScenario,
+  holdersScenario,
 ];
 
 /** The Node.js major of the reference run (bench/results/latest.json). */

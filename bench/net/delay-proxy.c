@@ -1,10 +1,11 @@
 /*
  * A TCP proxy that delays every byte by a fixed time in each direction: the bench's
- * "network" variant (issue 23 item 3), so that a round trip costs what it costs
- * between two hosts (0.25 ms each way by default) while the backends stay on this
- * machine. Written in C because the delay is sub-millisecond: Node's timers have a
- * 1 ms granularity, and a JavaScript proxy that spins to wait would take a core from
- * the contenders it measures. One thread, epoll, one timerfd (CLOCK_MONOTONIC): it
+ * "network" variant (bench/scenarios/uncontended.scenario.ts and
+ * http-overhead.scenario.ts), so that a round trip costs what it costs between two
+ * hosts (0.25 ms each way by default) while the backends stay on this machine.
+ * Written in C because the delay is sub-millisecond: Node's timers have a 1 ms
+ * granularity, and a JavaScript proxy that spins to wait would take a core from the
+ * contenders it measures. One thread, epoll, one timerfd (CLOCK_MONOTONIC): it
  * sleeps until the next chunk is due, so it costs the contenders next to nothing.
  *
  *   delay-proxy <listen-port> <target-host> <target-port> <delay-us>

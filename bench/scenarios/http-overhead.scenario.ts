@@ -9,9 +9,10 @@ type Driver = 'memory' | 'redis';
 /**
  * The apps: one per driver, an in-memory one that only ever serves the undecorated
  * route, and a Redis one whose Redis connection goes through a proxy adding 0.25 ms
- * each way (the network variant).
+ * each way (the network variant), and two Redis apps with `tracing: 'on'`, one with no
+ * TracerProvider registered (spans are the API's no-ops) and one with the SDK.
  */
-type App = Driver | 'fresh' | 'redis-net';
+type App = Driver | 'fresh' | 'redis-net' | 'traced-noop' | 'traced-sdk';
 type Variant = 'plain' | 'intercepted' | 'distinct' | 'hot';
 
 const ROUTE: Record<Variant, (i: number) => string> = {
@@ -83,6 +84,12 @@ function serverCpuEntry(id: string, title: string, outcomes: ReadonlyMap<string,
 
 /** The routes the network variant measures (each against its own no-op-interceptor route). */
 const NET_ROUTES: Variant[] = ['plain', 'intercepted', 'distinct'];
+/** The routes the traced apps measure: the decorated one against their own no-op-interceptor route. */
+const TRACED_ROUTES: Variant[] = ['intercepted', 'distinct'];
+const TRACED_LABEL: Record<'traced-noop' | 'traced-sdk', string> = {
+  'traced-noop': "Redis driver, tracing: 'on' with no TracerProvider",
+  'traced-sdk': "Redis driver, tracing: 'on' with the OpenTelemetry SDK (spans dropped by the exporter)",
+};
 
 /**
  * 6. What `@Serialized` costs per request: autocannon (programmatic API, in this
@@ -108,8 +115,9 @@ export const httpOverheadScenario: Scenario = {
       );
       // The three apps start in parallel (Nest start-up is the slow part), then warm up one after another.
       await Promise.all(
-        (['memory', 'redis', 'fresh', 'redis-net'] as const).map(async (app) => {
-          const driver: Driver = app === 'fresh' ? 'memory' : app === 'redis-net' ? 'redis' : app;
+        (['memory', 'redis', 'fresh', 'redis-net', 'traced-noop', 'traced-sdk'] as const).map(async (app) => {
+          const driver: Driver = app === 'fresh' ? 'memory' : app === 'memory' ? 'memory' : 'redis';
+          const tracing = app === 'traced-noop' ? 'noop' : app === 'traced-sdk' ? 'sdk' : undefined;
           const down =
             driver === 'redis' ? (backendDown(context.services, 'redis') ?? (app === 'redis-net' ? proxyError : undefined)) : undefined;
           if (down) return void apps.set(app, { error: down });
@@ -117,7 +125,7 @@ export const httpOverheadScenario: Scenario = {
           const redisUrl = app === 'redis-net' ? proxy!.via(context.subjects.redisUrl) : context.subjects.redisUrl;
           try {
             const started = await worker.request(
-              { type: 'start', driver, redisUrl, keyPrefix: `${context.subjects.prefix}:http${app === 'redis-net' ? '-net' : ''}` },
+              { type: 'start', driver, redisUrl, tracing, keyPrefix: `${context.subjects.prefix}:http-${app}` },
               'started',
               60_000,
             );
@@ -129,9 +137,17 @@ export const httpOverheadScenario: Scenario = {
       );
       for (const [app, { url }] of apps) {
         if (!url) continue;
-        log(`  [6] ${app === 'fresh' ? 'undecorated-only' : DRIVER_LABEL[app]} app on ${url}; warming up`);
+        const label =
+          app === 'fresh' ? 'undecorated-only' : app === 'traced-noop' || app === 'traced-sdk' ? TRACED_LABEL[app] : DRIVER_LABEL[app];
+        log(`  [6] ${label} app on ${url}; warming up`);
         const routes: Variant[] =
-          app === 'fresh' ? ['plain'] : app === 'redis-net' ? NET_ROUTES : ['plain', 'intercepted', 'distinct', 'hot'];
+          app === 'fresh'
+            ? ['plain']
+            : app === 'redis-net'
+              ? NET_ROUTES
+              : app === 'traced-noop' || app === 'traced-sdk'
+                ? TRACED_ROUTES
+                : ['plain', 'intercepted', 'distinct', 'hot'];
         for (const variant of routes) await load(url, ROUTE[variant], connections, durationSec, warmupRequests);
       }
 
@@ -139,6 +155,7 @@ export const httpOverheadScenario: Scenario = {
         ...(['memory', 'redis'] as const).flatMap((d) => (Object.keys(ROUTE) as Variant[]).map((v) => `${d}:${v}`)),
         'fresh:plain',
         ...NET_ROUTES.map((v) => `redis-net:${v}`),
+        ...(['traced-noop', 'traced-sdk'] as const).flatMap((app) => TRACED_ROUTES.map((v) => `${app}:${v}`)),
       ];
       const outcomes = await interleave(
         ids,
@@ -251,6 +268,12 @@ export const httpOverheadScenario: Scenario = {
         }),
       );
       entries.push(serverCpuEntry('6.redis.net.distinct.server-cpu', netTitle, net, rounds));
+      // What traces cost a request: each traced app against its own no-op-interceptor route, beside 6.redis.distinct.server-cpu (untraced).
+      for (const app of ['traced-noop', 'traced-sdk'] as const) {
+        const traced = new Map<string, Outcome>(TRACED_ROUTES.map((v) => [v, { ...outcomes.get(`${app}:${v}`)!, id: v }]));
+        const id = app === 'traced-noop' ? '6.redis.traced.noop.server-cpu' : '6.redis.traced.sdk.server-cpu';
+        entries.push(serverCpuEntry(id, `6. HTTP, ${TRACED_LABEL[app]}, @Serialized on distinct keys`, traced, rounds));
+      }
       // What enabling the library costs the routes it does not decorate (Node 20: AsyncLocalStorage promise hooks).
       const appWide = new Map<string, Outcome>([
         ['plain', { ...outcomes.get('memory:plain')!, id: 'plain' }],

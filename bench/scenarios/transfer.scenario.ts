@@ -1,9 +1,7 @@
-import { now, sleep } from '../lib/clock';
 import { withContenderHosts } from '../lib/contender-hosts';
-import { describeError, interleave, type Sample } from '../lib/interleave';
-import { percentiles } from '../lib/stats';
+import { measureCallers, windowMetrics } from '../lib/measuring-window';
+import { interleave, type Sample } from '../lib/interleave';
 import { buildEntry, GROUP_OF, type ResultEntry } from '../report/results';
-import { withTimeout } from '../services';
 import { BACKEND_LABEL, KEY_SET_SUBJECTS } from '../subjects';
 import type { LockSubject } from '../subjects/subject';
 import { costEntries } from './cost-entries';
@@ -86,8 +84,7 @@ export const transferScenario: Scenario = {
  * One round of one contender (in its own process). Each section checks that neither of
  * its accounts is in another section (mutual exclusion per key) and the total is
  * checked at the end (money conserved): a contender that breaks either is reported as
- * failed, not measured. Time is read on every turn, never from a timer: a lock that
- * hands over in microtasks would starve one.
+ * failed, not measured. The window is lib/measuring-window.ts's.
  */
 export async function transferRound(subject: LockSubject, round: number, id: string, params: TransferParams): Promise<Sample> {
   const withLocks = subject.withLocks?.bind(subject);
@@ -97,22 +94,11 @@ export async function transferRound(subject: LockSubject, round: number, id: str
   const balances = new Array<number>(accounts).fill(1000);
   const inSection = new Array<boolean>(accounts).fill(false);
   let overlaps = 0;
-  const from = now() + warmupMs;
-  const to = from + durationMs;
-  let windowStart = 0;
-  let windowEnd = 0;
-  let cpuStart: NodeJS.CpuUsage | undefined;
-  let cpu: NodeJS.CpuUsage | undefined;
-  let transfers = 0;
-  const latencies: number[] = [];
-  const failures: string[] = [];
-
   const transfer = async (): Promise<void> => {
     const a = Math.floor(Math.random() * accounts);
     let b = Math.floor(Math.random() * (accounts - 1));
     if (b >= a) b++;
     const amount = 1 + Math.floor(Math.random() * 10);
-    const started = now();
     await withLocks([keys[a], keys[b]], async () => {
       if (inSection[a] || inSection[b]) overlaps++;
       inSection[a] = inSection[b] = true;
@@ -124,45 +110,10 @@ export async function transferRound(subject: LockSubject, round: number, id: str
       balances[b] = toBalance + amount;
       inSection[a] = inSection[b] = false;
     });
-    const done = now();
-    if (cpuStart === undefined) {
-      if (done >= from) {
-        cpuStart = process.cpuUsage();
-        windowStart = done;
-      }
-    } else if (cpu === undefined) {
-      if (done < to) {
-        transfers++;
-        latencies.push(done - started);
-      } else {
-        cpu = process.cpuUsage(cpuStart);
-        windowEnd = done;
-      }
-    }
   };
-  const loop = async (): Promise<void> => {
-    while (now() < to) {
-      try {
-        await transfer();
-      } catch (error) {
-        failures.push(describeError(error));
-        return; // this caller gave up
-      }
-    }
-  };
-  const all = Promise.all(Array.from({ length: callers }, loop));
-  try {
-    await withTimeout(all, to - now() + drainTimeoutMs, `callers did not finish within ${drainTimeoutMs} ms after the window`);
-  } catch (error) {
-    failures.push(describeError(error));
-  }
-  await sleep(0);
-  const elapsedMs = windowEnd - windowStart;
-  const [p50Ms, p99Ms] = percentiles(latencies, [50, 99]);
-  const metrics: Record<string, number> =
-    cpu && transfers > 0
-      ? { transfersPerSec: transfers / (elapsedMs / 1000), p50Ms, p99Ms, cpuMicrosPerOp: (cpu.user + cpu.system) / transfers }
-      : {};
+  const measured = await measureCallers(callers, { warmupMs, durationMs, drainTimeoutMs }, transfer);
+  const { failures, ops: transfers } = measured;
+  const metrics = windowMetrics(measured, 'transfersPerSec');
   const total = balances.reduce((sum, balance) => sum + balance, 0);
   if (failures.length) return { metrics, failure: `${failures.length} of ${callers} callers gave up or erred (${failures[0]})` };
   if (overlaps) return { metrics, failure: `mutual exclusion broken: ${overlaps} sections found an account already in a section` };

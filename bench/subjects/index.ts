@@ -1,7 +1,16 @@
-import { asyncLock, asyncMutexMap, memorySubjects, oursMemory } from './memory.subjects';
+import { asyncLock, asyncMutexMap, asyncMutexSemaphore, memorySubjects, oursMemory } from './memory.subjects';
 import { mysqlNested, mysqlSubjects, oursMysql } from './mysql.subjects';
 import { oursPostgres, oursPostgresCohort, postgresNested, postgresSubjects } from './postgres.subjects';
-import { oursRedis, oursRedisCohort, oursRedisReplicas, redisSemaphore, redisSubjects, redlock10, redlockDefault } from './redis.subjects';
+import {
+  oursRedis,
+  oursRedisCohort,
+  oursRedisReplicas,
+  redisSemaphore,
+  redisSemaphoreSemaphore,
+  redisSubjects,
+  redlock10,
+  redlockDefault,
+} from './redis.subjects';
 import type { Backend, SubjectSpec } from './subject';
 
 export const SUBJECTS: Record<Backend, SubjectSpec[]> = {
@@ -32,11 +41,31 @@ export const KEY_SET_SUBJECTS: Record<Backend, SubjectSpec[]> = {
   mysql: [oursMysql, mysqlNested],
 };
 
+/**
+ * Scenario 8 (several holders of one key): N at a time per key beside a peer's own
+ * semaphore (async-mutex's and redis-semaphore's `Semaphore`); shared readers beside a
+ * plain mutex, whose readers hold the key alone (async-mutex's and redis-semaphore's
+ * `Mutex`, hand-rolled advisory and named locks).
+ */
+export const PERMIT_SUBJECTS: Record<Backend, SubjectSpec[]> = {
+  memory: [oursMemory, asyncMutexSemaphore],
+  redis: [oursRedis, redisSemaphoreSemaphore],
+  postgres: [oursPostgres],
+  mysql: [],
+};
+export const SHARED_SUBJECTS: Record<Backend, SubjectSpec[]> = {
+  memory: [oursMemory, asyncMutexMap],
+  redis: [oursRedis, redisSemaphore],
+  postgres: [oursPostgres, postgresNested],
+  mysql: [],
+};
+
 export function findSubject(backend: Backend, id: string): SubjectSpec {
   const spec =
     SUBJECTS[backend].find((s) => s.id === id) ??
     Object.values(VARIANTS[backend]).find((s) => s.id === id) ??
-    KEY_SET_SUBJECTS[backend].find((s) => s.id === id);
+    KEY_SET_SUBJECTS[backend].find((s) => s.id === id) ??
+    PERMIT_SUBJECTS[backend].find((s) => s.id === id);
   if (!spec) throw new Error(`No ${backend} subject "${id}"`);
   return spec;
 }

@@ -1,5 +1,5 @@
 import AsyncLock from 'async-lock';
-import { Mutex } from 'async-mutex';
+import { Mutex, Semaphore } from 'async-mutex';
 import { InMemoryLockProvider, LockService, type LockProvider } from 'nestjs-serialized';
 import { nestedInSortedOrder, type LockSubject, type SubjectSpec } from './subject';
 
@@ -19,6 +19,8 @@ export function lockServiceSubject(provider: LockProvider): LockSubject {
   return {
     withLock: (key, fn) => service.run(key, fn),
     withLocks: (keys, fn) => service.run(keys, fn),
+    withPermit: (key, permits, fn) => service.run(key, fn, { concurrency: permits }),
+    withShared: (key, fn) => service.run(key, fn, { shared: true }),
     close: async () => {
       await provider.close();
       releaseAsyncContext(service);
@@ -91,3 +93,34 @@ export const asyncLock: SubjectSpec = {
 };
 
 export const memorySubjects: SubjectSpec[] = [oursMemory, asyncMutexMap, asyncLock];
+
+/**
+ * Scenario 8: async-mutex's `Semaphore` per key, in a reference-counted Map as for its
+ * `Mutex` (the library has no keyed semaphore).
+ */
+export const asyncMutexSemaphore: SubjectSpec = {
+  id: 'async-mutex-semaphore',
+  label: 'async-mutex (Map of Semaphore)',
+  kind: 'peer',
+  backend: 'memory',
+  settings: 'Map<key, { semaphore: new Semaphore(permits), users }>; semaphore.runExclusive(fn); entry deleted when its last user leaves',
+  canWait: true,
+  async open(): Promise<LockSubject> {
+    const semaphores = new Map<string, { semaphore: Semaphore; users: number }>();
+    const withPermit = async (key: string, permits: number, fn: () => void | Promise<void>): Promise<void> => {
+      let entry = semaphores.get(key);
+      if (!entry) semaphores.set(key, (entry = { semaphore: new Semaphore(permits), users: 0 }));
+      entry.users++;
+      try {
+        await entry.semaphore.runExclusive(fn);
+      } finally {
+        if (--entry.users === 0) semaphores.delete(key);
+      }
+    };
+    return {
+      withLock: (key, fn) => withPermit(key, 1, fn),
+      withPermit,
+      close: async () => semaphores.clear(),
+    };
+  },
+};

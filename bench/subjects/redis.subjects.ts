@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
-import { Mutex as RedisSemaphoreMutex } from 'redis-semaphore';
+import { Mutex as RedisSemaphoreMutex, Semaphore as RedisSemaphore } from 'redis-semaphore';
 import Redlock from 'redlock';
 import { RedisLockProvider } from 'nestjs-serialized';
 import { ensureLocalReplica } from '../lib/local-replica';
@@ -132,6 +132,36 @@ export const redisSemaphore: SubjectSpec = {
       withLock,
       // No multi-key call: nested mutexes in sorted order, as its users write it.
       withLocks: (keys, fn) => nestedInSortedOrder(withLock, keys, fn),
+      close: async () => void (await client.quit()),
+    };
+  },
+};
+
+/** Scenario 8: redis-semaphore's `Semaphore` (its N-at-a-time lock), set up as its `Mutex` above. */
+export const redisSemaphoreSemaphore: SubjectSpec = {
+  id: 'redis-semaphore-semaphore',
+  label: 'redis-semaphore (Semaphore)',
+  kind: 'peer',
+  backend: 'redis',
+  settings: `new Semaphore(ioredis, key, permits, { lockTimeout: ${LEASE_MS}, acquireTimeout: ${WAIT_BUDGET_MS}, retryInterval: 10 (default), refreshInterval: 24000 (default) }); acquire(); fn(); release()`,
+  canWait: true,
+  async open(context: SubjectContext): Promise<LockSubject> {
+    const client = connectRedis(context.redisUrl);
+    const withPermit = async (key: string, permits: number, fn: () => void | Promise<void>): Promise<void> => {
+      const semaphore = new RedisSemaphore(client, `${context.prefix}:rss:${key}`, permits, {
+        lockTimeout: LEASE_MS,
+        acquireTimeout: WAIT_BUDGET_MS,
+      });
+      await semaphore.acquire();
+      try {
+        await fn();
+      } finally {
+        await semaphore.release();
+      }
+    };
+    return {
+      withLock: (key, fn) => withPermit(key, 1, fn),
+      withPermit,
       close: async () => void (await client.quit()),
     };
   },

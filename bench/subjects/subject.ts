@@ -46,6 +46,16 @@ export interface LockSubject {
    * between A→B and B→A). Absent on subjects that cannot wait (the floors).
    */
   withLocks?(keys: readonly string[], fn: () => void | Promise<void>): Promise<void>;
+  /**
+   * Scenario 8: run `fn` holding one of `permits` places of `key` (at most `permits`
+   * callers of the key at once). Absent on subjects with no such lock.
+   */
+  withPermit?(key: string, permits: number, fn: () => void | Promise<void>): Promise<void>;
+  /**
+   * Scenario 8: run `fn` holding `key` beside other readers (a writer takes
+   * `withLock`). Absent on a plain mutex, whose readers hold the key alone.
+   */
+  withShared?(key: string, fn: () => void | Promise<void>): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 /**
- * One contender of scenarios 1, 2, 4 and 7 in a process of its own (see
+ * One contender of scenarios 1, 2, 4, 7 and 8 in a process of its own (see
  * lib/contender-hosts.ts): each `measure` request opens the subject, runs one
  * round of the scenario, closes it, and answers with the sample, the number of
  * critical sections entered and, on PostgreSQL, the statements sent.
@@ -10,6 +10,7 @@ import type { MeasuredReply } from '../lib/contender-hosts';
 import type { Sample } from '../lib/interleave';
 import { measureOpened } from '../lib/open-subjects';
 import { serveRequests, type Message } from '../lib/worker-process';
+import { holdersRound } from '../scenarios/holders.scenario';
 import { hotKeyRound } from '../scenarios/hot-key.scenario';
 import { manyKeysRound } from '../scenarios/many-keys.scenario';
 import { transferRound } from '../scenarios/transfer.scenario';
@@ -24,6 +25,7 @@ const ROUNDS: Record<number, Round> = {
   2: hotKeyRound as Round,
   4: manyKeysRound as Round,
   7: transferRound as Round,
+  8: holdersRound as Round,
 };
 
 interface MeasureRequest {
@@ -55,6 +57,20 @@ serveRequests(async (message: Message): Promise<Message> => {
       withLocks: subject.withLocks
         ? (keys, fn) =>
             subject.withLocks!(keys, () => {
+              acquisitions++;
+              return fn();
+            })
+        : undefined,
+      withPermit: subject.withPermit
+        ? (key, permits, fn) =>
+            subject.withPermit!(key, permits, () => {
+              acquisitions++;
+              return fn();
+            })
+        : undefined,
+      withShared: subject.withShared
+        ? (key, fn) =>
+            subject.withShared!(key, () => {
               acquisitions++;
               return fn();
             })
