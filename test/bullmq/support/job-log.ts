@@ -81,19 +81,42 @@ export interface TestJobData {
   barrier?: { group: string; starts: number };
 }
 
+/** One run of a job in the log: while it holds a place of its key (see `placeSpans`). */
+export interface PlaceSpan {
+  id: string;
+  seq: number;
+  limit?: number;
+  /** Index of its first `start` in the log. */
+  from: number;
+  /** Index of its last event (`events.length` while it still runs). */
+  to: number;
+  /** A job run again after it had ended: its completion was lost with its worker, so it queued anew. */
+  rerun: boolean;
+}
+
 /**
  * The span of each job in the log, from its first `start` to its last event:
  * while it holds a place of its key (a failed attempt that BullMQ retries keeps
- * it). Indexes into `events`; a job still running ends at `events.length`.
+ * it, and so does a run killed mid-body until stalled-job recovery re-runs it).
+ * A job that ended and then starts again had its worker killed after it left its
+ * key and before BullMQ recorded the completion: the re-run takes a new place
+ * (enter-job.lua numbers it anew), so it is a second span. Indexes into `events`.
  */
-export function placeSpans(events: readonly JobEvent[]): { id: string; seq: number; limit?: number; from: number; to: number }[] {
-  const spans = new Map<string, { id: string; seq: number; limit?: number; from: number; to: number }>();
+export function placeSpans(events: readonly JobEvent[]): PlaceSpan[] {
+  const all: PlaceSpan[] = [];
+  const current = new Map<string, { span: PlaceSpan; ended: boolean }>();
   events.forEach((event, index) => {
-    const span = spans.get(event.id);
-    if (span) span.to = event.e === 'start' ? events.length : index;
-    else if (event.e === 'start') spans.set(event.id, { id: event.id, seq: event.seq, limit: event.limit, from: index, to: events.length });
+    const open = current.get(event.id);
+    if (event.e === 'start' && (!open || open.ended)) {
+      const span = { id: event.id, seq: event.seq, limit: event.limit, from: index, to: events.length, rerun: open !== undefined };
+      all.push(span);
+      current.set(event.id, { span, ended: false });
+    } else if (open) {
+      open.span.to = event.e === 'start' ? events.length : index;
+      open.ended = event.e === 'end';
+    }
   });
-  return [...spans.values()];
+  return all;
 }
 
 /** The most jobs of the log holding a place at once (see `placeSpans`). */
@@ -114,7 +137,8 @@ export function grantProblems(events: readonly JobEvent[], n: number): string[] 
   const problems: string[] = [];
   for (const span of spans) {
     const holding = spans.filter((other) => other !== span && other.from < span.from && span.from < other.to);
-    const earlierNotStarted = spans.filter((other) => other.seq < span.seq && other.from > span.from);
+    // A re-run queued anew when it started again: it was not let in before this one.
+    const earlierNotStarted = spans.filter((other) => !other.rerun && other.seq < span.seq && other.from > span.from);
     if (holding.length + earlierNotStarted.length > n - 1) {
       problems.push(
         `job ${span.seq} started while ${holding.map((o) => o.seq).join(',') || 'none'} held places and ${earlierNotStarted.map((o) => o.seq).join(',') || 'none'} (earlier) had not started`,
@@ -147,3 +171,6 @@ export function limitProblems(events: readonly JobEvent[]): string[] {
 function isOrphan(event: JobEvent, orphans: readonly JobEvent[]): boolean {
   return orphans.some((o) => o.e === event.e && o.id === event.id && o.pid === event.pid && o.attempt === event.attempt);
 }
+
+/** The log as one line (`s3@1234` = job 3 started in process 1234), for a failure message. */
+export const compactLog = (events: readonly JobEvent[]): string => events.map((e) => `${e.e[0]}${e.seq}@${e.pid}`).join(' ');
