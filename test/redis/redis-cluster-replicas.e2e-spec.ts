@@ -66,7 +66,9 @@ describe('Redis Cluster with replicas: { acks } (WAIT on the shard that holds th
     };
 
     it('grants keys of the replicated shard (on its replica by the time the caller holds them) and fails the others closed', async () => {
-      const locks = make(cluster.nodes, { replicas: { acks: 1, timeoutMs: 200 } });
+      // A busy host can hold a replica's acknowledgement past 200 ms (one CI run saw it): 2 s for the
+      // grants that must pass; the shard without a replica is refused after the same wait.
+      const locks = make(cluster.nodes, { replicas: { acks: 1, timeoutMs: 2000 } });
       const [onA, onB] = [await keysOn(locks, 'A', 3), await keysOn(locks, 'B', 3)];
       const probe = new OverlapProbe();
       let onReplica = 0;

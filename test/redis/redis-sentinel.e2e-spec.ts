@@ -87,7 +87,8 @@ describe('Redis through Sentinel, with replica acknowledgements (a master, a rep
   }, 30_000);
 
   it('treats a renewal the replica does not confirm as failed: the holder is told within its lease', async () => {
-    const locks = provider({ replicas: { acks: 1, timeoutMs: 100 }, leaseMs: 1200 });
+    // 300 ms: the first grant must be confirmed on a busy host too; renewals (every 400 ms) still fail within the lease.
+    const locks = provider({ replicas: { acks: 1, timeoutMs: 300 }, leaseMs: 1200 });
     const lock = await locks.acquire('account-3');
     const replica = await replicaPort();
     const stoppedAt = Date.now();
