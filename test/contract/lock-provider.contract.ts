@@ -721,6 +721,29 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       expect(holderFinished).toBe(true);
     });
 
+    it('shuts down once, draining before it closes, whichever of the hooks or close() comes first and however often', async () => {
+      const { provider, locks } = await make({ shutdownGraceMs: 5000 });
+      const lock = await provider.acquire(uniqueId('close-once'));
+      const settled: string[] = [];
+      const hooks = provider as unknown as Record<'onApplicationShutdown' | 'beforeApplicationShutdown', () => unknown>;
+      // Nest's second hook first (a host that calls only that one), then the others, twice over.
+      const calls = [
+        ['on', hooks.onApplicationShutdown()],
+        ['close', provider.close()],
+        ['before', hooks.beforeApplicationShutdown()],
+        ['on again', hooks.onApplicationShutdown()],
+      ] as const;
+      for (const [name, call] of calls) void Promise.resolve(call).then(() => settled.push(name));
+      await sleep(100);
+      // The holder still holds: nothing closed under it.
+      expect(settled).toEqual([]);
+      await expect(locks.run(uniqueId('late'), () => 'late ran')).rejects.toBeInstanceOf(LockBackendError);
+      await lock.release();
+      await Promise.all(calls.map(([, call]) => call));
+      expect([...settled].sort()).toEqual(['before', 'close', 'on', 'on again']);
+      await provider.close();
+    });
+
     it(
       subject.watchesHeldLocks
         ? 'aborts the signal of a lock still held when the shutdown grace ends (renewal/watch stops then)'
