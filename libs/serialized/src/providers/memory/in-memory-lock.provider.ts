@@ -68,21 +68,13 @@ export class InMemoryLockProvider
     return this.lines.timerArmed;
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
-    // A lock still held when the grace period ends stays held and its signal does
-    // not abort: an in-memory lock is never renewed nor watched, so nothing stops
-    // (unlike Redis and PostgreSQL, which abort it then), and nobody can take the
-    // key from its holder.
-    await this.lines.stopTaking();
-  }
-
-  onApplicationShutdown(): void {
+  /**
+   * A lock still held when the grace period ends stays held and its signal does not
+   * abort: an in-memory lock is never renewed nor watched, so nothing stops (unlike
+   * Redis and PostgreSQL, which abort it then), and nobody can take the key from its holder.
+   */
+  protected closeBackend(): Promise<void> {
     this.lines.clearTimers();
-  }
-
-  /** Shuts down outside Nest: rejects waiters, waits for holders (grace period), clears timers. */
-  async close(): Promise<void> {
-    await this.beforeApplicationShutdown();
-    this.onApplicationShutdown();
+    return Promise.resolve();
   }
 }

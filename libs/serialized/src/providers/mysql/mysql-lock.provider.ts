@@ -6,7 +6,6 @@ import { mysqlProviderOptions } from '../../config/provider-options.mapper';
 import { LockBackendError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline.queue';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
-import { keepingProcessAlive } from '../../internal/process.keep-alive';
 import { redactUrls } from '../../internal/secrets.redact';
 import { withTimeout } from '../../observability/with.timeout';
 import { LayeredLockProvider } from '../../local/layered-lock.provider';
@@ -54,7 +53,6 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
   readonly lines: LockLines<MysqlLock>;
   /** `LockService.inspect`: the local layer, `IS_USED_LOCK` and the server's waiting sessions. @internal */
   readonly inspector: KeyInspector;
-  private shutDown: Promise<void> | undefined;
 
   /** @throws Error when `mysql2` is not installed, or an option is invalid */
   constructor(options: MysqlLockProviderOptions = {}) {
@@ -109,7 +107,7 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
 
   /** Health: `SELECT CONNECTION_ID()` on a lock connection, bounded by `timeoutMs`. */
   override async ping(timeoutMs: number): Promise<void> {
-    if (this.shutDown) throw LockBackendError.shuttingDown();
+    if (this.closed) throw LockBackendError.shuttingDown();
     const pool = this.sessions.pool;
     const taken = pool.take({
       shared: true,
@@ -139,21 +137,9 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
     pool.release(session);
   }
 
-  beforeApplicationShutdown(): Promise<void> {
-    return keepingProcessAlive(async () => void (await this.lines.stopTaking()));
-  }
-
-  /** Closes the lock connections; a lock held past the grace period keeps its session until release. */
-  onApplicationShutdown(): Promise<void> {
-    return (this.shutDown ??= keepingProcessAlive(async () => {
-      await this.backend.close(this.lines.holders());
-      this.deadlines.clear();
-    }));
-  }
-
-  /** Shuts down outside Nest (waiters rejected, holders awaited up to the grace period); a script may end with it. */
-  async close(): Promise<void> {
-    await this.beforeApplicationShutdown();
-    await this.onApplicationShutdown();
+  /** Stops the session checks and closes the lock connections; a lock held past the grace period keeps its session until release. */
+  protected async closeBackend(): Promise<void> {
+    await this.backend.close(this.lines.holders());
+    this.deadlines.clear();
   }
 }

@@ -8,7 +8,6 @@ import { DeadlineQueue } from '../../internal/deadline.queue';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { LayeredLockProvider } from '../../local/layered-lock.provider';
 import { LockLines } from '../../local/lock.lines';
-import { keepingProcessAlive } from '../../internal/process.keep-alive';
 import { redactUrls } from '../../internal/secrets.redact';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
 import type { ResolvedSerializedOptions } from '../../serialized-options.interface';
@@ -62,7 +61,6 @@ export class PostgresLockProvider
    */
   readonly inspector: KeyInspector;
   private readonly idempotencyTable: string | undefined;
-  private shutDown: Promise<void> | undefined;
 
   /** @throws Error when `pg` is not installed, or an option is invalid */
   constructor(options: PostgresLockProviderOptions = {}) {
@@ -113,7 +111,7 @@ export class PostgresLockProvider
 
   /** Health: one statement on a lock connection, bounded by `timeoutMs` (see `pingLockPool`). */
   override ping(timeoutMs: number): Promise<void> {
-    if (this.shutDown) return Promise.reject(LockBackendError.shuttingDown());
+    if (this.closed) return Promise.reject(LockBackendError.shuttingDown());
     return pingLockPool(this.sessions.pool, timeoutMs);
   }
 
@@ -144,24 +142,9 @@ export class PostgresLockProvider
     return this.deadlines.armed || this.backend.armed || this.sessions.armed;
   }
 
-  beforeApplicationShutdown(): Promise<void> {
-    return keepingProcessAlive(async () => void (await this.lines.stopTaking()));
-  }
-
-  /**
-   * Stops the session checks and closes the lock connections; a lock held past the
-   * grace period keeps its session until release, without keeping the process alive.
-   */
-  onApplicationShutdown(): Promise<void> {
-    return (this.shutDown ??= keepingProcessAlive(async () => {
-      await this.backend.close(this.lines.holders());
-      this.deadlines.clear();
-    }));
-  }
-
-  /** Shuts down outside Nest (waiters rejected, holders awaited up to the grace period); a script may end with it. */
-  async close(): Promise<void> {
-    await this.beforeApplicationShutdown();
-    await this.onApplicationShutdown();
+  /** Stops the session checks and closes the lock connections; a lock held past the grace period keeps its session until release. */
+  protected async closeBackend(): Promise<void> {
+    await this.backend.close(this.lines.holders());
+    this.deadlines.clear();
   }
 }

@@ -4,7 +4,6 @@ import { DeadlineQueue } from '../../internal/deadline.queue';
 import { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import { LayeredLockProvider } from '../../local/layered-lock.provider';
 import { LockLines } from '../../local/lock.lines';
-import { keepingProcessAlive } from '../../internal/process.keep-alive';
 import type { IdempotencyStore, IdempotencyStoreSource } from '../../idempotency/idempotency.store';
 import { RedisIdempotencyStore } from '../../idempotency/stores/redis-idempotency.store';
 import { redisProviderOptions } from '../../config/provider-options.mapper';
@@ -77,8 +76,6 @@ export class RedisLockProvider
   private readonly backend: RedisBackend;
   /** The local layer: callers, admission, budgets, holders and shutdown (Redis grants nothing synchronously). @internal */
   readonly lines: LockLines<RedisLock>;
-  private shuttingDown: Promise<void> | undefined;
-  private closing: Promise<void> | undefined;
   /** `LockService.inspect`: one read-only script and this process's own holders and waiters (typed by its interface). @internal */
   readonly inspector: KeyInspector;
 
@@ -213,34 +210,16 @@ export class RedisLockProvider
     return this.options.heartbeatMs;
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
-    await (this.shuttingDown ??= keepingProcessAlive(() => this.shutDown()));
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await (this.closing ??= keepingProcessAlive(() => this.closeConnections()));
-  }
-
-  /**
-   * Shuts down outside Nest: waiters and newcomers get `LockBackendError`, holders
-   * get up to `shutdownGraceMs` to release, then renewals stop and the library's own
-   * connections close (a client passed in stays open). The process stays alive
-   * until it is done, so a script may end with `await provider.close()`.
-   */
-  async close(): Promise<void> {
-    await this.beforeApplicationShutdown();
-    await this.onApplicationShutdown();
-  }
-
-  private async shutDown(): Promise<void> {
+  /** The drain, once every leave of a given-up place has reached Redis. */
+  protected override async drain(): Promise<void> {
     // Waiters and newcomers are refused at once (their places given up), then holders get the grace period.
     const drained = this.lines.stopTaking();
     await this.backend.leavesSettled();
     await drained;
   }
 
-  private async closeConnections(): Promise<void> {
-    await this.beforeApplicationShutdown();
+  /** Renewals stop, then the library's own connections close (a client passed in stays open). */
+  protected async closeBackend(): Promise<void> {
     // Each holder's signal aborts here (LockLostError): whatever still runs is told before its lease can end.
     for (const lock of [...this.lines.holders()]) lock.stopRenewing();
     await this.backend.leavesSettled();
