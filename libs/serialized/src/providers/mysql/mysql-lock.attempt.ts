@@ -143,28 +143,12 @@ export class MysqlLockAttempt extends SessionLockAttempt<MysqlSession> {
     this.deadline = undefined;
   }
 
-  /**
-   * Ends an attempt whose statement may have taken the key (`mayHold`) although
-   * nobody will hold it. A session of its own (a wait, perhaps with a kill on its
-   * way that must not hit a later statement) is ended, which frees whatever it
-   * took; a shared one releases first. The next caller of this process starts only
-   * once the key is given back.
-   */
-  private windDown(session: MysqlSession, mayHold: boolean, error: unknown): void {
-    if (this.waitsInServer || session.dead) {
-      this.sessions.pool.discard(session, error instanceof Error ? error : new Error('the lock attempt ended'));
-      return this.finish(error);
-    }
-    if (!mayHold) {
-      this.sessions.pool.release(session);
-      return this.finish(error);
-    }
-    session
-      .releaseLock(this.name)
-      .then(
-        () => this.sessions.pool.release(session),
-        (failure: unknown) => this.sessions.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
-      )
-      .finally(() => this.finish(error));
+  /** A wait (perhaps with a kill on its way that must not hit a later statement) runs on a session of its own. */
+  protected get ownsSession(): boolean {
+    return this.waitsInServer;
+  }
+
+  protected giveBack(session: MysqlSession): Promise<unknown> {
+    return session.releaseLock(this.name);
   }
 }

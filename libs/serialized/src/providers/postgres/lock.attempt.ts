@@ -128,28 +128,11 @@ export class LockAttempt extends SessionLockAttempt<LockSession> {
     this.windDown(session, true, this.backendError(cause));
   }
 
-  /**
-   * Ends an attempt whose statement may have taken the key (`mayHold`) although
-   * nobody will hold it. A session of its own is ended (a late cancel must not hit
-   * the next statement on it, and ending it frees whatever it took); a shared one
-   * unlocks first. Either way the next caller of the key in this process starts
-   * only once the key is given back.
-   */
-  private windDown(session: LockSession, mayHold: boolean, error: unknown): void {
-    if (this.ownSession || session.dead) {
-      this.sessions.pool.discard(session, error instanceof Error ? error : new Error('the lock attempt ended'));
-      return this.finish(error);
-    }
-    if (!mayHold) {
-      this.sessions.pool.release(session);
-      return this.finish(error);
-    }
-    session
-      .unlock(this.sessions.statements, this.lockKey)
-      .then(
-        () => this.sessions.pool.release(session),
-        (failure: unknown) => this.sessions.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
-      )
-      .finally(() => this.finish(error));
+  protected get ownsSession(): boolean {
+    return this.ownSession;
+  }
+
+  protected giveBack(session: LockSession): Promise<unknown> {
+    return session.unlock(this.sessions.statements, this.lockKey);
   }
 }

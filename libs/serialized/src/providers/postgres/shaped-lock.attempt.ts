@@ -215,28 +215,14 @@ export class ShapedLockAttempt extends SessionLockAttempt<LockSession> {
     return false;
   }
 
-  /**
-   * Ends an attempt whose statements may have taken something (`mayHold`) that
-   * nobody will hold: a session of its own is ended (its server frees all of it);
-   * a shared one gives back what the try may have taken.
-   */
-  private windDown(session: LockSession, mayHold: boolean, error: unknown): void {
-    if (this.ownSession || session.dead) {
-      this.sessions.pool.discard(session, error instanceof Error ? error : new Error('the lock attempt ended'));
-      return this.finish(error);
-    }
-    if (!mayHold) {
-      this.sessions.pool.release(session);
-      return this.finish(error);
-    }
+  protected get ownsSession(): boolean {
+    return this.ownSession;
+  }
+
+  /** What the try may have taken: the key, its slot (a group's) and its marks. */
+  protected giveBack(session: LockSession): Promise<unknown> {
     const slot = this.slotTaken;
     const slotKey = this.shape.shared || slot === undefined ? undefined : slotKeyOf(this.shape.slotBase, slot);
-    const giveBack = session.giveBackShaped(this.sessions.statements, this.lockKey, this.shape, slotKey);
-    giveBack
-      .then(
-        () => this.sessions.pool.release(session),
-        (failure: unknown) => this.sessions.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
-      )
-      .finally(() => this.finish(error));
+    return session.giveBackShaped(this.sessions.statements, this.lockKey, this.shape, slotKey);
   }
 }

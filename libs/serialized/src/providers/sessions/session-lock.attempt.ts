@@ -42,8 +42,10 @@ export type SessionAnswer<C extends PooledSession> = SessionGrant<C> | null | ty
  * (`ownSessionRoundMs`). Aborting (the caller's signal, shutdown) answers at once;
  * the server side winds down in the background, and `done` resolves when it has.
  *
- * A driver says what to send on a session (`lock`) and how to stop a server wait
- * in flight (`stopServerWait`), and reports back through the transitions below.
+ * A driver says what to send on a session (`lock`), how to stop a server wait in
+ * flight (`stopServerWait`), whether the session in use is the attempt's own
+ * (`ownsSession`) and how to give back what a try took (`giveBack`), and reports
+ * back through the transitions below.
  */
 export abstract class SessionLockAttempt<C extends PooledSession> implements SessionRequest {
   /** The key proved held by another session: the caller waits in the server, on a session of its own. */
@@ -63,7 +65,7 @@ export abstract class SessionLockAttempt<C extends PooledSession> implements Ses
   private readonly signal: AbortSignal | undefined;
 
   protected constructor(
-    private readonly pool: Pick<LockSessionPool<C>, 'take' | 'release' | 'size'>,
+    private readonly pool: Pick<LockSessionPool<C>, 'take' | 'release' | 'discard' | 'size'>,
     readonly key: string,
     request: SessionAttemptRequest,
     /** The driver's error for a server it cannot reach. */
@@ -155,6 +157,12 @@ export abstract class SessionLockAttempt<C extends PooledSession> implements Ses
   /** Abort: the statement in flight, if it is a wait on a session of its own, is stopped. */
   protected abstract stopServerWait(): void;
 
+  /** Whether the session in use is the attempt's own (a blocking wait): ended, never reused, when the attempt winds down. */
+  protected abstract get ownsSession(): boolean;
+
+  /** Gives back, on a shared session, whatever the attempt's statements may have taken. */
+  protected abstract giveBack(session: C): Promise<unknown>;
+
   /** Why the caller gave up, if it did (the server side may still be winding down). */
   protected get gaveUp(): { reason: unknown } | undefined {
     return this.abortedWith;
@@ -210,6 +218,30 @@ export abstract class SessionLockAttempt<C extends PooledSession> implements Ses
     if (grant) this.settle(grant);
     else if (error === undefined) this.settle(null);
     else this.answer(error);
+  }
+
+  /**
+   * `wind-down`: ends an attempt whose statements may have taken the key (`mayHold`)
+   * although nobody will hold it. A session of its own is ended (a late cancel or
+   * kill must not hit the next statement on it, and ending it frees whatever it
+   * took); a shared one gives back first. Either way the next caller of the key in
+   * this process starts only once the key is given back (`done`).
+   */
+  protected windDown(session: C, mayHold: boolean, error: unknown): void {
+    if (this.ownsSession || session.dead) {
+      this.pool.discard(session, error instanceof Error ? error : new Error('the lock attempt ended'));
+      return this.finish(error);
+    }
+    if (!mayHold) {
+      this.pool.release(session);
+      return this.finish(error);
+    }
+    this.giveBack(session)
+      .then(
+        () => this.pool.release(session),
+        (failure: unknown) => this.pool.discard(session, failure instanceof Error ? failure : new Error(String(failure))),
+      )
+      .finally(() => this.finish(error));
   }
 
   /** A round in the pool's queue is over: the key is tried again on a shared session (it may have come free). */
