@@ -209,17 +209,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     if (line === undefined) {
       if (this.inProcess) return Promise.resolve(this.takenNow(this.backend.takeNow!(key, options.leaseMs)));
       const fresh = this.open(key, Turn.Asking);
-      const caller = new LineCaller<L>(
-        this,
-        key,
-        'wait',
-        waitTimeoutMs,
-        performance.now(),
-        signal,
-        maxPending,
-        options.leaseMs,
-        options.handoff,
-      );
+      const caller = this.waiter(key, options, waitTimeoutMs, maxPending);
       this.ask(fresh, caller);
       return caller.promise as Promise<L>;
     }
@@ -244,19 +234,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     const maxPending = options.maxPending ?? this.maxPending;
     if (line.waiting === 0 && line.admits(limit, shared)) {
       if (this.inProcess) return Promise.resolve(this.enterNow(line, options.leaseMs, limit, shared));
-      const caller = new LineCaller<L>(
-        this,
-        key,
-        'wait',
-        waitTimeoutMs,
-        performance.now(),
-        options.signal,
-        maxPending,
-        options.leaseMs,
-        options.handoff,
-        limit,
-        shared,
-      );
+      const caller = this.waiter(key, options, waitTimeoutMs, maxPending, limit, shared);
       this.askTogether(line, caller);
       return caller.promise as Promise<L>;
     }
@@ -281,19 +259,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       return Promise.reject(new LockBusyError(key, 'max-pending', { maxPending }));
     if (!this.budget.take()) return Promise.reject(this.budget.busyError(key));
     const own = lined ? line : this.open(key, Turn.Held, line);
-    const caller = new LineCaller<L>(
-      this,
-      key,
-      'wait',
-      waitTimeoutMs,
-      performance.now(),
-      signal,
-      maxPending,
-      options.leaseMs,
-      options.handoff,
-      limit,
-      shared,
-    );
+    const caller = this.waiter(key, options, waitTimeoutMs, maxPending, limit, shared);
     own.join(caller);
     this.deadlines.addInLine(caller, waitTimeoutMs);
     if (!signal) return caller.promise as Promise<L>;
@@ -564,19 +530,7 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       return busy ? Promise.reject(refused) : this.takeIfFree(key, options, () => refused);
     }
     const own = line ?? this.open(key, Turn.Free);
-    const caller = new LineCaller<L>(
-      this,
-      key,
-      'wait',
-      waitTimeoutMs,
-      performance.now(),
-      options.signal,
-      maxPending,
-      options.leaseMs,
-      options.handoff,
-      limit,
-      shared,
-    );
+    const caller = this.waiter(key, options, waitTimeoutMs, maxPending, limit, shared);
     own.join(caller);
     // Budgets run from the call, but not from within the caller's own synchronous burst (a loop
     // starting thousands of acquisitions cannot be answered before it ends; docs/providers/redis.md,
@@ -593,6 +547,30 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       (error: unknown) => this.failed(caller, error),
     );
     return caller.promise as Promise<L>;
+  }
+
+  /** A caller that waits for `key` (mode `wait`), its budget counted from now. */
+  private waiter(
+    key: string,
+    options: ProviderAcquireOptions,
+    waitTimeoutMs: number,
+    maxPending: number,
+    limit = 1,
+    shared = false,
+  ): LineCaller<L> {
+    return new LineCaller<L>(
+      this,
+      key,
+      'wait',
+      waitTimeoutMs,
+      performance.now(),
+      options.signal,
+      maxPending,
+      options.leaseMs,
+      options.handoff,
+      limit,
+      shared,
+    );
   }
 
   /** `stamp`: the budgets of the callers that arrived in the last turn of the event loop start now. */
