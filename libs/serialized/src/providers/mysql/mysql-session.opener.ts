@@ -1,4 +1,5 @@
-import type { QueryWatchdog, Watched } from '../sessions/query.watchdog';
+import { ConnectDeadline } from '../sessions/connect.deadline';
+import type { QueryWatchdog } from '../sessions/query.watchdog';
 import type { SessionTokens } from '../sessions/session.tokens';
 import type { MysqlConnectionLike, MysqlError, MysqlModule } from './mysql-driver.loader';
 import { SESSION_ID, SESSION_SETUP, type CounterStatements } from './mysql-lock.sql';
@@ -42,26 +43,13 @@ export async function openMysqlSession(
   // A connection without an error listener crashes the process on a dropped socket.
   let failed: MysqlError | undefined;
   connection.on('error', (error) => (failed ??= error));
-  let timedOut = false;
-  let settled = false;
-  const deadline = watchdog.started(settings.connectTimeoutMs);
-  const guard: Watched = {
-    checkOverdue: (now) => {
-      if (settled || now < deadline) return;
-      setImmediate(() => {
-        if (settled) return;
-        timedOut = true;
-        connection.destroy();
-      });
-    },
-  };
-  watchdog.add(guard);
+  const bound = new ConnectDeadline(watchdog, settings.connectTimeoutMs, () => connection.destroy());
   try {
     await statement(connection, SESSION_SETUP, [settings.serverIdleSeconds, settings.serverIdleSeconds]);
     const [[id]] = (await statement(connection, SESSION_ID, [])) as unknown[][];
     if (failed) throw failed;
     const session = new MysqlSession(connection, Number(id), watchdog, settings.sessionTimeoutMs, settings.counter, tokens);
-    settled = true;
+    bound.settle();
     try {
       await prepare(session);
     } catch (error) {
@@ -71,12 +59,10 @@ export async function openMysqlSession(
     return session;
   } catch (error) {
     connection.destroy();
-    if (timedOut) throw new Error(`could not connect to MySQL within ${settings.connectTimeoutMs} ms`, { cause: error });
+    if (bound.timedOut) throw new Error(`could not connect to MySQL within ${settings.connectTimeoutMs} ms`, { cause: error });
     throw error;
   } finally {
-    settled = true;
-    watchdog.delete(guard);
-    watchdog.finished();
+    bound.end();
   }
 }
 

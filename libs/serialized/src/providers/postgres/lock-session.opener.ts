@@ -4,7 +4,8 @@ import { SEQUENCE_INCREMENT, SESSION_CHECK, SESSION_SETUP } from './lock-session
 import { destroySocket } from './pg-client.internals';
 import type { PgModule } from './pg-driver.loader';
 import { TOKEN_BLOCK } from './postgres-lock.statements';
-import type { QueryWatchdog, Watched } from '../sessions/query.watchdog';
+import { ConnectDeadline } from '../sessions/connect.deadline';
+import type { QueryWatchdog } from '../sessions/query.watchdog';
 import { SessionChangedError } from './session-changed.error';
 
 /** How the lock sessions of one provider are opened. */
@@ -112,23 +113,7 @@ export async function connectLockSession(settings: LockSessionSettings, watchdog
   client.on('error', (error: Error) => session?.kill(error));
   client.on('end', () => session?.kill(new Error('the connection to PostgreSQL ended')));
 
-  // The connect bound counts watchdog time: a process that did not run (a
-  // synchronous burst of acquisitions, a starved host) has not waited for the
-  // server, and the reply may already sit in the socket (looked at once I/O ran).
-  let timedOut = false;
-  let settled = false;
-  const deadline = watchdog.started(settings.connectTimeoutMs);
-  const guard: Watched = {
-    checkOverdue: (now) => {
-      if (settled || now < deadline) return;
-      setImmediate(() => {
-        if (settled) return;
-        timedOut = true;
-        destroySocket(client);
-      });
-    },
-  };
-  watchdog.add(guard);
+  const bound = new ConnectDeadline(watchdog, settings.connectTimeoutMs, () => destroySocket(client));
   try {
     await client.connect();
     const setup = await client.query({
@@ -144,13 +129,11 @@ export async function connectLockSession(settings: LockSessionSettings, watchdog
     return { session, sequenceIncrement: check.rows[0][1] === true ? Number(check.rows[0][2] ?? 1) : 0 };
   } catch (error) {
     destroySocket(client);
-    if (timedOut && !(error instanceof SessionChangedError)) {
+    if (bound.timedOut && !(error instanceof SessionChangedError)) {
       throw new Error(`could not connect to PostgreSQL within ${settings.connectTimeoutMs} ms`, { cause: error });
     }
     throw error;
   } finally {
-    settled = true;
-    watchdog.delete(guard);
-    watchdog.finished();
+    bound.end();
   }
 }

@@ -1,7 +1,12 @@
 import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 
-/** A connection whose statements the watchdog bounds. */
+/**
+ * Something the watchdog looks at on every tick: an opening lock session
+ * (`ConnectDeadline`). Why an interface: `ConnectDeadline` is built on the
+ * watchdog, so the watchdog names what it needs of it rather than the class
+ * (no import cycle), and its spec watches a plain object.
+ */
 export interface Watched {
   /** Ends the session when its oldest statement is overdue at `now` (watchdog time). */
   checkOverdue(now: number): void;
