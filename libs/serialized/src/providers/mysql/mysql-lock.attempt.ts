@@ -45,10 +45,6 @@ export class MysqlLockAttempt extends SessionLockAttempt<MysqlSession> {
   }
 
   protected lock(session: MysqlSession): void {
-    if (this.gaveUp) {
-      this.sessions.pool.release(session);
-      return this.finish(this.gaveUp.reason);
-    }
     const left = this.remainingMs();
     if (this.mode === 'wait' && this.waitsInServer && left >= 1) return this.wait(session, left);
     session.tryLock(this.name).then(
@@ -94,7 +90,7 @@ export class MysqlLockAttempt extends SessionLockAttempt<MysqlSession> {
     }
     if (granted === 0) {
       // The server's whole seconds ran out first (a budget above its cap): wait again for the rest.
-      if (this.remainingMs() >= 1) return this.lock(session);
+      if (this.remainingMs() >= 1) return this.send(session);
       this.sessions.pool.release(session);
       return this.finish(this.keyHeldError());
     }

@@ -50,10 +50,6 @@ export class LockAttempt extends SessionLockAttempt<LockSession> {
   protected lock(session: LockSession): void {
     // A blocked caller asked the pool for a session of its own (see `shared`).
     this.ownSession = !this.shared;
-    if (this.gaveUp) {
-      this.sessions.pool.release(session);
-      return this.finish(this.gaveUp.reason);
-    }
     this.session = session;
     const left = this.remainingMs();
     // lock_timeout = 0 would mean "wait forever": with no budget left, only try.
@@ -103,7 +99,7 @@ export class LockAttempt extends SessionLockAttempt<LockSession> {
     if (this.gaveUp) return this.windDown(session, true, this.gaveUp.reason);
     if (code === LOCK_NOT_AVAILABLE) {
       // lock_timeout ended the wait on the server: nothing is held, the session is reusable.
-      if (this.waitClamped && this.remainingMs() >= 1) return this.lock(session);
+      if (this.waitClamped && this.remainingMs() >= 1) return this.send(session);
       this.sessions.pool.release(session);
       return this.finish(this.keyHeldError());
     }

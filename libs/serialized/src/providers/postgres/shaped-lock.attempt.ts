@@ -77,10 +77,6 @@ export class ShapedLockAttempt extends SessionLockAttempt<LockSession> {
 
   protected lock(session: LockSession): void {
     this.ownSession = !this.shared;
-    if (this.gaveUp) {
-      this.sessions.pool.release(session);
-      return this.finish(this.gaveUp.reason);
-    }
     this.session = session;
     const left = this.remainingMs();
     const waits = this.mode === 'wait' && left >= 1 && this.waitsInServer && this.ownSession;

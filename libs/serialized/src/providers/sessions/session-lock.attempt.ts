@@ -151,7 +151,11 @@ export abstract class SessionLockAttempt<C extends PooledSession> implements Ses
     else this.stopServerWait();
   }
 
-  /** Sends what the attempt asks now on `session` (a try, or a wait on a session of its own), and reports its outcome. */
+  /**
+   * Sends what the attempt asks now on `session` (a try, or a wait on a session of
+   * its own), and reports its outcome. Reached through `send`: only while the caller
+   * has not given up.
+   */
   protected abstract lock(session: C): void;
 
   /** Abort: the statement in flight, if it is a wait on a session of its own, is stopped. */
@@ -190,15 +194,24 @@ export abstract class SessionLockAttempt<C extends PooledSession> implements Ses
     else this.takeSession();
   }
 
+  /** `send`: the statement goes out on `session`, unless the caller gave up meanwhile (the session goes back unused). */
+  protected send(session: C): void {
+    if (this.abortedWith) {
+      this.pool.release(session);
+      return this.finish(this.abortedWith.reason);
+    }
+    this.lock(session);
+  }
+
   /** Asks the pool for a session (shared for a try, its own for a wait) and sends on it once it has one. */
   protected takeSession(): void {
     const taken = this.pool.take(this);
-    if (!('promise' in taken)) return this.lock(taken);
+    if (!('promise' in taken)) return this.send(taken);
     this.pending = taken;
     taken.promise.then(
       (session) => {
         this.pending = undefined;
-        this.lock(session);
+        this.send(session);
       },
       (error: unknown) => {
         this.pending = undefined;
