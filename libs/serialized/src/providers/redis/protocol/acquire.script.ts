@@ -1,13 +1,5 @@
 import { floorOf, type Floor } from './queue.floor';
-import {
-  type RedisLockKeys,
-  handOffArgs,
-  handOffOf,
-  type HandOff,
-  type HandOffSettings,
-  type RunnableScript,
-  type ScriptClient,
-} from './hand-off.reply';
+import { type RedisLockKeys, HandOffScript, handOffOf, type HandOff, type ScriptClient } from './hand-off.reply';
 
 /** What acquire.lua is asked. */
 export interface AcquireArgs {
@@ -43,16 +35,7 @@ export interface AcquireResult {
 const STATUS = { 1: 'granted', 0: 'queued', [-1]: 'busy', 2: 'twice' } as const;
 
 /** Gateway to acquire.lua: take the key, or a place in its queue, in one round trip. */
-export class AcquireScript {
-  private readonly passOn: readonly [number, string, string, number];
-
-  constructor(
-    private readonly script: RunnableScript,
-    private readonly settings: HandOffSettings,
-  ) {
-    this.passOn = handOffArgs(settings);
-  }
-
+export class AcquireScript extends HandOffScript {
   async run(client: ScriptClient, args: AcquireArgs): Promise<AcquireResult> {
     const { keys } = args;
     const reply = (await this.script.run(client, [

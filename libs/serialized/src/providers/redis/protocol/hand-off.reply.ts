@@ -63,6 +63,21 @@ export function handOffArgs(settings: HandOffSettings): readonly [number, string
   return [settings.heartbeatMs, settings.channelPrefix, settings.session, settings.block];
 }
 
+/**
+ * A gateway to a script that may pass a free key on (`grant_next`): the script, and
+ * the hand-off arguments every call sends after its own.
+ */
+export abstract class HandOffScript {
+  protected readonly passOn: readonly [number, string, string, number];
+
+  constructor(
+    protected readonly script: RunnableScript,
+    protected readonly settings: HandOffSettings,
+  ) {
+    this.passOn = handOffArgs(settings);
+  }
+}
+
 /** A hand-off from five reply fields (`member` empty: none). */
 export function handOffOf(member: unknown, fence: unknown, px: unknown, last: unknown, floor: unknown): HandOff | undefined {
   if (typeof member !== 'string' || member === '') return undefined;

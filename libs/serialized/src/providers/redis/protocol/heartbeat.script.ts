@@ -1,13 +1,5 @@
 import { floorOf, type Floor } from './queue.floor';
-import {
-  type RedisLockKeys,
-  handOffArgs,
-  handOffOf,
-  type HandOff,
-  type HandOffSettings,
-  type RunnableScript,
-  type ScriptClient,
-} from './hand-off.reply';
+import { type RedisLockKeys, HandOffScript, handOffOf, type HandOff, type ScriptClient } from './hand-off.reply';
 
 /** What heartbeat.lua answered. */
 export interface HeartbeatResult {
@@ -28,16 +20,7 @@ export interface HeartbeatResult {
 }
 
 /** Gateway to heartbeat.lua: one process's heart-beat for its waiters of one key (the "safety check"). */
-export class HeartbeatScript {
-  private readonly passOn: readonly [number, string, string, number];
-
-  constructor(
-    private readonly script: RunnableScript,
-    private readonly settings: HandOffSettings,
-  ) {
-    this.passOn = handOffArgs(settings);
-  }
-
+export class HeartbeatScript extends HandOffScript {
   async run(client: ScriptClient, keys: RedisLockKeys, tokens: readonly string[]): Promise<HeartbeatResult> {
     const reply = (await this.script.run(client, [
       keys.lock,

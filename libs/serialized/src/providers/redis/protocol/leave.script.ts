@@ -1,24 +1,7 @@
-import {
-  type RedisLockKeys,
-  handOffArgs,
-  passOnResultOf,
-  type HandOffSettings,
-  type PassOnResult,
-  type RunnableScript,
-  type ScriptClient,
-} from './hand-off.reply';
+import { type RedisLockKeys, HandOffScript, passOnResultOf, type PassOnResult, type ScriptClient } from './hand-off.reply';
 
 /** Gateway to leave.lua: a waiter gives up its place, passing the key on if it was handed over meanwhile. */
-export class LeaveScript {
-  private readonly passOn: readonly [number, string, string, number];
-
-  constructor(
-    private readonly script: RunnableScript,
-    settings: HandOffSettings,
-  ) {
-    this.passOn = handOffArgs(settings);
-  }
-
+export class LeaveScript extends HandOffScript {
   async run(client: ScriptClient, keys: RedisLockKeys, token: string): Promise<PassOnResult> {
     return passOnResultOf(
       await this.script.run(client, [keys.lock, keys.queue, keys.heartbeats, keys.fence, keys.holders, keys.shapes, token, ...this.passOn]),

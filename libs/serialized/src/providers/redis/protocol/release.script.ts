@@ -1,24 +1,7 @@
-import {
-  type RedisLockKeys,
-  handOffArgs,
-  passOnResultOf,
-  type HandOffSettings,
-  type PassOnResult,
-  type RunnableScript,
-  type ScriptClient,
-} from './hand-off.reply';
+import { type RedisLockKeys, HandOffScript, passOnResultOf, type PassOnResult, type ScriptClient } from './hand-off.reply';
 
 /** Gateway to release.lua: owner-checked release that hands the key straight to the first live waiter. */
-export class ReleaseScript {
-  private readonly passOn: readonly [number, string, string, number];
-
-  constructor(
-    private readonly script: RunnableScript,
-    settings: HandOffSettings,
-  ) {
-    this.passOn = handOffArgs(settings);
-  }
-
+export class ReleaseScript extends HandOffScript {
   /**
    * `none`: the key was no longer `token`'s (already released, or lost). `served`:
    * owner tokens of waiters this process handed the key to in-process under `token`

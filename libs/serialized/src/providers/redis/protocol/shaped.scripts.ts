@@ -1,12 +1,4 @@
-import {
-  type RedisLockKeys,
-  handOffArgs,
-  handOffOf,
-  type HandOff,
-  type HandOffSettings,
-  type RunnableScript,
-  type ScriptClient,
-} from './hand-off.reply';
+import { type RedisLockKeys, HandOffScript, handOffOf, type HandOff, type RunnableScript, type ScriptClient } from './hand-off.reply';
 
 /**
  * The gateways of the shaped scripts (holders beside each other: `concurrency` > 1,
@@ -34,16 +26,7 @@ export interface ShapedAcquireResult {
 const STATUS = { 1: 'granted', 0: 'queued', [-1]: 'busy', 2: 'twice' } as const;
 
 /** Gateway to shaped-acquire.lua: a place among the holders, or in the queue, in one round trip. */
-export class ShapedAcquireScript {
-  private readonly passOn: readonly [number, string, string, number];
-
-  constructor(
-    private readonly script: RunnableScript,
-    private readonly settings: HandOffSettings,
-  ) {
-    this.passOn = handOffArgs(settings);
-  }
-
+export class ShapedAcquireScript extends HandOffScript {
   /** `limit`: the most holders the caller accepts (0: shared). */
   async run(
     client: ScriptClient,
@@ -82,16 +65,7 @@ export interface ShapedReleaseResult {
 }
 
 /** Gateway to shaped-release.lua: a shaped caller lets go of its holding or of its place; the first waiters get what it freed. */
-export class ShapedReleaseScript {
-  private readonly passOn: readonly [number, string, string, number];
-
-  constructor(
-    private readonly script: RunnableScript,
-    settings: HandOffSettings,
-  ) {
-    this.passOn = handOffArgs(settings);
-  }
-
+export class ShapedReleaseScript extends HandOffScript {
   async run(client: ScriptClient, keys: RedisLockKeys, token: string): Promise<ShapedReleaseResult> {
     const reply = (await this.script.run(client, [...keysOf(keys), token, ...this.passOn])) as unknown[];
     return {
@@ -124,16 +98,7 @@ export interface ShapedHeartbeatResult {
 }
 
 /** Gateway to shaped-heartbeat.lua: one process's heart-beat for its shaped waiters of one key. */
-export class ShapedHeartbeatScript {
-  private readonly passOn: readonly [number, string, string, number];
-
-  constructor(
-    private readonly script: RunnableScript,
-    private readonly settings: HandOffSettings,
-  ) {
-    this.passOn = handOffArgs(settings);
-  }
-
+export class ShapedHeartbeatScript extends HandOffScript {
   async run(client: ScriptClient, keys: RedisLockKeys, tokens: readonly string[]): Promise<ShapedHeartbeatResult> {
     const reply = (await this.script.run(client, [...keysOf(keys), this.settings.heartbeatMs, ...this.passOn, ...tokens])) as unknown[];
     const count = Number(reply[6]);
