@@ -114,6 +114,45 @@ describe('OpenTelemetry metrics of LockService (real Redis)', () => {
     }
   });
 
+  it('counts several holders of one key (concurrency, shared) as it counts one: each grant, each refusal, each waiter', async () => {
+    const service = new LockService(newProvider());
+    // Another instance holds both places of the key (concurrency 2), and a reader holds a second key.
+    const other = newProvider();
+    const places = [await other.acquire('tenant:7', { concurrency: 2 }), await other.acquire('tenant:7', { concurrency: 2 })];
+    const reader = await other.acquire('report:9', { shared: true });
+    const before = {
+      acquired: ((await valueOf('serialized.lock.acquired', { scope: 'tenant', driver: 'redis' })) as number | undefined) ?? 0,
+      busy: ((await valueOf('serialized.lock.busy', { scope: 'tenant', driver: 'redis' })) as number | undefined) ?? 0,
+    };
+
+    // Full: refused at once in reject mode; two waiters wait.
+    await expect(service.run('tenant:7', () => 'never', { concurrency: 2, mode: 'reject' })).rejects.toBeInstanceOf(LockBusyError);
+    const inside = new Set<number>();
+    let most = 0;
+    const section = (n: number) => async () => {
+      inside.add(n);
+      most = Math.max(most, inside.size);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      inside.delete(n);
+    };
+    const waiting = [1, 2].map((n) => service.run('tenant:7', section(n), { concurrency: 2, waitTimeoutMs: 60_000 }));
+    await waitFor(async () => (await valueOf('serialized.lock.waiters', { scope: 'tenant', driver: 'redis' })) === 2, 10_000, '2 waiters');
+    // Readers beside the other instance's reader: no wait.
+    await service.run('report:9', () => undefined, { shared: true });
+    await Promise.all(places.map((lock) => lock.release()));
+    await Promise.all(waiting);
+    await reader.release();
+
+    expect(most).toBe(2);
+    expect(await valueOf('serialized.lock.busy', { scope: 'tenant', driver: 'redis' })).toBe(before.busy + 1);
+    expect(await valueOf('serialized.lock.acquired', { scope: 'tenant', driver: 'redis' })).toBe(before.acquired + 2);
+    expect(await valueOf('serialized.lock.acquired', { scope: 'report', driver: 'redis' })).toBe(1);
+    expect(await valueOf('serialized.lock.waiters', { scope: 'tenant', driver: 'redis' })).toBe(0);
+    const holds = await pointsOf('serialized.lock.hold.duration');
+    expect((holds.get(JSON.stringify({ scope: 'tenant', driver: 'redis', outcome: 'released' }))?.value as Histogram).count).toBe(2);
+    expect((holds.get(JSON.stringify({ scope: 'report', driver: 'redis', outcome: 'released' }))?.value as Histogram).count).toBe(1);
+  });
+
   it('counts a lock lost while held', async () => {
     const provider = newProvider({ leaseMs: 600 });
     const service = new LockService(provider);
