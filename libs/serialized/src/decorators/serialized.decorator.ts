@@ -9,6 +9,7 @@ import { injectPropertyOnce } from '../metadata/property.injector';
 import { lockKeyOf, runOptionsOf } from '../metadata/serialized-run-options.mapper';
 import type { SerializedMetadata, SerializedOptions } from '../metadata/serialized-options.interface';
 import { assertSerializedOptions } from './serialized-options.validator';
+import { wrapMethod } from '../metadata/method.wrapper';
 
 /**
  * Serializes calls per key: one at a time, in arrival order.
@@ -111,13 +112,7 @@ function decorateMethod(
     if (lockService.interceptedCall()?.claim(serialized)) return original.apply(this, args);
     return direct(this, lockService, args);
   };
-  Object.defineProperty(serialized, 'name', { value: original.name });
-  // Decorators applied before this one (written below it) put their metadata on the original.
-  for (const metadataKey of Reflect.getMetadataKeys(original)) {
-    Reflect.defineMetadata(metadataKey, Reflect.getMetadata(metadataKey, original), serialized);
-  }
-  Reflect.defineMetadata(SERIALIZED_OPTIONS_METADATA, metadata, serialized);
-  descriptor.value = serialized;
+  wrapMethod(descriptor, original, serialized, SERIALIZED_OPTIONS_METADATA, metadata);
 
   // Nest sets this property when it creates the instance: no global registry, so
   // two apps in one process each use their own LockService.

@@ -8,6 +8,7 @@ import { IdempotencyService } from './idempotency.service';
 import { runIdempotentMethod } from './idempotent-method.runner';
 import type { IdempotentMetadata, IdempotentOptions } from './idempotent-options.interface';
 import { assertIdempotentOptions } from './idempotent-options.validator';
+import { wrapMethod } from '../metadata/method.wrapper';
 
 /**
  * Duplicates get the first request's response (the IETF `Idempotency-Key` header).
@@ -59,13 +60,7 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
       if (service.interceptedCall()?.claim(idempotent)) return original.apply(this, args);
       return runIdempotentMethod(service, metadata, this, original, args);
     };
-    Object.defineProperty(idempotent, 'name', { value: original.name });
-    // Decorators applied before this one (written below it) put their metadata on the original.
-    for (const metadataKey of Reflect.getMetadataKeys(original)) {
-      Reflect.defineMetadata(metadataKey, Reflect.getMetadata(metadataKey, original), idempotent);
-    }
-    Reflect.defineMetadata(IDEMPOTENT_METADATA, metadata, idempotent);
-    descriptor.value = idempotent;
+    wrapMethod(descriptor, original, idempotent, IDEMPOTENT_METADATA, metadata);
     injectPropertyOnce(target, IDEMPOTENCY_SERVICE, IdempotencyService);
     UseInterceptors(IdempotencyInterceptor)(target, propertyKey, descriptor);
     return descriptor;

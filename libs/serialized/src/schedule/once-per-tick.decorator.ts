@@ -3,6 +3,7 @@ import { injectPropertyOnce } from '../metadata/property.injector';
 import { ONCE_PER_TICK_METADATA, SERIALIZED_TICK_RUNNER } from '../serialized.constants';
 import { assertOncePerTickOptions } from './once-per-tick-options.validator';
 import { TickRunner } from './tick.runner';
+import { wrapMethod } from '../metadata/method.wrapper';
 
 /**
  * On a method that also carries `@Cron(…)`, `@Interval(…)` or `@Timeout(…)` of
@@ -49,13 +50,7 @@ export function OncePerTick(options: OncePerTickOptions = {}): MethodDecorator {
       }
       return runner.fire(metadata, () => original.apply(this, args));
     };
-    Object.defineProperty(oncePerTick, 'name', { value: original.name });
-    // A schedule decorator applied before this one (written below it) put its metadata on the original.
-    for (const metadataKey of Reflect.getMetadataKeys(original)) {
-      Reflect.defineMetadata(metadataKey, Reflect.getMetadata(metadataKey, original), oncePerTick);
-    }
-    Reflect.defineMetadata(ONCE_PER_TICK_METADATA, metadata, oncePerTick);
-    descriptor.value = oncePerTick;
+    wrapMethod(descriptor, original, oncePerTick, ONCE_PER_TICK_METADATA, metadata);
     // Nest sets this property when it creates the instance: each app uses its own runner.
     injectPropertyOnce(target, SERIALIZED_TICK_RUNNER, TickRunner);
     return descriptor;
