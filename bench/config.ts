@@ -50,7 +50,7 @@ export const FULL: BenchConfig = {
   http: { rounds: 5, connections: 32, durationSec: 2, warmupRequests: 1000 },
   // 8 callers on 6 accounts: at most 3 transfers can run at once, so most callers wait on most turns.
   transfer: { rounds: 5, callers: 8, accounts: 6, warmupMs: 150, durationMs: 500, drainTimeoutMs: 15_000 },
-  // 16 callers of one key, 4 at a time (issue: "N = 4 per key, 16 callers"); 1 write in 10 for the shared rows.
+  // 16 callers of one key, 4 at a time (scenario 8, docs/BENCHMARKS.md); 1 write in 10 for the shared rows.
   holders: { rounds: 3, callers: 16, permits: 4, writeEvery: 10, sectionMs: 1, warmupMs: 150, durationMs: 500, drainTimeoutMs: 15_000 },
 };
 

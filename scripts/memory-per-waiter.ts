@@ -32,7 +32,7 @@ const WAITERS = Number(process.argv[2] ?? 100_000);
 const DRIVERS = (process.argv[3] ?? 'memory,redis,postgres').split(',') as Driver[];
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
-/** Keys the waiters queue behind (PostgreSQL: each holds a lock connection). */
+/** Keys the waiters queue behind (PostgreSQL: each holds a lock session). */
 const WAIT_KEYS = 8;
 const HELD_KEYS: Record<Driver, number> = { memory: 100_000, redis: 10_000, postgres: 20 };
 

@@ -54,8 +54,8 @@ const HOLDERS = [
 ] as const;
 
 /**
- * Several holders of one key (`concurrency`, `shared`; DESIGN "Lock shapes beyond one
- * holder"), for every driver that holds a key together. A check whose other callers
+ * Several holders of one key (`concurrency`, `shared`; docs/semantics.md, "Several
+ * holders of one key"), for every driver that holds a key together. A check whose other callers
  * may live in another instance runs both ways; order across instances is only
  * asserted where the backend keeps it (a reader behind a writer queued there).
  */

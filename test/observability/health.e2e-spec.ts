@@ -145,7 +145,7 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
         keyPrefix: uniqueId('health'),
         connectTimeoutMs: 1000,
       });
-      // Opens a lock connection and leaves it idle in the pool: the next check reuses it.
+      // Opens a lock session and leaves it idle in the pool: the next check reuses it.
       await request(app.getHttpServer()).get(UP).expect(200);
       proxy.blackhole();
       const down = await request(app.getHttpServer()).get('/health').expect(503);
@@ -157,7 +157,7 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
     }
   });
 
-  it('is up on PostgreSQL while every lock connection holds a lock (a full pool is load, not an outage)', async () => {
+  it('is up on PostgreSQL while every lock session holds a lock (a full pool is load, not an outage)', async () => {
     app = await startHealthApp({
       driver: 'postgres',
       postgres: { connectionString: TEST_DATABASE_URL, lockPoolSize: 1 },

@@ -54,17 +54,17 @@ describe('PostgreSQL lock pool under pressure', () => {
     await provider.close();
   }, 90_000);
 
-  it('says "no lock connection free" when the pool is full, and "key held" when another session holds the key', async () => {
+  it('says "no lock session free" when the pool is full, and "key held" when another session holds the key', async () => {
     const { a, b } = providers.pair({ lockPoolSize: 1 });
     const held = await a.acquire('busy');
-    // B's only connection now waits in PostgreSQL for "busy" (held by A's session)...
+    // B's only session now waits in PostgreSQL for "busy" (held by A's session)...
     const waiting = b.acquire('busy', { waitTimeoutMs: 20_000 }).catch((error: unknown) => error);
     await until(async () => (await pg.advisoryLocks(b.applicationName, false)) === 1);
-    // ...so a free key has no connection to be tried on within its budget.
+    // ...so a free key has no session to be tried on within its budget.
     const starved = await b.acquire('free', { waitTimeoutMs: 300 }).catch((error: unknown) => error);
     expect(starved).toBeInstanceOf(LockTimeoutError);
     expect((starved as LockTimeoutError).reason).toBe('no-connection');
-    expect((starved as Error).message).toMatch(/no lock connection free within 300 ms \(pool size 1\)/);
+    expect((starved as Error).message).toMatch(/no lock session free within 300 ms \(pool size 1\)/);
     await held.release();
     const granted = await waiting;
     expect(granted).toHaveProperty('fencingToken');
@@ -76,7 +76,7 @@ describe('PostgreSQL lock pool under pressure', () => {
     expect(blocked).toBeInstanceOf(LockTimeoutError);
     expect((blocked as LockTimeoutError).reason).toBe('key-held');
     expect((blocked as Error).message).toMatch(/key held/);
-    expect((blocked as Error).message).not.toMatch(/no lock connection/);
+    expect((blocked as Error).message).not.toMatch(/no lock session/);
     await again.release();
   }, 60_000);
 });

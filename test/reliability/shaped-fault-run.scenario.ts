@@ -1,7 +1,7 @@
 import { faultRun, FAULT_RUN_FULL, FAULT_RUN_SHORT, type FaultRunResult, type FaultRunSize } from './fault-run.scenario';
 
 /**
- * The shaped fault run (issue 35): the randomized fault run (fault-run.scenario.ts) —
+ * The shaped fault run: the randomized fault run (fault-run.scenario.ts) —
  * same processes, loops, faults one at a time and fault-free tail — with several
  * holders per key. Keys k0, k1 are group keys (every caller `concurrency: 3`); k2, k3
  * are reader/writer keys (each section, seeded, a reader `shared: true` or a writer

@@ -46,7 +46,7 @@ describe.each([['postgres'], ['mysql']])('a waiter on a full lock pool (%s drive
     await taken.release();
 
     const { lock, error } = await outcome;
-    // Before the fix: LockTimeoutError after the whole 8 s budget ("no lock connection free"), the key free all along.
+    // Before the fix: LockTimeoutError (reason 'no-connection', the pool full) after the whole 8 s budget, the key free all along.
     expect(error).toBeUndefined();
     expect(error).not.toBeInstanceOf(LockTimeoutError);
     expect(lock?.key).toBe('wanted');

@@ -97,7 +97,7 @@ export interface SerializedModuleOptions extends LockProviderCommonOptions {
     lockPoolSize?: number;
     /** A lock session silent this long counts as lost (default 10 000 ms, `SERIALIZED_PG_SESSION_TIMEOUT_MS`). */
     sessionTimeoutMs?: number;
-    /** Idle lock connections are closed after this long (default 10 000 ms, `SERIALIZED_PG_IDLE_TIMEOUT_MS`). */
+    /** Idle lock sessions are closed after this long (default 10 000 ms, `SERIALIZED_PG_IDLE_TIMEOUT_MS`). */
     idleTimeoutMs?: number;
     /** `application_name` of the lock sessions (default `nestjs-serialized:<keyPrefix>`). */
     applicationName?: string;

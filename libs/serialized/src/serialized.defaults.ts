@@ -21,7 +21,7 @@ export const SERIALIZED_DEFAULTS = {
   /** OpenTelemetry traces: `auto` records spans when @opentelemetry/api is installed and a TracerProvider registered (docs/observability.md). */
   tracing: 'auto' as 'auto' | 'on' | 'off',
   pgLockPoolSize: 10,
-  /** Idle PostgreSQL lock connections are closed after this long. */
+  /** Idle PostgreSQL lock sessions are closed after this long. */
   pgIdleTimeoutMs: 10_000,
   /** Sequence PostgreSQL fencing tokens are drawn from. */
   pgFencingSequence: 'nestjs_serialized_fencing_token',
@@ -44,7 +44,7 @@ export const SERIALIZED_DEFAULTS = {
   pgSessionTimeoutMs: 10_000,
   /** Connections of the MySQL driver's own lock pool. */
   mysqlLockPoolSize: 10,
-  /** Idle MySQL lock connections are closed after this long. */
+  /** Idle MySQL lock sessions are closed after this long. */
   mysqlIdleTimeoutMs: 10_000,
   /** How long a MySQL lock session may leave a statement or liveness ping unanswered before it counts as lost. */
   mysqlSessionTimeoutMs: 10_000,

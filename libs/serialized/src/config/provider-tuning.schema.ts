@@ -86,7 +86,7 @@ export const PROVIDER_TUNING_OPTIONS = {
     default: D.pgLockPoolSize,
     min: 1,
     max: 1000,
-    meaning: "connections of the library's own PostgreSQL lock pool",
+    meaning: "sessions of the library's own PostgreSQL lock pool",
   },
   pgSessionTimeoutMs: {
     type: 'integer',
@@ -108,7 +108,7 @@ export const PROVIDER_TUNING_OPTIONS = {
     default: D.pgIdleTimeoutMs,
     min: 0,
     max: HOUR_MS,
-    meaning: 'idle lock connections are closed after this long',
+    meaning: 'idle lock sessions are closed after this long',
   },
   pgApplicationName: {
     type: 'text',
@@ -192,7 +192,7 @@ export const PROVIDER_CONSTRUCTOR_OPTIONS = {
     default: D.mysqlLockPoolSize,
     min: 1,
     max: 1000,
-    meaning: "connections of the library's own MySQL lock pool",
+    meaning: "sessions of the library's own MySQL lock pool",
   },
   mysqlSessionTimeoutMs: {
     provider: 'MysqlLockProvider',
@@ -212,7 +212,7 @@ export const PROVIDER_CONSTRUCTOR_OPTIONS = {
     default: D.mysqlIdleTimeoutMs,
     min: 0,
     max: HOUR_MS,
-    meaning: 'idle lock connections are closed after this long',
+    meaning: 'idle lock sessions are closed after this long',
   },
   mysqlFencingTable: {
     provider: 'MysqlLockProvider',

@@ -20,7 +20,7 @@ export class LockTimeoutError extends SerializedError {
 
   /**
    * @param detail the reason and, when it is not the key, what exactly ran out
-   *   (e.g. `no lock connection free within 300 ms (pool size 1)`)
+   *   (e.g. `no lock session free within 300 ms (pool size 1)`)
    */
   constructor(key: string, waitTimeoutMs: number, handler?: string, detail?: { reason: LockTimeoutReason; message?: string }) {
     const why = detail ? `: ${detail.message ?? (detail.reason === 'key-held' ? 'key held' : 'no connection free')}` : '';

@@ -17,10 +17,17 @@ export interface LockHolderInfo {
   /**
    * Which instance holds it, where the backend knows: PostgreSQL, the holding
    * session's `application_name` and backend pid (`<application_name>#<pid>`);
-   * Redis, the holder's provider session (the first part of its owner token).
+   * Redis, the holder's provider session (the first part of its owner token);
+   * MySQL, the holding session's connection id (`mysql#<id>`).
    */
   instance?: string;
-  /** Whether it holds the key `shared` (a reader); `false` for a holder alone or one of a `concurrency` group. */
+  /**
+   * Whether it holds the key `shared` (a reader); `false` for a holder alone or one of
+   * a `concurrency` group. On PostgreSQL another process's holder is `true` whenever
+   * its session holds the advisory lock in share mode, a group member's too
+   * (`pg_locks` does not tell them apart); a transaction-mode holder of this process
+   * is always `false`.
+   */
   shared?: boolean;
   /** How long it has held the key, where known (holders of this process). */
   heldForMs?: number;
@@ -42,7 +49,9 @@ export interface LockInfo {
    * Callers waiting for the key in every process, where the backend can tell:
    * Redis, every waiting caller of every process; PostgreSQL, `waitingHere` plus
    * one for each other process's session waiting in the server (a process waits
-   * with one session per key, so this is a lower bound); in-memory, `waitingHere`.
+   * with one session per key, so this is a lower bound); MySQL, `waitingHere` plus
+   * the other sessions waiting in `GET_LOCK` in the server's process list;
+   * in-memory, `waitingHere`.
    */
   waiting?: number;
   /** Callers of this process waiting for the key (the holder not counted). */

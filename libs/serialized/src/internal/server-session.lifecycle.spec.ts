@@ -77,10 +77,10 @@ describe('ServerSession (the lock sessions’ shared lifecycle)', () => {
       session.hold(h);
       session.goodbye = () => new Promise(() => undefined);
       const ended = session.end(500);
-      expect(session.dead?.message).toBe('the lock connection was closed');
+      expect(session.dead?.message).toBe('the lock session was closed');
       jest.advanceTimersByTime(500);
       await ended;
-      expect(session.calls).toEqual(['abandon: the lock connection was closed', 'close', 'destroy']);
+      expect(session.calls).toEqual(['abandon: the lock session was closed', 'close', 'destroy']);
       expect(h.told).toEqual([]);
       expect(deaths).toEqual([]);
     } finally {

@@ -108,7 +108,7 @@ export abstract class ServerSession<H extends SessionLossListener, W extends Ses
   /** Closes the session politely, or at once after `timeoutMs`. */
   async end(timeoutMs: number): Promise<void> {
     if (this.ended) return;
-    const closed = new Error('the lock connection was closed');
+    const closed = new Error('the lock session was closed');
     this.ended = closed;
     this.watchdog.delete(this);
     this.holders.clear();

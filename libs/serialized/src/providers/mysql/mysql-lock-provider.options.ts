@@ -12,7 +12,7 @@ export interface MysqlLockProviderOptions extends LockProviderCommonOptions {
    * the app's work connections. The library never ends this pool.
    */
   pool?: MysqlPoolLike;
-  /** Lock connections per process (default 10): distinct keys waited for in the server at once. */
+  /** Lock sessions per process (default 10): distinct keys waited for in the server at once. */
   lockPoolSize?: number;
   /**
    * How long a lock session may leave a statement or a liveness ping unanswered
@@ -21,7 +21,7 @@ export interface MysqlLockProviderOptions extends LockProviderCommonOptions {
    * counted; a closed or reset socket and a `KILL` are noticed at once.
    */
   sessionTimeoutMs?: number;
-  /** Idle lock connections are closed after this long (default 10 000 ms). */
+  /** Idle lock sessions are closed after this long (default 10 000 ms). */
   idleTimeoutMs?: number;
   /** Table of the fencing counter (default `nestjs_serialized_fencing`, `database.table` accepted). */
   fencingTable?: string;

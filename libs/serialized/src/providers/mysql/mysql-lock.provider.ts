@@ -22,7 +22,7 @@ import { MysqlSessions } from './mysql.sessions';
 
 export type { MysqlLockProviderOptions } from './mysql-lock-provider.options';
 
-/** Marks "every lock connection is busy" apart from "MySQL did not answer". */
+/** Marks "every lock session is busy" apart from "MySQL did not answer". */
 class PoolBusy extends Error {}
 
 /**
@@ -95,7 +95,7 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
     return this.lines.activeKeys;
   }
 
-  /** Lock connections open or opening. */
+  /** Lock sessions open or opening. */
   get connections(): number {
     return this.sessions.pool.total;
   }
@@ -105,7 +105,7 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
     return this.deadlines.armed || this.backend.armed || this.sessions.armed;
   }
 
-  /** Health: `SELECT CONNECTION_ID()` on a lock connection, bounded by `timeoutMs`. */
+  /** Health: `SELECT CONNECTION_ID()` on a lock session, bounded by `timeoutMs`. */
   override async ping(timeoutMs: number): Promise<void> {
     if (this.closed) throw LockBackendError.shuttingDown();
     const pool = this.sessions.pool;
@@ -137,7 +137,7 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
     pool.release(session);
   }
 
-  /** Stops the session checks and closes the lock connections; a lock held past the grace period keeps its session until release. */
+  /** Stops the session checks and closes the lock sessions; a lock held past the grace period keeps its session until release. */
   protected async closeBackend(): Promise<void> {
     await this.backend.close(this.lines.holders());
     this.deadlines.clear();

@@ -14,7 +14,7 @@ export const MAX_LOCK_TIMEOUT_MS = 2 ** 31 - 1;
 /**
  * The second level of an acquisition: the caller already owns the key in this
  * process (first in the local FIFO), so it is the only caller of this process
- * that takes a lock connection for the key and waits in PostgreSQL's lock queue.
+ * that takes a lock session for the key and waits in PostgreSQL's lock queue.
  * How it answers, and what it does while the pool is full: `SessionLockAttempt`.
  *
  * The wait budget carries over: what is left of `waitTimeoutMs` after the local

@@ -28,7 +28,7 @@ export class LockSessions {
   readonly statements: LockStatements;
   /** The lock sessions' `application_name`. */
   readonly applicationName: string;
-  /** Bound on opening a lock connection (and on cancelling a server wait). */
+  /** Bound on opening a lock session (and on cancelling a server wait). */
   readonly connectTimeoutMs: number;
   /** How sessions are opened; the idempotency store opens its own pool with them. */
   readonly settings: LockSessionSettings;

@@ -13,11 +13,11 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
    * never used for locks and never ended by the library.
    */
   pool?: PgPoolLike;
-  /** Lock connections per process (default 10): distinct keys held or waited for in PostgreSQL at once. */
+  /** Lock sessions per process (default 10): distinct keys held or waited for in PostgreSQL at once. */
   lockPoolSize?: number;
   /** Sets how often held sessions are checked: every min(leaseMs / 3, 1 s) (default lease 30 000 ms). */
   leaseMs?: number;
-  /** Bound on opening a lock connection before `LockBackendError` (default 3000 ms). */
+  /** Bound on opening a lock session before `LockBackendError` (default 3000 ms). */
   connectTimeoutMs?: number;
   /**
    * How long a lock session may leave a statement or a liveness ping unanswered
@@ -39,7 +39,7 @@ export interface PostgresLockProviderOptions extends LockProviderCommonOptions {
    * not create it needs it created once beforehand.
    */
   fencingSequence?: string;
-  /** Idle lock connections are closed after this long (default 10 000 ms). */
+  /** Idle lock sessions are closed after this long (default 10 000 ms). */
   idleTimeoutMs?: number;
   /**
    * Create what the library keeps in the database when it is missing (default

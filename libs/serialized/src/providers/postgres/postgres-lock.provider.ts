@@ -109,7 +109,7 @@ export class PostgresLockProvider
     return this.sessions.settings;
   }
 
-  /** Health: one statement on a lock connection, bounded by `timeoutMs` (see `pingLockPool`). */
+  /** Health: one statement on a lock session, bounded by `timeoutMs` (see `pingLockPool`). */
   override ping(timeoutMs: number): Promise<void> {
     if (this.closed) return Promise.reject(LockBackendError.shuttingDown());
     return pingLockPool(this.sessions.pool, timeoutMs);
@@ -132,7 +132,7 @@ export class PostgresLockProvider
     return (await this.backend.auditAll()).length;
   }
 
-  /** Lock connections open or opening. */
+  /** Lock sessions open or opening. */
   get connections(): number {
     return this.sessions.pool.total;
   }
@@ -142,7 +142,7 @@ export class PostgresLockProvider
     return this.deadlines.armed || this.backend.armed || this.sessions.armed;
   }
 
-  /** Stops the session checks and closes the lock connections; a lock held past the grace period keeps its session until release. */
+  /** Stops the session checks and closes the lock sessions; a lock held past the grace period keeps its session until release. */
   protected async closeBackend(): Promise<void> {
     await this.backend.close(this.lines.holders());
     this.deadlines.clear();

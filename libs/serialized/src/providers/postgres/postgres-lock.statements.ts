@@ -11,7 +11,7 @@ export const TOKEN_BLOCK = 1024;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 
-/** The SQL of one provider, prepared once per lock connection (named statements). */
+/** The SQL of one provider, prepared once per lock session (named statements). */
 export interface LockStatements {
   /** Quoted, possibly schema-qualified sequence name, for DDL. */
   readonly sequence: string;

@@ -160,7 +160,7 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
       timeoutError: () =>
         new LockTimeoutError(caller.key, caller.waitTimeoutMs, undefined, {
           reason: 'no-connection',
-          message: `no lock connection free within ${caller.waitTimeoutMs} ms (pool size ${sessions.pool.size})`,
+          message: `no lock session free within ${caller.waitTimeoutMs} ms (pool size ${sessions.pool.size})`,
         }),
       backendError: (cause) => sessions.backendError(caller.key, cause),
     });

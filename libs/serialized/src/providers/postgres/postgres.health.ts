@@ -3,7 +3,7 @@ import { withTimeout } from '../../observability/with.timeout';
 import { LockSession } from './lock.session';
 import type { LockSessionPool } from '../sessions/lock-session.pool';
 
-/** Marks "every lock connection is busy" apart from "PostgreSQL did not answer". */
+/** Marks "every lock session is busy" apart from "PostgreSQL did not answer". */
 class PoolBusy extends Error {}
 
 /**

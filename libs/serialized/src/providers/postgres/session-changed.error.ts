@@ -1,5 +1,5 @@
 /**
- * Two statements sent on one lock connection ran on different server sessions:
+ * Two statements of one lock session ran on different server sessions:
  * a pooler in transaction or statement mode (PgBouncer `pool_mode = transaction`)
  * sits between the library and PostgreSQL. Session advisory locks cannot work
  * there: the lock stays on a server session that other clients then use.
@@ -13,7 +13,7 @@ export class SessionChangedError extends Error {
   ) {
     super(
       `The PostgreSQL session changed between two statements on one connection (backend pid ${firstPid}, then ${laterPid}): ` +
-        'the lock connections go through a pooler in transaction or statement mode (e.g. PgBouncer pool_mode=transaction), ' +
+        'the connections of the lock sessions go through a pooler in transaction or statement mode (e.g. PgBouncer pool_mode=transaction), ' +
         'which breaks session advisory locks. Point the lock pool at PostgreSQL directly or at a session-mode pool ' +
         '(postgres.connectionString); see docs/providers/postgres.md#pgbouncer',
     );

@@ -16,12 +16,12 @@ export interface PooledSession {
 }
 
 /**
- * One caller's request for a lock connection. Why an interface: besides the lock
+ * One caller's request for a lock session. Why an interface: besides the lock
  * attempts (`SessionLockAttempt`), the PostgreSQL inspector and health check ask
  * the pool with plain objects.
  */
 export interface SessionRequest {
-  /** How long it may queue while every connection is busy. */
+  /** How long it may queue while every session is busy. */
   readonly timeoutMs: number;
   /** The error when that time runs out. */
   readonly timeoutError: () => Error;

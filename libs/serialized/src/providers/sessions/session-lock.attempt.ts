@@ -112,7 +112,7 @@ export abstract class SessionLockAttempt<C extends PooledSession> implements Ses
   /** SessionRequest: the budget (or a round of it) ran out in the pool's queue, not on the key. */
   timeoutError(): LockTimeoutError {
     if (this.blocked && this.remainingMs() >= 1) return ROUND_OVER as LockTimeoutError;
-    const message = `no lock connection free within ${this.waitTimeoutMs} ms (pool size ${this.pool.size})`;
+    const message = `no lock session free within ${this.waitTimeoutMs} ms (pool size ${this.pool.size})`;
     return new LockTimeoutError(this.key, this.waitTimeoutMs, undefined, { reason: 'no-connection', message });
   }
 
