@@ -23,10 +23,8 @@ export interface LockHolderInfo {
   instance?: string;
   /**
    * Whether it holds the key `shared` (a reader); `false` for a holder alone or one of
-   * a `concurrency` group. On PostgreSQL another process's holder is `true` whenever
-   * its session holds the advisory lock in share mode, a group member's too
-   * (`pg_locks` does not tell them apart); a transaction-mode holder of this process
-   * is always `false`.
+   * a `concurrency` group. On PostgreSQL another process's reader is told from a group
+   * member by the readers' shape marks its session holds.
    */
   shared?: boolean;
   /** How long it has held the key, where known (holders of this process). */

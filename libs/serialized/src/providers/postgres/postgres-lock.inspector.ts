@@ -6,6 +6,7 @@ import type { KeyInspector } from '../../inspect/key-inspector.interface';
 import type { LockHolderInfo, LockInfo } from '../../inspect/lock-info.interface';
 import type { LockLines } from '../../local/lock.lines';
 import { advisoryLockKey } from './advisory-key.hash';
+import { holdShapeOf } from './hold.shape';
 import { LockSession } from './lock.session';
 import type { LockSessions } from './lock.sessions';
 import type { HandedLock } from './postgres.backend';
@@ -19,13 +20,23 @@ const MAX_HOLDER_ROWS = 16;
  * key, not the two-int4 wait marks) in this database, except those of the
  * sessions `$2` (this provider's own, which the local layer describes better):
  * holders first, at most `MAX_HOLDER_ROWS`, each with the count of the sessions
- * waiting (a window over every row, computed before the limit). One read of
- * `pg_locks` (it takes no lock of its own: the lock manager is read in shared mode).
+ * waiting (a window over every row, computed before the limit), and whether the
+ * holder is a reader: a reader and a group member both hold the key in share mode,
+ * and only a reader also holds both of the readers' shape marks (`$3`, `$4`: see
+ * `hold.shape.ts`) in share mode. Two reads of `pg_locks` in one statement (it takes
+ * no lock of its own: the lock manager is read in shared mode).
  */
 const INSPECT = {
   name: 'nestjs-serialized:inspect',
   text:
-    'SELECT l.pid, a.application_name, l.mode, l.granted, count(*) FILTER (WHERE NOT l.granted) OVER () AS waiting ' +
+    'WITH readers AS MATERIALIZED (SELECT m.pid FROM pg_locks m ' +
+    "WHERE m.locktype = 'advisory' AND m.objsubid = 1 AND m.granted AND m.mode = 'ShareLock' " +
+    'AND m.database = (SELECT oid FROM pg_database WHERE datname = current_database()) ' +
+    'AND ((m.classid = (($3::bigint >> 32) & 4294967295)::oid AND m.objid = ($3::bigint & 4294967295)::oid) ' +
+    'OR (m.classid = (($4::bigint >> 32) & 4294967295)::oid AND m.objid = ($4::bigint & 4294967295)::oid)) ' +
+    'GROUP BY m.pid HAVING count(DISTINCT m.objid) = 2) ' +
+    'SELECT l.pid, a.application_name, l.mode, l.granted, count(*) FILTER (WHERE NOT l.granted) OVER () AS waiting, ' +
+    'EXISTS (SELECT 1 FROM readers r WHERE r.pid = l.pid) AS reader ' +
     'FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid ' +
     "WHERE l.locktype = 'advisory' AND l.objsubid = 1 " +
     'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) ' +
@@ -50,7 +61,8 @@ export class PostgresLockInspector implements KeyInspector {
   ) {}
 
   async inspect(key: string): Promise<LockInfo> {
-    const rows = await this.read(advisoryLockKey(this.keyPrefix, key));
+    const lockKey = advisoryLockKey(this.keyPrefix, key);
+    const rows = await this.read(lockKey, holdShapeOf(this.keyPrefix, key, lockKey, true, 0).marks);
     const here = this.lines().inspectHere(key);
     const holders: LockHolderInfo[] = [];
     const now = performance.now();
@@ -60,14 +72,16 @@ export class PostgresLockInspector implements KeyInspector {
         holderHere(lock, now, { instance: `${this.sessions.applicationName}#${lock.session.pid}`, shared: here.shared === true }),
       );
     let elsewhere = 0;
-    for (const [pid, applicationName, mode, granted, waiting] of rows) {
+    for (const [pid, applicationName, mode, granted, waiting, reader] of rows) {
       elsewhere = Number(waiting);
-      if (granted === true) holders.push({ here: false, instance: `${applicationName ?? ''}#${pid}`, shared: mode === 'ShareLock' });
+      // A group member holds the key in share mode too; only a reader holds the readers' marks.
+      if (granted === true)
+        holders.push({ here: false, instance: `${applicationName ?? ''}#${pid}`, shared: mode === 'ShareLock' && reader === true });
     }
     return { key, holders, waiting: here.waiting + elsewhere, waitingHere: here.waiting };
   }
 
-  private async read(lockKey: string): Promise<unknown[][]> {
+  private async read(lockKey: string, readerMarks: readonly string[]): Promise<unknown[][]> {
     const { pool, connectTimeoutMs } = this.sessions;
     const taken = pool.take({
       shared: true,
@@ -77,7 +91,11 @@ export class PostgresLockInspector implements KeyInspector {
     });
     const session = taken instanceof LockSession ? taken : await taken.promise;
     try {
-      const config: QueryArrayConfig = { ...INSPECT, values: [lockKey, pool.sessions().map((open) => open.pid)], rowMode: 'array' };
+      const config: QueryArrayConfig = {
+        ...INSPECT,
+        values: [lockKey, pool.sessions().map((open) => open.pid), readerMarks[0], readerMarks[1]],
+        rowMode: 'array',
+      };
       // Bounded by the session's watchdog like every statement; never cut short here, since
       // ending a session shared with held locks would take their locks with it.
       return await session.queryRows(config);
