@@ -74,6 +74,37 @@ describe('transaction mode with shared holders (typeorm)', () => {
     expect(await modes('doc:1')).toEqual([]);
   });
 
+  it('inspect lists both readers of this process, shared, each with its token; one left, the other still listed', async () => {
+    const gates = [deferred(), deferred()];
+    const tokens: bigint[] = [];
+    let inside = 0;
+    const reader = (n: number) => async (lock: { fencingToken: bigint }) => {
+      tokens[n] = lock.fencingToken;
+      inside++;
+      await gates[n].promise;
+      inside--;
+    };
+    const r1 = locks.run('doc:3', reader(0), { transaction: true, shared: true });
+    const r2 = locks.run('doc:3', reader(1), { transaction: true, shared: true });
+    await waitFor(() => inside === 2, 10_000, 'both readers inside');
+    const both = await locks.inspect('doc:3');
+    expect({ ...both, holders: [...both.holders].sort((a, b) => (a.fencingToken! < b.fencingToken! ? -1 : 1)) }).toEqual({
+      key: 'doc:3',
+      holders: [...tokens]
+        .sort((a, b) => (a < b ? -1 : 1))
+        .map((fencingToken) => ({ fencingToken, here: true, shared: true, heldForMs: expect.any(Number) })),
+      waiting: 0,
+      waitingHere: 0,
+    });
+    gates[0].resolve();
+    await r1;
+    const one = await locks.inspect('doc:3');
+    expect(one.holders).toEqual([{ fencingToken: tokens[1], here: true, shared: true, heldForMs: expect.any(Number) }]);
+    gates[1].resolve();
+    await r2;
+    expect(await locks.inspect('doc:3')).toEqual({ key: 'doc:3', holders: [], waiting: 0, waitingHere: 0 });
+  });
+
   it('a shared reader in reject mode is refused while another session holds the key exclusively', async () => {
     await pg.query('BEGIN');
     try {
