@@ -56,6 +56,13 @@ const enum Phase {
   Returned,
 }
 
+/** One call's progress: its phase, its section's own error, and the server locks it holds (let go after COMMIT or ROLLBACK). */
+interface TransactionState {
+  phase: Phase;
+  sectionError: unknown;
+  readonly locks: TransactionLock[];
+}
+
 /**
  * Locks inside the application's own transaction (docs/transactions.md): the
  * key's waiters queue in this process first (FIFO, an in-memory lock per key),
@@ -71,8 +78,8 @@ export class TransactionLocks {
   private readonly local: LockLines<InMemoryLock>;
   private readonly statements: TransactionLockStatements;
   private readonly sequences = new WeakMap<TransactionHostLike, Promise<void>>();
-  /** The server lock of each key a caller of this process holds in its transaction (for `addHere`). */
-  private readonly granted = new Map<string, TransactionLock>();
+  /** The server locks of each key that callers of this process hold in their transactions (for `addHere`): several when held shared. */
+  private readonly granted = new Map<string, Set<TransactionLock>>();
 
   constructor(
     private readonly settings: TransactionLocksSettings,
@@ -133,10 +140,9 @@ export class TransactionLocks {
     const key = keys[0];
     await this.sequenceOf(host, key);
     const locals = await this.queueHere(keys, options, waitTimeoutMs, startedAt);
+    const state: TransactionState = { phase: Phase.Locking, sectionError: undefined, locks: [] };
     try {
-      if (host.isTransactionActive())
-        return await this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, true, section, { phase: Phase.Locking });
-      const state = { phase: Phase.Locking, sectionError: undefined as unknown };
+      if (host.isTransactionActive()) return await this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, true, section, state);
       try {
         return await host.withTransaction(() => this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, false, section, state));
       } catch (error) {
@@ -146,7 +152,7 @@ export class TransactionLocks {
         throw this.lockError(key, error, waitTimeoutMs, 'could not begin a transaction');
       }
     } finally {
-      for (const held of keys) this.granted.delete(held);
+      for (const lock of state.locks) this.letGo(lock);
       // After COMMIT/ROLLBACK: the next caller of this process sees what this one committed.
       for (const local of locals) void local.release();
     }
@@ -196,18 +202,35 @@ export class TransactionLocks {
    * that wait and listed this process's transaction as another session's hold.
    */
   addHere(info: LockInfo, serverSeen: boolean): LockInfo {
-    const { holder, waiting } = this.local.inspectHere(info.key);
+    const { holder, others, waiting } = this.local.inspectHere(info.key);
     if (!holder && waiting === 0) return info;
-    const lock = this.granted.get(info.key);
-    const asking = holder && !lock ? 1 : 0;
-    const suffix = lock ? `#${lock.backendPid}` : undefined;
-    const others = suffix ? info.holders.filter((other) => other.here || !other.instance?.endsWith(suffix)) : info.holders;
+    const mine = [...(this.granted.get(info.key) ?? [])];
+    // Let in here (several when shared) but without their server lock yet: waiting for it in the server.
+    const asking = Math.max(0, (holder ? 1 + (others?.length ?? 0) : 0) - mine.length);
+    const suffixes = mine.map((lock) => `#${lock.backendPid}`);
+    const elsewhere = info.holders.filter((other) => other.here || !suffixes.some((suffix) => other.instance?.endsWith(suffix)));
+    const now = performance.now();
     return {
       key: info.key,
-      holders: lock ? [holderHere(lock, performance.now()), ...others] : others,
+      holders: [...mine.map((lock) => holderHere(lock, now, { shared: lock.shared })), ...elsewhere],
       waiting: info.waiting === undefined ? undefined : info.waiting + waiting + (serverSeen ? 0 : asking),
       waitingHere: info.waitingHere + waiting + asking,
     };
+  }
+
+  /** `hold-here`: a caller of this process holds `lock` in its transaction (until `letGo`, after COMMIT or ROLLBACK). */
+  private holdHere(lock: TransactionLock, state: TransactionState): void {
+    state.locks.push(lock);
+    const held = this.granted.get(lock.key);
+    if (held) held.add(lock);
+    else this.granted.set(lock.key, new Set([lock]));
+  }
+
+  /** `let-go`: its transaction ended. */
+  private letGo(lock: TransactionLock): void {
+    const held = this.granted.get(lock.key);
+    if (!held?.delete(lock) || held.size > 0) return;
+    this.granted.delete(lock.key);
   }
 
   /** Graceful shutdown of the local queue (running sections finish first, up to `shutdownGraceMs`). */
@@ -227,7 +250,7 @@ export class TransactionLocks {
     startedAt: number,
     joined: boolean,
     section: (locks: readonly Lock[]) => Promise<T> | T,
-    state: { phase: Phase; sectionError?: unknown },
+    state: TransactionState,
   ): Promise<T> {
     const tx = host.tx;
     const query = this.settings.query ?? recognisedQuery(tx);
@@ -254,7 +277,7 @@ export class TransactionLocks {
         throw error;
       });
       if (dead) for (const lock of locks) lock.markLost("the transaction's connection ended");
-      for (const lock of locks) this.granted.set(lock.key, lock);
+      for (const lock of locks) this.holdHere(lock, state);
       state.phase = Phase.Section;
       const result = await section(locks);
       state.phase = Phase.Returned;
@@ -343,7 +366,7 @@ export class TransactionLocks {
     if (token === null || token === undefined) throw new LockBusyError(key, 'held');
     // A caller that gave up while its statement waited in the server: the transaction rolls back.
     if (options.signal?.aborted) throw options.signal.reason;
-    return new TransactionLock(key, BigInt(String(token)), Number(rows[0]?.pid), joined);
+    return new TransactionLock(key, BigInt(String(token)), Number(rows[0]?.pid), joined, options.shared === true);
   }
 
   /** An error before the section ran, as the caller sees it: 429 for a wait that ran out, 503 for the backend. */

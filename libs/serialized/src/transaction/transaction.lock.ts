@@ -21,6 +21,8 @@ export class TransactionLock implements Lock {
     readonly backendPid: number,
     /** True when the section joined a transaction begun outside it: the lock stays held until that one ends. */
     readonly joined: boolean,
+    /** Held shared (`pg_advisory_xact_lock_shared`), beside other shared holders. */
+    readonly shared: boolean,
   ) {}
 
   get signal(): AbortSignal {
