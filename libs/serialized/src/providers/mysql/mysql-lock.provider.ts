@@ -7,7 +7,7 @@ import { LockBackendError } from '../../errors';
 import { DeadlineQueue } from '../../internal/deadline.queue';
 import { IgnoredLeaseNote } from '../../internal/ignored-lease.note';
 import { redactUrls } from '../../internal/secrets.redact';
-import { withTimeout } from '../../observability/with.timeout';
+import { pingLockPool } from '../sessions/lock-pool.health';
 import { LayeredLockProvider } from '../../local/layered-lock.provider';
 import { LockLines } from '../../local/lock.lines';
 import { SERIALIZED_LOGGER_CONTEXT } from '../../serialized.constants';
@@ -17,13 +17,9 @@ import { MysqlBackend } from './mysql.backend';
 import type { MysqlLock } from './mysql.lock';
 import { mysqlLockName } from './mysql-lock.name';
 import { mysqlTimings, type MysqlLockProviderOptions } from './mysql-lock-provider.options';
-import type { MysqlSession } from './mysql.session';
 import { MysqlSessions } from './mysql.sessions';
 
 export type { MysqlLockProviderOptions } from './mysql-lock-provider.options';
-
-/** Marks "every lock session is busy" apart from "MySQL did not answer". */
-class PoolBusy extends Error {}
 
 /**
  * Locks shared by every process using one MySQL (≥ 5.7.5) or MariaDB (≥ 10.0.2)
@@ -105,36 +101,11 @@ export class MysqlLockProvider extends LayeredLockProvider implements BeforeAppl
     return this.deadlines.armed || this.backend.armed || this.sessions.armed;
   }
 
-  /** Health: `SELECT CONNECTION_ID()` on a lock session, bounded by `timeoutMs`. */
+  /** Health: `SELECT CONNECTION_ID()` on a lock session, bounded by `timeoutMs` (see `pingLockPool`). */
   override async ping(timeoutMs: number): Promise<void> {
     if (this.closed) throw LockBackendError.shuttingDown();
-    const pool = this.sessions.pool;
-    const taken = pool.take({
-      shared: true,
-      timeoutMs,
-      timeoutError: () => new PoolBusy(),
-      backendError: (cause) => this.sessions.backendError(undefined, cause),
-    });
-    let session: MysqlSession;
-    if ('promise' in taken) {
-      try {
-        session = await withTimeout(taken.promise, timeoutMs, 'MySQL');
-      } catch (error) {
-        taken.cancel(error);
-        // A full pool is load, not an outage: held sessions are pinged by the liveness checks.
-        if (error instanceof PoolBusy) return;
-        throw error instanceof LockBackendError ? error : this.sessions.backendError(undefined, error);
-      }
-    } else {
-      session = taken;
-    }
-    try {
-      await withTimeout(session.ping(), timeoutMs, 'MySQL');
-    } catch (error) {
-      pool.discard(session, error as Error);
-      throw this.sessions.backendError(undefined, error);
-    }
-    pool.release(session);
+    const unreachable = (cause: unknown) => this.sessions.backendError(undefined, cause);
+    await pingLockPool({ pool: this.sessions.pool, server: 'MySQL', unreachable }, timeoutMs);
   }
 
   /** Stops the session checks and closes the lock sessions; a lock held past the grace period keeps its session until release. */

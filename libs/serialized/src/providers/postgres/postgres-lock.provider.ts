@@ -14,7 +14,7 @@ import type { ResolvedSerializedOptions } from '../../serialized-options.interfa
 import { SERIALIZED_DEFAULTS } from '../../serialized.defaults';
 import type { LockSessionSettings } from './lock-session.opener';
 import { LockSessions } from './lock.sessions';
-import { pingLockPool } from './postgres.health';
+import { pingLockPool } from '../sessions/lock-pool.health';
 import { sessionTimings, type PostgresLockProviderOptions } from './postgres-lock-provider.options';
 import { PostgresBackend, type HandedLock } from './postgres.backend';
 import { PostgresLockInspector } from './postgres-lock.inspector';
@@ -112,7 +112,9 @@ export class PostgresLockProvider
   /** Health: one statement on a lock session, bounded by `timeoutMs` (see `pingLockPool`). */
   override ping(timeoutMs: number): Promise<void> {
     if (this.closed) return Promise.reject(LockBackendError.shuttingDown());
-    return pingLockPool(this.sessions.pool, timeoutMs);
+    const unreachable = (cause: unknown) =>
+      new LockBackendError(`PostgreSQL cannot be reached: ${(cause as Error)?.message ?? cause}`, { cause });
+    return pingLockPool({ pool: this.sessions.pool, server: 'PostgreSQL', unreachable }, timeoutMs);
   }
 
   /** Diagnostics (for tests and health checks): keys held or waited for in this process (0 when idle). */
