@@ -7,7 +7,7 @@ import { Cluster } from 'ioredis';
 import { databaseTarget } from '../postgres/support/provider-set';
 import { TcpProxy } from '../postgres/support/tcp-proxy';
 import { ThrowawayRedis } from '../redis/support/throwaway-redis';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/services';
+import { TEST_DATABASE_URL, TEST_MYSQL_URL, TEST_REDIS_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
 
 /**
@@ -196,6 +196,26 @@ describe('SerializedHealthIndicator through @nestjs/terminus (real HTTP)', () =>
     expect(JSON.stringify(down.body)).not.toContain('pgsecretpw');
     // The reason, not where: no host or port either.
     expect(JSON.stringify(down.body)).not.toContain(`127.0.0.1`);
+    expect(JSON.stringify(down.body)).not.toContain(`:${port}`);
+  });
+  it('is up on MySQL, and names the driver', async () => {
+    app = await startHealthApp({ driver: 'mysql', mysql: { url: TEST_MYSQL_URL }, keyPrefix: uniqueId('health') });
+    const response = await request(app.getHttpServer()).get('/health').expect(200);
+    expect(response.body.info.locks).toEqual({ status: 'up', driver: 'mysql' });
+  });
+
+  it('is down when MySQL cannot be reached, with the password, host and port kept out of the reason', async () => {
+    const { freeLocalPort } = await import('../support/local-server');
+    const port = await freeLocalPort();
+    app = await startHealthApp({
+      driver: 'mysql',
+      mysql: { url: `mysql://root:mysqlsecretpw@127.0.0.1:${port}/test` },
+      keyPrefix: uniqueId('health'),
+    });
+    const down = await request(app.getHttpServer()).get('/health').expect(503);
+    expect(down.body.error.locks).toMatchObject({ status: 'down', driver: 'mysql' });
+    expect(JSON.stringify(down.body)).not.toContain('mysqlsecretpw');
+    expect(JSON.stringify(down.body)).not.toContain('127.0.0.1');
     expect(JSON.stringify(down.body)).not.toContain(`:${port}`);
   });
 });
