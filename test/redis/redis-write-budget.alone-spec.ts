@@ -13,12 +13,12 @@ import { deleteKeysWithPrefix } from './support/delete-keys';
  * suite's load. That the key is free for another process once its release is
  * written is the functional suites' (test/contract/redis.contract.spec.ts).
  *
- * A release nobody is known to wait for, while the process holds other locks (a busy
- * server), does not take a system call of its own: what the process sends after it until
- * the end of the event-loop iteration (other requests' acquisitions, a caller's next one)
- * leaves in the same write. A release with nothing else held (a caller that runs sections
- * one after another) is written at once, so Redis applies it while the caller prepares its
- * next acquisition. Either way the key is free for another process as soon as the write is
+ * A release nobody is known to wait for does not take a system call of its own: what the
+ * process sends after it leaves in the same write — until the end of the current turn when
+ * the process holds no other lock (a caller that runs sections one after another: its next
+ * acquisition), until the end of the event-loop iteration while it holds others (a busy
+ * server: other requests' acquisitions). A release another process is known to wait for is
+ * written at once. Either way the key is free for another process as soon as the write is
  * applied.
  */
 describe('Redis write budget of a release (a budget suite, not a functional one): it shares its write with the next command', () => {
@@ -65,29 +65,42 @@ describe('Redis write budget of a release (a budget suite, not a functional one)
 
   const iterationEnds = () => new Promise((resolve) => setImmediate(resolve));
 
-  it("writes a sequential caller's release at once when the process holds no other lock", async () => {
+  it("sends a sequential caller's release and next acquisition in one system call when the process holds no other lock", async () => {
     const service = new LockService(provider);
     await service.run('warm-up', () => undefined);
     // The warm-up's release leaves, and the wake-up channel its first lock opened is listening, before the count starts.
     await new Promise((resolve) => setTimeout(resolve, 100));
-    let writtenWhenRunResolved = -1;
     const writes = await writesDuring(async () => {
-      const seen = await writesDuring(async () => {
-        await service.run('first', () => undefined);
-      });
-      // run() resolved with its release already written: Redis applies it while the caller goes on.
-      writtenWhenRunResolved = seen.length;
+      await service.run('first', () => undefined);
       await service.run('second', () => undefined);
+      // run() resolved once the release was handed to the connection; it leaves at the end of this turn.
       await iterationEnds();
     });
-    expect(writtenWhenRunResolved).toBe(2);
-    // first's acquisition, first's release, second's acquisition, second's release: one write each.
+    // first's acquisition; first's release + second's acquisition; second's release.
+    expect(writes).toEqual([
+      { calls: 1, commands: 1 },
+      { calls: 1, commands: 2 },
+      { calls: 1, commands: 1 },
+    ]);
+  });
+
+  it('writes a lone release by the end of its turn when nothing follows it', async () => {
+    const service = new LockService(provider);
+    await service.run('warm-up-alone', () => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const writes = await writesDuring(async () => {
+      await service.run('alone', () => undefined);
+      // Not an iteration: only the turn's end (process.nextTick's queue) may pass.
+      await new Promise((resolve) => process.nextTick(resolve));
+    });
     expect(writes).toEqual([
       { calls: 1, commands: 1 },
       { calls: 1, commands: 1 },
-      { calls: 1, commands: 1 },
-      { calls: 1, commands: 1 },
     ]);
+    // Another instance finds the key free.
+    const next = await other.tryAcquire('alone');
+    expect(next).not.toBeNull();
+    await next!.release();
   });
 
   it("sends a sequential caller's release and next acquisition in one system call while the process holds another lock", async () => {

@@ -19,7 +19,7 @@ import { messageOf } from './protocol/wake-up.messages';
 import type { OwnerTokens } from './protocol/owner.tokens';
 import type { RedisKeyspace, RedisLockKeys } from './protocol/redis.keyspace';
 import type { RedisScripts } from './protocol/redis.scripts';
-import { RELEASE, URGENT, type RedisConnection } from './transport/redis.connection';
+import { LONE_RELEASE, RELEASE, URGENT, type RedisCallOptions, type RedisConnection } from './transport/redis.connection';
 import type { ReplicaAcks } from './transport/replica.acks';
 import { RedisQueueShare, RedisWaiter } from './waiting/redis.waiter';
 import { RedisWakeUps, type WakeUpListener } from './waiting/redis.wake-ups';
@@ -771,7 +771,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     // Riders wait and the block is spent: keep the key with a fresh block for them.
     const keep = passable ? this.keepFor(lock) : 0;
     // Asked before releaseSent, which ends the tenure that knows of other processes' waiters.
-    const options = keep === 0 && this.sharesWrite(lock) ? RELEASE : URGENT;
+    const options = keep === 0 ? this.releaseOptions(lock) : URGENT;
     const served = this.releaseSent(lock, keep);
     let sentAt = -Infinity;
     return this.connection
@@ -807,21 +807,22 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   }
 
   /**
-   * The release may share its write with what this process sends until the end of
-   * the event-loop iteration: another lock is held here (the layer still counts this
-   * one until its release is answered), so the commands of other callers are likely
-   * to follow in this iteration; no waiter of this process waits for the key, and
-   * none of another was heard of by its tenure (while listening), so it hands the
-   * key to no one. With nothing else held it is written at once: Redis then applies
-   * it while the caller prepares its next command, which a shared write would hold back.
+   * How the release is written. It may share its write with what this process sends
+   * next when no waiter of this process waits for the key and none of another was
+   * heard of by its tenure (while listening), so it hands the key to no one: until the
+   * end of the event-loop iteration while another lock is held here (a busy server:
+   * the layer still counts this one until its release is answered, and the commands
+   * of other requests read in the same iteration follow), otherwise until the end of
+   * the current turn (a caller running sections one after another: its next
+   * acquisition follows in the same turn). Anyone known to wait: written at once.
+   * Sharing halves the system calls of a sequential caller (bench row
+   * `1.redis.ours.cpu`; docs/BENCHMARKS.md, "Scenario 1: one write per section").
    */
-  private sharesWrite(lock: RedisLock): boolean {
-    return (
-      this.lines().heldCount > 1 &&
-      this.wakeUps.listening &&
-      this.keys.get(lock.key)?.first === undefined &&
-      this.tenures.floorOf(lock.key) === Floor.NONE
-    );
+  private releaseOptions(lock: RedisLock): RedisCallOptions {
+    const nobodyWaits =
+      this.wakeUps.listening && this.keys.get(lock.key)?.first === undefined && this.tenures.floorOf(lock.key) === Floor.NONE;
+    if (!nobodyWaits) return URGENT;
+    return this.lines().heldCount > 1 ? RELEASE : LONE_RELEASE;
   }
 
   /** Lease (ms) to keep the key for this process's riders if nobody is queued in Redis (0: release as usual). */

@@ -101,11 +101,12 @@ export class ReplyStream {
       this.finish(call, errors.unsent(client));
       return;
     }
-    // A release that may share its write waits for the end of this event-loop iteration: the
-    // acquisitions of the other requests read in the same iteration share its system call (a write
-    // that wakes Redis costs tens of µs of CPU on the sending side; docs/BENCHMARKS.md).
-    // Many commands on the wire: Redis is busy anyway, so the write can wait for the rest of this turn.
-    if (call.options?.sharesWrite) this.host.cork('iteration');
+    // A release that may share its write waits for the end of this turn or event-loop iteration:
+    // the caller's next acquisition, or those of the other requests read in the same iteration,
+    // share its system call (a write that wakes Redis costs tens of µs of CPU on the sending side;
+    // docs/BENCHMARKS.md). Many commands on the wire: Redis is busy anyway, so the write can wait
+    // for the rest of this turn.
+    if (call.options?.sharesWrite) this.host.cork(call.options.sharesWrite);
     else if (this.inFlight >= CORK_AT) this.host.cork('turn');
     let reply: Promise<unknown>;
     try {

@@ -13,13 +13,14 @@ export interface RedisCallOptions {
    */
   readonly urgent?: boolean;
   /**
-   * Its write may wait for the end of the current event-loop iteration, so that what
-   * this process sends after it until then leaves in the same system call: a release
-   * nobody is known to wait for while the process holds other locks (a busy server: the
-   * other requests read in the same iteration send their acquisitions). Order on the
-   * connection is unchanged.
+   * Its write may wait, so that what this process sends after it meanwhile leaves
+   * in the same system call (order on the connection is unchanged): until the end
+   * of the current turn of JavaScript (`'turn'`: a release with nothing else held,
+   * whose caller's next command follows in the same turn), or of the event-loop
+   * iteration (`'iteration'`: a release while the process holds other locks, a busy
+   * server, whose other requests read in the same iteration send their acquisitions).
    */
-  readonly sharesWrite?: boolean;
+  readonly sharesWrite?: 'turn' | 'iteration';
   /**
    * Asked just before the command would be sent: `true` drops it unsent (its
    * caller gave up meanwhile); the call then fails with an error for which
@@ -32,7 +33,10 @@ export interface RedisCallOptions {
 export const URGENT: RedisCallOptions = { urgent: true };
 
 /** Options of a release nobody is known to wait for while other locks are held: urgent, and its write shared with what this process sends until the end of the event-loop iteration. */
-export const RELEASE: RedisCallOptions = { urgent: true, sharesWrite: true };
+export const RELEASE: RedisCallOptions = { urgent: true, sharesWrite: 'iteration' };
+
+/** Options of a release nobody is known to wait for with no other lock held: urgent, and its write shared with what this process sends until the end of the current turn (the caller's next acquisition). */
+export const LONE_RELEASE: RedisCallOptions = { urgent: true, sharesWrite: 'turn' };
 
 /** A command whose caller waits: queued in this process, or on the wire. */
 export interface Call {

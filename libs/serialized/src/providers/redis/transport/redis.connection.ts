@@ -11,7 +11,7 @@ import { ReplyStream } from './redis-reply.stream';
 import { RedisWire } from './redis.wire';
 
 export type { RedisClient } from './redis.client';
-export { RELEASE, URGENT, type RedisCallOptions } from './redis.call';
+export { LONE_RELEASE, RELEASE, URGENT, type RedisCallOptions } from './redis.call';
 
 /** Where the provider's commands go. */
 export interface RedisConnectionOptions {
