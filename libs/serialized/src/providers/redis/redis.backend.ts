@@ -815,8 +815,8 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
    * of other requests read in the same iteration follow), otherwise until the end of
    * the current turn (a caller running sections one after another: its next
    * acquisition follows in the same turn). Anyone known to wait: written at once.
-   * Sharing halves the system calls of a sequential caller (bench row
-   * `1.redis.ours.cpu`; docs/BENCHMARKS.md, "Scenario 1: one write per section").
+   * Sharing halves the system calls of a sequential caller (bench row `1.redis.cpu`;
+   * docs/BENCHMARKS.md, "Scenario 1: one write per section").
    */
   private releaseOptions(lock: RedisLock): RedisCallOptions {
     const nobodyWaits =
