@@ -11,6 +11,7 @@ import {
 import { performance } from 'node:perf_hooks';
 import { deferred, OverlapProbe, sleep, uniqueId, waitFor } from '../support/timing';
 import { describeHoldersContract } from './holders.contract';
+import { describeRunContract } from './run.contract';
 
 export interface ProviderOptionsForTest {
   leaseMs?: number;
@@ -778,5 +779,21 @@ export function describeLockProviderContract(subject: ContractSubject): void {
         await unwatched.release().catch(() => undefined);
       },
     );
+  });
+  // The run contract transaction mode shares (run.contract.ts): the same words through LockService, another instance holding.
+  describeRunContract({
+    name: subject.name,
+    open: async () => {
+      const provider = await subject.create();
+      const peer = await subject.createPeer(provider);
+      const locks = new LockService(provider);
+      return {
+        locks,
+        other: peer === provider ? locks : new LockService(peer),
+        close: async () => {
+          await Promise.all([...new Set([provider, peer])].map((p) => p.close()));
+        },
+      };
+    },
   });
 }
