@@ -148,22 +148,26 @@ export function describeRunContract(subject: RunContractSubject): void {
       expect(ran).toEqual(Array.from({ length: admitted }, (_, i) => i));
     });
 
-    it('drops an aborted waiter from the line: it rejects with the reason, never runs, and holds nobody up', async () => {
+    it('drops aborted waiters at once, the first in line among them: each rejects with its reason, never runs, and holds nobody up', async () => {
       const { locks, other } = await open();
       const key = uniqueId('run-abort');
       const holder = await holdIn(other, key);
       const order: string[] = [];
-      const first = run(locks, key, () => void order.push('first'));
-      const controller = new AbortController();
-      const call = run(locks, key, () => void order.push('aborted'), { signal: controller.signal }).catch((e: unknown) => e);
+      // The first waits for the other instance at the backend (in transaction mode, inside the server); the second in line here.
+      const [first, second] = [new AbortController(), new AbortController()];
+      const calls = [first, second].map((controller, i) =>
+        run(locks, key, () => void order.push(`aborted ${i}`), { signal: controller.signal }).catch((e: unknown) => e),
+      );
       const behind = run(locks, key, () => void order.push('behind'));
       await sleep(100);
-      const gone = new Error('client gone');
-      controller.abort(gone);
-      expect(await call).toBe(gone);
+      const reasons = [new Error('client 0 gone'), new Error('client 1 gone')];
+      first.abort(reasons[0]);
+      second.abort(reasons[1]);
+      // Both leave while the other instance still holds the key.
+      expect(await Promise.all(calls)).toEqual(reasons);
       await holder.release();
-      await Promise.all([first, behind]);
-      expect(order).toEqual(['first', 'behind']);
+      await behind;
+      expect(order).toEqual(['behind']);
     });
 
     it('gives successive holders across instances strictly increasing fencing tokens', async () => {

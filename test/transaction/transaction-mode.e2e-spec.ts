@@ -19,6 +19,7 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
   let holder: PgInspector;
   let app: INestApplication;
   let pool: () => { total: number; idle: number; waiting: number };
+  let endListeners: () => number;
   let table: string;
   let keyPrefix: string;
   let appName: string;
@@ -33,7 +34,14 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
     await pg.query(`DROP TABLE IF EXISTS ${table}`);
     await pg.query(`CREATE TABLE ${table} (id serial PRIMARY KEY, user_id text NOT NULL, token bigint)`);
     const databaseUrl = `${TEST_DATABASE_URL}?application_name=${appName}`;
-    ({ app, pool } = await createTransactionApp({ adapter, databaseUrl, keyPrefix, table, poolSize: 3, waitTimeoutMs: 30_000 }));
+    ({ app, pool, endListeners } = await createTransactionApp({
+      adapter,
+      databaseUrl,
+      keyPrefix,
+      table,
+      poolSize: 3,
+      waitTimeoutMs: 30_000,
+    }));
     await app.listen(0, '127.0.0.1');
     url = await app.getUrl();
   });
@@ -191,6 +199,39 @@ describe.each<AdapterName>(['typeorm', 'drizzle'])('transaction mode through %s'
       await holder.query('COMMIT');
     }
     expect(await claims('w1')).toBe(0);
+  });
+
+  it('a caller that gives up while waiting in the server: its statement is cancelled, rolled back, and its connection serves the next calls', async () => {
+    const locks = app.get(LockService);
+    const run = runOf(adapter, app.get(TransactionHost));
+    const key = advisoryLockKey(keyPrefix, 'gives-up');
+    const listenersBefore = endListeners();
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+    try {
+      // Twelve calls over a pool of 3: a listener left on the connection per call would pile up.
+      for (let i = 0; i < 12; i++) {
+        const controller = new AbortController();
+        const gone = new Error(`client ${i} gone`);
+        const call = locks.run('gives-up', () => 'ran', { transaction: true, signal: controller.signal }).catch((e: unknown) => e);
+        await waitFor(async () => (await pg.advisoryLocks(appName, false)) === 1, 5000, 'the wait in the server');
+        const started = Date.now();
+        controller.abort(gone);
+        expect(await call).toBe(gone);
+        expect(Date.now() - started).toBeLessThan(5000);
+      }
+      expect(await pg.advisoryLocks(appName, false)).toBe(0);
+      expect(await idleInTransaction()).toBe(0);
+      // The connections that were cancelled run the next statements as usual.
+      const answers = await Promise.all(
+        Array.from({ length: 3 }, () => locks.run('other-key', () => run('SELECT 1 AS one'), { transaction: true })),
+      );
+      expect(answers.map((rows) => Number(rows[0].one))).toEqual([1, 1, 1]);
+    } finally {
+      await holder.query('COMMIT');
+    }
+    expect(endListeners()).toBe(listenersBefore);
+    await expect(locks.run('gives-up', () => 'ran', { transaction: true })).resolves.toBe('ran');
   });
 
   it('joins an active READ COMMITTED transaction (held until it ends) and refuses a REPEATABLE READ one', async () => {

@@ -8,7 +8,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { ClsModule } from 'nestjs-cls';
 import { LockService, Serialized, SerializedLock, SerializedModule, type Lock, type LockSet } from 'nestjs-serialized';
-import { Pool } from 'pg';
+import { Pool, type Client } from 'pg';
 import { DataSource } from 'typeorm';
 
 /** The two adapters the transaction-mode suites run against. */
@@ -47,12 +47,16 @@ export function runOf(adapter: AdapterName, txHost: TransactionHost<never>): Run
 }
 
 /** Builds the app (not listening): rewards claimed in transaction mode, a naive twin, and probes. */
-export async function createTransactionApp(
-  options: TransactionAppOptions,
-): Promise<{ app: INestApplication; pool: () => { total: number; idle: number; waiting: number } }> {
+export async function createTransactionApp(options: TransactionAppOptions): Promise<{
+  app: INestApplication;
+  pool: () => { total: number; idle: number; waiting: number };
+  /** The most 'end' listeners on one client of the app's pool (pg-pool's own clients list). */
+  endListeners: () => number;
+}> {
   const { table } = options;
   const max = options.poolSize ?? 10;
   let poolStats: () => { total: number; idle: number; waiting: number } = () => ({ total: 0, idle: 0, waiting: 0 });
+  let appPool: Pool | undefined;
 
   @Injectable()
   class Rewards {
@@ -204,6 +208,7 @@ export async function createTransactionApp(
             const dataSource = new DataSource({ type: 'postgres', url: options.databaseUrl, extra: { max }, entities: [] });
             await dataSource.initialize();
             const pool = (dataSource.driver as unknown as { master: Pool }).master;
+            appPool = pool;
             poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
             return dataSource;
           },
@@ -216,6 +221,7 @@ export async function createTransactionApp(
             pool.on('error', () => undefined);
             // Nor one dropped while checked out between two statements (pg-pool listens only to idle clients).
             pool.on('connect', (client) => client.on('error', () => undefined));
+            appPool = pool;
             poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
             return drizzle(pool);
           },
@@ -255,5 +261,7 @@ export async function createTransactionApp(
     await close();
     await shutdown();
   };
-  return { app, pool: () => poolStats() };
+  const endListeners = () =>
+    Math.max(0, ...((appPool as unknown as { _clients?: Client[] })?._clients ?? []).map((client) => client.listenerCount('end')));
+  return { app, pool: () => poolStats(), endListeners };
 }

@@ -4,6 +4,8 @@ import { SerializedConfigError } from '../config/serialized-config.error';
 import { redactUrls } from '../internal/secrets.redact';
 import type { Lock } from '../lock.interface';
 import { advisoryLockKey } from '../providers/postgres/advisory-key.hash';
+import { sendCancelRequest } from '../providers/postgres/cancel.request';
+import type { ClientInternals } from '../providers/postgres/pg-client.internals';
 import { Logger } from '@nestjs/common';
 import { LockLines } from '../local/lock.lines';
 import { holderHere } from '../inspect/holder.here';
@@ -43,6 +45,9 @@ export interface TransactionRunOptions {
   /** Hold the keys shared (`pg_advisory_xact_lock_shared`) beside other shared holders. */
   readonly shared?: boolean;
 }
+
+/** How long a cancel of an abandoned lock statement may take to reach the server (best effort: `lock_timeout` bounds the wait anyway). */
+const CANCEL_DELIVERY_MS = 2000;
 
 // A key set in a joined transaction: ROLLBACK TO releases the advisory locks taken after the savepoint.
 const SET_SAVEPOINT = 'SAVEPOINT nestjs_serialized_set';
@@ -273,7 +278,8 @@ export class TransactionLocks {
     connection?.on('error', lost);
     try {
       await this.lockAll(query, tx, keys, options, waitTimeoutMs, startedAt, joined, locks).catch((error: unknown) => {
-        if (sqlStateOf(error) === undefined) dead = true;
+        // A caller that gave up leaves its connection alive; an error without an SQL state may mean it is gone.
+        if (sqlStateOf(error) === undefined && !(options.signal?.aborted && error === options.signal.reason)) dead = true;
         throw error;
       });
       if (dead) for (const lock of locks) lock.markLost("the transaction's connection ended");
@@ -353,6 +359,13 @@ export class TransactionLocks {
   ): Promise<TransactionLock> {
     const advisoryKey = advisoryLockKey(this.settings.keyPrefix, key);
     const statements = options.shared === true ? this.statements.shared : this.statements;
+    const signal = options.signal;
+    // A wait in a transaction begun here ends when the caller gives up: the server cancels the statement. In
+    // the app's own transaction a cancel would fail the app's transaction: its wait ends with waitTimeoutMs.
+    const cancel = options.mode !== 'reject' && !joined && signal ? statementCancel(tx) : undefined;
+    let cancelled: Promise<void> | undefined;
+    const onAbort = cancel && ((): void => void (cancelled = cancel()));
+    if (onAbort) signal!.addEventListener('abort', onAbort, { once: true });
     let rows: readonly Record<string, unknown>[];
     try {
       rows =
@@ -360,12 +373,16 @@ export class TransactionLocks {
           ? await query(tx, statements.tryLock, [advisoryKey])
           : await query(tx, statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
     } catch (error) {
+      // Cancelled (or failed) after the caller gave up: it gets its reason, once the cancel reached the server.
+      if (signal?.aborted) throw await abandoned(signal, cancelled);
       throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
+    } finally {
+      if (onAbort) signal!.removeEventListener('abort', onAbort);
     }
     const token = rows[0]?.token;
     if (token === null || token === undefined) throw new LockBusyError(key, 'held');
-    // A caller that gave up while its statement waited in the server: the transaction rolls back.
-    if (options.signal?.aborted) throw options.signal.reason;
+    // A caller that gave up as the lock came: the transaction rolls back, after the cancel (if any) reached the server.
+    if (signal?.aborted) throw await abandoned(signal, cancelled);
     return new TransactionLock(key, BigInt(String(token)), Number(rows[0]?.pid), joined, options.shared === true);
   }
 
@@ -407,6 +424,27 @@ export class TransactionLocks {
         if (!isAlreadyCreated(error)) throw error;
       });
   }
+}
+
+/**
+ * How the statement running on `tx`'s connection is cancelled, when that connection is
+ * a pg client (TypeORM, Drizzle over pg): the protocol's CancelRequest on a socket of
+ * its own, no pool slot. A cancel that arrives after the statement ended is dropped by
+ * the server while it waits for the next command, so it cannot hit another statement
+ * once `abandoned` has waited for it.
+ */
+function statementCancel(tx: unknown): (() => Promise<void>) | undefined {
+  const client = connectionOf(tx) as unknown as Partial<ClientInternals> | undefined;
+  const { host, port, processID, secretKey } = client ?? {};
+  if (typeof host !== 'string' || typeof port !== 'number' || typeof processID !== 'number' || typeof secretKey !== 'number')
+    return undefined;
+  return () => sendCancelRequest({ host, port, processID, secretKey }, CANCEL_DELIVERY_MS);
+}
+
+/** The reason of a caller that gave up, once its cancel (if one was sent) was delivered. */
+async function abandoned(signal: AbortSignal, cancelled: Promise<void> | undefined): Promise<unknown> {
+  await cancelled;
+  return signal.reason;
 }
 
 function describe(error: unknown): string {
