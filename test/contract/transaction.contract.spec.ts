@@ -13,7 +13,6 @@ for (const adapter of ['typeorm', 'drizzle'] as AdapterName[]) {
   describeRunContract({
     name: `transaction mode (${adapter})`,
     options: { transaction: true },
-    headWaitsInServer: true,
     open: async () => {
       const keyPrefix = uniquePrefix(`run-tx-${adapter}`);
       // The apps' reward routes are not used here: the table is never created.

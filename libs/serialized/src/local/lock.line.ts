@@ -284,8 +284,11 @@ export class LockLine<L> {
 
   /** `exit`: a holder of this process lets go and nothing is asked of the backend; false when `lock` held nothing here. */
   exit(lock: L): boolean {
-    if (this.holding === lock) this.holding = undefined;
-    else if (!this.together?.delete(lock)) return false;
+    if (this.holding === lock) {
+      this.holding = undefined;
+      // A holder that waited elsewhere (`LockLines.holderWaitsBehind`) and gave up is no waiter either.
+      this.waitingBehind = false;
+    } else if (!this.together?.delete(lock)) return false;
     if (this.together?.size === 0) this.together = undefined;
     this.freeIfEmpty();
     return true;

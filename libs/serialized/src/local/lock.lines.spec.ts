@@ -326,6 +326,37 @@ describe('LockLines with a backend that has nothing to ask', () => {
     expect(lines.activeKeys).toBe(0);
   });
 
+  it('a holder waiting elsewhere (transaction mode: inside the server) counts as a waiter until it arrives or lets go', async () => {
+    const lines = inProcess();
+    const busy = { name: 'LockBusyError', reason: 'max-pending' };
+    const holder = lines.acquireNow('k', undefined, undefined)!;
+    // Two waiters in line, then the holder starts to wait elsewhere: the newest is one too many.
+    const first = lines.acquire('k', { maxPending: 2 });
+    const second = lines.acquire('k', { maxPending: 2 });
+    expect(lines.holderWaitsBehind(holder, 2)).toBeUndefined();
+    await expect(second).rejects.toMatchObject(busy);
+    await expect(lines.acquire('k', { maxPending: 2 })).rejects.toMatchObject(busy);
+    // It got the key where it waited: a holder again, not counted.
+    lines.holderArrived(holder);
+    const third = lines.acquire('k', { maxPending: 2 });
+    await holder.release();
+    const next = await first;
+    // Held with nobody waiting (its entry is the lock itself), and none may wait: the holder may not either.
+    expect(lines.holderWaitsBehind(next, 0)).toMatchObject(busy);
+    await next.release();
+    const last = await third;
+    const behindLast = lines.acquire('k', { maxPending: 2 });
+    expect(lines.holderWaitsBehind(last, 2)).toBeUndefined();
+    await expect(lines.acquire('k', { maxPending: 2 })).rejects.toMatchObject(busy);
+    // It gave up where it waited: letting go here ends its count, and the key's next holder is not counted.
+    await last.release();
+    const after = await behindLast;
+    const waiter = lines.acquire('k', { maxPending: 1 });
+    await after.release();
+    await (await waiter).release();
+    expect(lines.activeKeys).toBe(0);
+  });
+
   it('inspectHere finds the holder of a key taken at once (its entry is the lock) and after a waiter gave it a line', async () => {
     const lines = inProcess();
     const now = lines.acquireNow('k', undefined, undefined)!;

@@ -365,6 +365,29 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   }
 
   /**
+   * `waits-behind` of a holder that waits elsewhere (in-process backends whose holder
+   * then waits for the key in a backend of its own: transaction mode holds its place
+   * here, then waits inside the server while another process holds the key there).
+   * It counts as a waiter of this process from now until `holderArrived` or its
+   * release, as a caller asking a backend that learned it waits there; callers of
+   * the line beyond their bound are refused. Returns the error for the holder itself
+   * when it may not wait (`maxPending: 0`). A holder beside others is not counted.
+   */
+  holderWaitsBehind(lock: L, maxPending: number): LockBusyError | undefined {
+    const entry = this.lines.get(lock.key);
+    // Held with nobody waiting: its entry is the lock itself, and the count needs a line.
+    if (entry === lock) this.open(lock.key, Turn.Held, lock);
+    else if (!(entry instanceof LockLine) || entry.holder !== lock) return undefined;
+    return this.waitsBehind(lock.key, maxPending);
+  }
+
+  /** `hold` after `holderWaitsBehind`: the holder got the key where it waited; it is no waiter any more. */
+  holderArrived(lock: L): void {
+    const line = this.lines.get(lock.key);
+    if (line instanceof LockLine && line.holder === lock) line.hold(lock);
+  }
+
+  /**
    * `release`: a holder lets go (its lock calls this once). The key goes to the next
    * caller of this process — in-process when the backend keeps it and the bound
    * allows — or back to the backend, and the next caller asks. Resolves when the

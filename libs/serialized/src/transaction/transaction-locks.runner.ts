@@ -147,9 +147,10 @@ export class TransactionLocks {
     const locals = await this.queueHere(keys, options, waitTimeoutMs, startedAt);
     const state: TransactionState = { phase: Phase.Locking, sectionError: undefined, locks: [] };
     try {
-      if (host.isTransactionActive()) return await this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, true, section, state);
+      if (host.isTransactionActive())
+        return await this.inTransaction(host, locals, options, waitTimeoutMs, startedAt, true, section, state);
       try {
-        return await host.withTransaction(() => this.inTransaction(host, keys, options, waitTimeoutMs, startedAt, false, section, state));
+        return await host.withTransaction(() => this.inTransaction(host, locals, options, waitTimeoutMs, startedAt, false, section, state));
       } catch (error) {
         if (state.phase === Phase.Section) throw state.sectionError ?? error;
         if (state.phase === Phase.Returned) throw new LockBackendError(`COMMIT failed: ${describe(error)}`, { key, cause: error });
@@ -249,7 +250,8 @@ export class TransactionLocks {
 
   private async inTransaction<T>(
     host: TransactionHostLike,
-    keys: readonly string[],
+    /** The places in this process's lines, one per key, in the keys' order. */
+    locals: readonly InMemoryLock[],
     options: TransactionRunOptions,
     waitTimeoutMs: number,
     startedAt: number,
@@ -277,7 +279,7 @@ export class TransactionLocks {
     connection?.on('end', lost);
     connection?.on('error', lost);
     try {
-      await this.lockAll(query, tx, keys, options, waitTimeoutMs, startedAt, joined, locks).catch((error: unknown) => {
+      await this.lockAll(query, tx, locals, options, waitTimeoutMs, startedAt, joined, locks).catch((error: unknown) => {
         // A caller that gave up leaves its connection alive; an error without an SQL state may mean it is gone.
         if (sqlStateOf(error) === undefined && !(options.signal?.aborted && error === options.signal.reason)) dead = true;
         throw error;
@@ -309,14 +311,14 @@ export class TransactionLocks {
   private async lockAll(
     query: TransactionQuery,
     tx: unknown,
-    keys: readonly string[],
+    locals: readonly InMemoryLock[],
     options: TransactionRunOptions,
     waitTimeoutMs: number,
     startedAt: number,
     joined: boolean,
     locks: TransactionLock[],
   ): Promise<void> {
-    const key = keys[0];
+    const key = locals[0].key;
     try {
       if (joined) {
         const [row] = await query(tx, this.statements.isolation, []);
@@ -328,14 +330,13 @@ export class TransactionLocks {
     } catch (error) {
       throw this.lockError(key, error, waitTimeoutMs, 'the lock statement failed');
     }
-    const savepoint = joined && keys.length > 1;
+    const savepoint = joined && locals.length > 1;
     if (savepoint)
       await query(tx, SET_SAVEPOINT, []).catch((error: unknown) =>
         Promise.reject(this.lockError(key, error, waitTimeoutMs, 'the savepoint failed')),
       );
     try {
-      for (const each of keys)
-        locks.push(await this.lock(query, tx, each, options, waitTimeoutMs, waitTimeoutMs - (performance.now() - startedAt), joined));
+      for (const local of locals) locks.push(await this.lock(query, tx, local, options, waitTimeoutMs, startedAt, joined));
     } catch (error) {
       if (savepoint) await query(tx, ROLLBACK_TO_SAVEPOINT, []).catch(() => undefined);
       locks.length = 0;
@@ -347,16 +348,23 @@ export class TransactionLocks {
       );
   }
 
-  /** The lock statement of `key` in `tx`: the lock, granted, with its token; or the error the caller gets. */
+  /**
+   * The lock statements of `local`'s key in `tx`: the lock, granted, with its token;
+   * or the error the caller gets. A try first (the token with it); when another
+   * session holds the key, the caller counts as a waiter of this process
+   * (`maxPending`) and a second statement waits for it, bounded by what is left of
+   * `waitTimeoutMs`.
+   */
   private async lock(
     query: TransactionQuery,
     tx: unknown,
-    key: string,
+    local: InMemoryLock,
     options: TransactionRunOptions,
     waitTimeoutMs: number,
-    remainingMs: number,
+    startedAt: number,
     joined: boolean,
   ): Promise<TransactionLock> {
+    const key = local.key;
     const advisoryKey = advisoryLockKey(this.settings.keyPrefix, key);
     const statements = options.shared === true ? this.statements.shared : this.statements;
     const signal = options.signal;
@@ -368,10 +376,14 @@ export class TransactionLocks {
     if (onAbort) signal!.addEventListener('abort', onAbort, { once: true });
     let rows: readonly Record<string, unknown>[];
     try {
-      rows =
-        options.mode === 'reject'
-          ? await query(tx, statements.tryLock, [advisoryKey])
-          : await query(tx, statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
+      rows = await query(tx, statements.tryLock, [advisoryKey]);
+      if (options.mode !== 'reject' && !signal?.aborted && (rows[0]?.token === null || rows[0]?.token === undefined)) {
+        const refused = this.local.holderWaitsBehind(local, options.maxPending ?? this.settings.maxPending);
+        if (refused) throw refused;
+        const remainingMs = waitTimeoutMs - (performance.now() - startedAt);
+        rows = await query(tx, statements.lock, [advisoryKey, lockTimeoutOf(remainingMs)]);
+        this.local.holderArrived(local);
+      }
     } catch (error) {
       // Cancelled (or failed) after the caller gave up: it gets its reason, once the cancel reached the server.
       if (signal?.aborted) throw await abandoned(signal, cancelled);
@@ -379,10 +391,10 @@ export class TransactionLocks {
     } finally {
       if (onAbort) signal!.removeEventListener('abort', onAbort);
     }
-    const token = rows[0]?.token;
-    if (token === null || token === undefined) throw new LockBusyError(key, 'held');
     // A caller that gave up as the lock came: the transaction rolls back, after the cancel (if any) reached the server.
     if (signal?.aborted) throw await abandoned(signal, cancelled);
+    const token = rows[0]?.token;
+    if (token === null || token === undefined) throw new LockBusyError(key, 'held');
     return new TransactionLock(key, BigInt(String(token)), Number(rows[0]?.pid), joined, options.shared === true);
   }
 
