@@ -4,8 +4,7 @@ import { SerializedConfigError } from '../config/serialized-config.error';
 import { redactUrls } from '../internal/secrets.redact';
 import type { Lock } from '../lock.interface';
 import { advisoryLockKey } from '../providers/postgres/advisory-key.hash';
-import { sendCancelRequest } from '../providers/postgres/cancel.request';
-import type { ClientInternals } from '../providers/postgres/pg-client.internals';
+import { cancelTargetOf, sendCancelRequest } from '../providers/postgres/cancel.request';
 import { Logger } from '@nestjs/common';
 import { LockLines } from '../local/lock.lines';
 import { holderHere } from '../inspect/holder.here';
@@ -446,11 +445,8 @@ export class TransactionLocks {
  * once `abandoned` has waited for it.
  */
 function statementCancel(tx: unknown): (() => Promise<void>) | undefined {
-  const client = connectionOf(tx) as unknown as Partial<ClientInternals> | undefined;
-  const { host, port, processID, secretKey } = client ?? {};
-  if (typeof host !== 'string' || typeof port !== 'number' || typeof processID !== 'number' || typeof secretKey !== 'number')
-    return undefined;
-  return () => sendCancelRequest({ host, port, processID, secretKey }, CANCEL_DELIVERY_MS);
+  const target = cancelTargetOf(connectionOf(tx));
+  return target && (() => sendCancelRequest(target, CANCEL_DELIVERY_MS));
 }
 
 /** The reason of a caller that gave up, once its cancel (if one was sent) was delivered. */

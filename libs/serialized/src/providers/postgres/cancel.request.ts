@@ -1,4 +1,5 @@
 import net from 'node:net';
+import type { ClientInternals } from './pg-client.internals';
 
 /** Where a running statement lives: the server address and the session's cancel key. */
 export interface CancelTarget {
@@ -9,6 +10,18 @@ export interface CancelTarget {
 }
 
 const CANCEL_REQUEST_CODE = 80877102;
+
+/**
+ * Where the statement a pg client runs can be cancelled: its server address and the
+ * session's cancel key; undefined when `client` is no connected pg client (no key yet,
+ * or another driver's connection).
+ */
+export function cancelTargetOf(client: unknown): CancelTarget | undefined {
+  const { host, port, processID, secretKey } = (client ?? {}) as Partial<ClientInternals>;
+  if (typeof host !== 'string' || typeof port !== 'number' || typeof processID !== 'number' || typeof secretKey !== 'number')
+    return undefined;
+  return { host, port, processID, secretKey };
+}
 
 /**
  * Sends the protocol's CancelRequest for the statement `target` runs, the way

@@ -1,6 +1,6 @@
 import type { Client, QueryArrayConfig } from 'pg';
 import { ServerSession, type SessionLossListener, type StatementInFlight } from '../../internal/server-session.lifecycle';
-import { sendCancelRequest } from './cancel.request';
+import { cancelTargetOf, sendCancelRequest } from './cancel.request';
 import type { QueryWatchdog } from '../sessions/query.watchdog';
 import type { LockStatements } from './postgres-lock.statements';
 import type { HoldShape } from './hold.shape';
@@ -416,9 +416,8 @@ export class LockSession extends ServerSession<SessionHolder, QueryWatchdog> {
 
   /** Asks the server to cancel the running statement (best effort, no pool slot). */
   cancel(timeoutMs: number): Promise<void> {
-    const { host, port, processID, secretKey } = this.client as unknown as ClientInternals;
-    if (processID === null || secretKey === null) return Promise.resolve();
-    return sendCancelRequest({ host, port, processID, secretKey }, timeoutMs);
+    const target = cancelTargetOf(this.client);
+    return target ? sendCancelRequest(target, timeoutMs) : Promise.resolve();
   }
 
   protected oldestStatement(): StatementInFlight | undefined {
