@@ -4,7 +4,7 @@
  * library as a user would: by its package name, `nestjs-serialized`.
  */
 // Workers are forked with this environment. A worker's heap may pass V8's default limit
-// (about 4 GB) when a burst suite (test/redis/redis-overload.e2e-spec.ts: 30,000
+// (about 4 GB) when a burst suite (test/redis/redis-overload.alone-spec.ts: 30,000
 // acquisitions at once beside a CPU hog) runs in a worker that earlier suites left large:
 // one full run died so, and a worker at 3.4 GB resident was seen in another. The machines
 // have 24 GB for 3 workers; `logHeapUsage` prints each suite's heap, to find the next one.

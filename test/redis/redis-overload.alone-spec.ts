@@ -15,7 +15,9 @@ import { CpuHog } from './support/cpu-hog';
  * last scripts of such a burst wait far longer than that behind the others.
  *
  * Another process spins a core all along (a busy host): the time this
- * process is not running is not Redis being silent.
+ * process is not running is not Redis being silent. The suite runs alone (an
+ * `alone-spec`, after the parallel ones): it brings its own load, and beside
+ * two other jest workers and that hog one CI run was starved twelve times over.
  */
 const CONNECT_TIMEOUT_MS = 500;
 
@@ -95,7 +97,10 @@ describe('RedisLockProvider under a burst (overload is not an outage)', () => {
   }, 180_000);
 
   it('waiters that give up during a burst get LockTimeoutError (never LockBackendError) and leave no trace in Redis', async () => {
-    const provider = make({ heartbeatMs: 3000 });
+    // The holders' lease outlasts any starved run of this test: a holder whose process
+    // stalls past its lease rightly loses the key (test/redis/redis-stalled-holder.e2e-spec.ts
+    // and the fault runs cover that); here a loss could only come from a waiter.
+    const provider = make({ heartbeatMs: 3000, leaseMs: 120_000 });
     const keyPrefix = prefixes[prefixes.length - 1];
     const keys = 3000;
     const waitersPerKey = 7;
@@ -116,7 +121,8 @@ describe('RedisLockProvider under a burst (overload is not an outage)', () => {
     // The holders still hold: nobody was handed a key by a waiter that left.
     const released = await Promise.allSettled(holders.map((lock) => lock.release()));
     expect(released.filter((r) => r.status === 'rejected')).toEqual([]);
-    expect(holders.filter((lock) => lock.signal.aborted)).toEqual([]);
+    // Keys and reasons, not the locks: jest cannot print a lock's private maps.
+    expect(holders.filter((lock) => lock.lost).map((lock) => `${lock.key}: ${lock.lost!.message}`)).toEqual([]);
     // Their places are given up behind the scenes: no queue, heart-beat or lock key stays.
     await waitFor(async () => (await leftovers(provider, keyPrefix)).length === 0, 15_000, 'every waiter to leave the Redis queue');
     expect(provider.waitingKeys).toBe(0);
