@@ -2,7 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { LockService } from 'nestjs-serialized';
 import { advisoryLockKey } from 'nestjs-serialized/providers/postgres/advisory-key.hash';
 import { TEST_DATABASE_URL } from '../support/services';
-import { deferred, waitFor } from '../support/timing';
+import { deferred, sleep, waitFor } from '../support/timing';
 import { PgInspector, uniquePrefix } from '../postgres/support/pg-inspect';
 import { createTransactionApp } from './support/transaction-app';
 
@@ -120,5 +120,43 @@ describe('transaction mode with shared holders (typeorm)', () => {
       await pg.query('ROLLBACK');
     }
     expect(await locks.run('doc:2', () => 'ran', { transaction: true, shared: true, mode: 'reject' })).toBe('ran');
+  });
+
+  it('readers waiting in the server count toward maxPending: one reader beyond it and a writer behind them are refused', async () => {
+    const key = 'doc:4';
+    const outcome = (run: Promise<unknown>) =>
+      run.then(
+        (value) => value,
+        (error: unknown) => `${(error as Error).name}:${(error as { reason?: string }).reason}`,
+      );
+    await pg.query('BEGIN');
+    let readers: Promise<unknown>[] | undefined;
+    try {
+      await pg.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryLockKey(keyPrefix, key)]);
+      const options = { transaction: true, shared: true, maxPending: 2 } as const;
+      readers = [0, 1, 2].map((i) => outcome(locks.run(key, () => `R${i}`, options)));
+      // Two readers wait in the server behind the other session; the third is one too many.
+      await waitFor(
+        async () =>
+          (
+            await pg.query(
+              `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND mode = 'ShareLock'
+                 AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)`,
+              [advisoryLockKey(keyPrefix, key)],
+            )
+          ).length === 2,
+        10_000,
+        'two readers to wait in the server',
+      );
+      expect(await Promise.race([...readers, sleep(5_000).then(() => 'nobody refused')])).toBe('LockBusyError:max-pending');
+      // A writer of this process would wait behind the two readers here: it is one too many as well.
+      expect(await outcome(locks.run(key, () => 'W', { transaction: true, maxPending: 2 }))).toBe('LockBusyError:max-pending');
+    } finally {
+      await pg.query('ROLLBACK');
+    }
+    const results = await Promise.all(readers ?? []);
+    expect(results.filter((value) => value === 'LockBusyError:max-pending')).toHaveLength(1);
+    expect(results.filter((value) => typeof value === 'string' && /^R\d$/.test(value))).toHaveLength(2);
+    expect(await locks.inspect(key)).toEqual({ key, holders: [], waiting: 0, waitingHere: 0 });
   });
 });

@@ -41,6 +41,12 @@ export class LockLine<L> {
   private together: Map<L, number> | undefined = undefined;
   private togetherShared = false;
   /**
+   * Holders sharing the key that wait for it elsewhere (transaction mode: inside the
+   * server, behind another process), each a waiter of this process until it arrives
+   * there or lets go. Undefined while there are none.
+   */
+  private togetherBehind: Set<L> | undefined = undefined;
+  /**
    * The caller holding the key beside others that asks the backend for it now (a
    * backend asked on its turn that holds a key together, see
    * `LockBackend.holdsTogether`; one at a time, see `admits`), with whether it
@@ -123,7 +129,7 @@ export class LockLine<L> {
   get behindCount(): number {
     let count = this.waitingBehind ? 1 : 0;
     if (this.askingTogether !== undefined) for (const behind of this.askingTogether.values()) if (behind) count++;
-    return count;
+    return count + (this.togetherBehind?.size ?? 0);
   }
 
   /** Whether `lock` holds the key beside others (it entered through `enter` or `enteredTogether`). */
@@ -209,6 +215,16 @@ export class LockLine<L> {
     else this.waitingBehind = true;
   }
 
+  /** `waits-behind` of `lock`, a holder beside others that now waits for the key elsewhere (see `togetherBehind`). */
+  besideWaitsBehind(lock: L): void {
+    (this.togetherBehind ??= new Set()).add(lock);
+  }
+
+  /** `hold` after `besideWaitsBehind`: `lock` got the key where it waited; it is no waiter any more. */
+  besideArrived(lock: L): void {
+    if (this.togetherBehind?.delete(lock) && this.togetherBehind.size === 0) this.togetherBehind = undefined;
+  }
+
   /**
    * `ask-together`: a caller that `admits` allowed asks the backend for the key beside
    * the others sharing it (each such caller asks on its own, one after the other).
@@ -289,6 +305,7 @@ export class LockLine<L> {
       // A holder that waited elsewhere (`LockLines.holderWaitsBehind`) and gave up is no waiter either.
       this.waitingBehind = false;
     } else if (!this.together?.delete(lock)) return false;
+    else this.besideArrived(lock);
     if (this.together?.size === 0) this.together = undefined;
     this.freeIfEmpty();
     return true;

@@ -357,6 +357,29 @@ describe('LockLines with a backend that has nothing to ask', () => {
     expect(lines.activeKeys).toBe(0);
   });
 
+  it('shared holders waiting elsewhere count as waiters, each until it arrives or lets go; one beyond maxPending is refused', async () => {
+    const lines = inProcess();
+    const busy = { name: 'LockBusyError', reason: 'max-pending' };
+    const readers = await Promise.all([0, 1, 2].map(() => lines.acquire('k', { shared: true })));
+    // A writer waits in line behind the readers; then two readers start to wait elsewhere.
+    const writer = lines.acquire('k', { maxPending: 2 });
+    expect(lines.holderWaitsBehind(readers[0], 2)).toBeUndefined();
+    expect(lines.holderWaitsBehind(readers[1], 2)).toBeUndefined();
+    // Two of this process wait already: the writer in line is one too many, and so is a third reader.
+    await expect(writer).rejects.toMatchObject(busy);
+    expect(lines.holderWaitsBehind(readers[2], 2)).toMatchObject(busy);
+    await expect(lines.acquire('k', { maxPending: 2 })).rejects.toMatchObject(busy);
+    // One arrived (it holds where it waited), one let go: neither counts any more.
+    lines.holderArrived(readers[0]);
+    await readers[1].release();
+    const writers = [lines.acquire('k', { maxPending: 2 }), lines.acquire('k', { maxPending: 2 })];
+    await expect(lines.acquire('k', { maxPending: 2 })).rejects.toMatchObject(busy);
+    await readers[0].release();
+    await readers[2].release();
+    for (const waiting of writers) await (await waiting).release();
+    expect(lines.activeKeys).toBe(0);
+  });
+
   it('inspectHere finds the holder of a key taken at once (its entry is the lock) and after a waiter gave it a line', async () => {
     const lines = inProcess();
     const now = lines.acquireNow('k', undefined, undefined)!;

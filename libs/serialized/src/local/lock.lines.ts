@@ -353,15 +353,20 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     const line = this.lines.get(key);
     if (line instanceof LockLine && line !== HELD) {
       line.waitsBehind(caller as LineCaller<L> | undefined);
-      let place = 1;
-      for (let waiter = line.head; waiter;) {
-        const next = waiter.next;
-        if (place < waiter.maxPending) place++;
-        else if (this.leave(waiter)) waiter.reject(new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }));
-        waiter = next;
-      }
+      this.refuseBeyondBound(line);
     }
     return maxPending >= 1 ? undefined : new LockBusyError(key, 'max-pending', { maxPending });
+  }
+
+  /** Callers of `line` beyond their own bound, counting those of this process that wait elsewhere first, are refused (the oldest keep their places). */
+  private refuseBeyondBound(line: LockLine<L>): void {
+    let place = line.behindCount;
+    for (let waiter = line.head; waiter;) {
+      const next = waiter.next;
+      if (place < waiter.maxPending) place++;
+      else if (this.leave(waiter)) waiter.reject(new LockBusyError(line.key, 'max-pending', { maxPending: waiter.maxPending }));
+      waiter = next;
+    }
   }
 
   /**
@@ -371,20 +376,30 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    * It counts as a waiter of this process from now until `holderArrived` or its
    * release, as a caller asking a backend that learned it waits there; callers of
    * the line beyond their bound are refused. Returns the error for the holder itself
-   * when it may not wait (`maxPending: 0`). A holder beside others is not counted.
+   * when it may not wait: `maxPending: 0`, or — a holder beside others (`shared`,
+   * `concurrency`), several of which may wait there at once — when `maxPending` of
+   * this process wait already.
    */
   holderWaitsBehind(lock: L, maxPending: number): LockBusyError | undefined {
     const entry = this.lines.get(lock.key);
     // Held with nobody waiting: its entry is the lock itself, and the count needs a line.
     if (entry === lock) this.open(lock.key, Turn.Held, lock);
-    else if (!(entry instanceof LockLine) || entry.holder !== lock) return undefined;
+    else if (!(entry instanceof LockLine)) return undefined;
+    else if (entry.holdsBeside(lock)) {
+      if (entry.behindCount >= maxPending) return new LockBusyError(lock.key, 'max-pending', { maxPending });
+      entry.besideWaitsBehind(lock);
+      this.refuseBeyondBound(entry);
+      return undefined;
+    } else if (entry.holder !== lock) return undefined;
     return this.waitsBehind(lock.key, maxPending);
   }
 
   /** `hold` after `holderWaitsBehind`: the holder got the key where it waited; it is no waiter any more. */
   holderArrived(lock: L): void {
     const line = this.lines.get(lock.key);
-    if (line instanceof LockLine && line.holder === lock) line.hold(lock);
+    if (!(line instanceof LockLine)) return;
+    if (line.holder === lock) line.hold(lock);
+    else line.besideArrived(lock);
   }
 
   /**
