@@ -345,6 +345,38 @@ describe("RedisLockProvider riders on a queued place (a batch of one process's w
     await waitFor(async () => (await redis.exists(keys.lock, keys.queue, keys.heartbeats)) === 0, 10_000, 'nothing left of the lock');
   });
 
+  it('a new instance serves its waiters in arrival order though it reads their acquire replies out of order (two sent before it connected, one after)', async () => {
+    const key = uniqueId('reply-order');
+    const holder = await other.acquire(key);
+    // A new instance: its first two callers wait for the connection, the third is sent as it becomes ready.
+    const fresh = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix, leaseMs: 1200 });
+    const order: number[] = [];
+    const section = (i: number) => async (lock: Lock) => {
+      order.push(i);
+      await lock.release();
+    };
+    const calls = [
+      fresh.acquire(key, { waitTimeoutMs: 10_000 }).then(section(0)),
+      fresh.acquire(key, { waitTimeoutMs: 10_000 }).then(section(1)),
+    ];
+    await new Promise<void>((resolve) =>
+      fresh.client.once('ready', () =>
+        // Once the two that waited are on the wire: the third, then a stall, so that the three replies are read together.
+        setImmediate(() => {
+          calls.push(fresh.acquire(key, { waitTimeoutMs: 10_000 }).then(section(2)));
+          const until = Date.now() + 150;
+          while (Date.now() < until);
+          resolve();
+        }),
+      ),
+    );
+    await waitFor(async () => (await redis.zcard(fresh.redisKeysOf(key).queue)) === 3, 5000, 'three places in the Redis queue');
+    await holder.release();
+    await Promise.all(calls);
+    expect(order).toEqual([0, 1, 2]);
+    await fresh.close();
+  });
+
   it('maxLocalHandOffs: 0 (local hand-off off): nobody rides — each waiter of a burst takes a place of its own', async () => {
     const key = uniqueId('off');
     const off = new RedisLockProvider({ url: TEST_REDIS_URL, keyPrefix: prefix, maxLocalHandOffs: 0 });

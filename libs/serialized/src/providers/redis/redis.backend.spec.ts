@@ -34,7 +34,7 @@ interface Asked {
   fail(error: unknown): void;
 }
 
-function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number } = {}) {
+function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number; listening?: boolean } = {}) {
   const asked: Asked[] = [];
   const ask = (script: Asked['script'], token: string, args: readonly unknown[]): Promise<never> =>
     new Promise((answer, fail) => asked.push({ script, token, args, answer: answer as (reply: unknown) => void, fail }));
@@ -91,7 +91,7 @@ function setUp(options: { respondedAt?: () => number; maxLocalHandOffs?: number 
   );
   const lines = new LockLines<RedisLock>(backend, { deadlines, trackHeld: true });
   // Listening from the start (a message before the subscription is lost, and the heart-beat finds what it said).
-  (backend as unknown as { wakeUps: { ensure(): void } }).wakeUps.ensure();
+  if (options.listening !== false) (backend as unknown as { wakeUps: { ensure(): void } }).wakeUps.ensure();
   const wait = (waitTimeoutMs = 10_000, signal?: AbortSignal): Promise<Lock> => lines.acquire('k', { waitTimeoutMs, signal });
   const acquires = () => asked.filter((a) => a.script === 'acquire');
   const message = (text: string) => subscriber.emit('message', `t:wake:${tokens.session}`, text);
@@ -303,6 +303,44 @@ describe('RedisBackend under the local layer (the one writer of waiter state, ov
       ),
       { numRuns: 60 },
     );
+  });
+
+  it("serves this process's waiters in their order at Redis, whatever order their acquire replies are read in", async () => {
+    // Not listening yet (a new provider): nobody follows, all three acquires are on their way at once.
+    const { acquires, asked, wait, message, queued, deadlines } = setUp({ maxLocalHandOffs: 8, listening: false });
+    const order: number[] = [];
+    // Each runs and lets go a tick later, in whatever order it is served.
+    const callers = [0, 1, 2].map((i) =>
+      wait().then(async (lock) => {
+        order.push(i);
+        await tick();
+        await lock.release();
+      }),
+    );
+    await tick();
+    expect(acquires()).toHaveLength(3);
+    const tokens = acquires().map((a) => a.token);
+    // Redis queued them as sent (places 31, 32, 33); this process reads the last reply first (a
+    // command sent before the connection was ready answers through more promise steps).
+    acquires()[2].answer(queued(33));
+    await tick();
+    acquires()[0].answer(queued(31));
+    await tick();
+    acquires()[1].answer(queued(32));
+    await tick();
+    // The first is handed the key with a block of tokens and nobody of another process queued: a tenure.
+    message(`${tokens[0]} 50 5000 60 0`);
+    // The last one's release goes to Redis (nobody here waits any more).
+    await new Promise<void>((resolve) => {
+      const look = () => (asked.some((a) => a.script === 'release') ? resolve() : setImmediate(look));
+      look();
+    });
+    asked.find((a) => a.script === 'release')!.answer({ status: 'released', handed: undefined } satisfies PassOnResult);
+    await Promise.all(callers);
+    expect(order).toEqual([0, 1, 2]);
+    // Served in-process: one release reached Redis, the last one's.
+    expect(asked.filter((a) => a.script === 'release')).toHaveLength(1);
+    deadlines.clear();
   });
 
   it('dates a hand-off a release made by when the release was sent, not when its reply was read', async () => {

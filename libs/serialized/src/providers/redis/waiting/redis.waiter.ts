@@ -249,12 +249,24 @@ export class RedisQueueShare {
     if (Number.isFinite(place) && place > this.heardBehind) this.heardBehind = place;
   }
 
+  /**
+   * Links a waiter in arrival order: a rider at the tail; a waiter with a place
+   * behind the last place before its own. Acquire replies are not always read in
+   * the order Redis queued them (a command sent before the connection was ready
+   * answers through more promise steps than one sent after), and the list keeps
+   * Redis's order, which a tenure serves in. Only places can be behind it: a
+   * newcomer follows a waiter on its way to a place instead of riding.
+   */
   link(waiter: RedisWaiter): void {
-    waiter.prev = this.last;
-    waiter.next = undefined;
-    if (this.last) this.last.next = waiter;
+    let before = this.last;
+    if (!waiter.rider) while (before && before.phase === 'queued' && before.fence > waiter.fence) before = before.prev;
+    const after = before ? before.next : this.first;
+    waiter.prev = before;
+    waiter.next = after;
+    if (before) before.next = waiter;
     else this.first = waiter;
-    this.last = waiter;
+    if (after) after.prev = waiter;
+    else this.last = waiter;
     this.queued++;
     if (waiter.rider) this.riders++;
   }
