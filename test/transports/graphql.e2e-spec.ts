@@ -101,7 +101,8 @@ describe('lock errors thrown anywhere in a GraphQL resolver (Apollo)', () => {
     expect(started.logs.containing(/INTERNAL_SERVER_ERROR/)).toEqual([]);
     // What Nest logs at ERROR: the two 503 outages (dead backend, lost lock), once each.
     expect(started.logs.lines.filter((l) => l.level === 'error').map((l) => l.text)).toEqual([
-      expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*ECONNREFUSED/),
+      // Refused, or not connected within the bound before the refusal was read (a busy host): Redis is down either way.
+      expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*(ECONNREFUSED|could not connect within \d+ ms)/),
       expect.stringMatching(/^Lock backend unavailable: .*LockLostError: /),
     ]);
   });

@@ -101,7 +101,8 @@ describe('lock errors thrown anywhere in a WebSocket gateway handler (socket.io)
     expect(started.service.runs).toEqual({ busy: 0, timeout: 0, down: 0, badKey: 0, lost: 0 });
     expect(started.logs.containing('WsExceptionsHandler')).toEqual([]);
     expect(started.logs.lines.filter((l) => l.level === 'error').map((l) => l.text)).toEqual([
-      expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*ECONNREFUSED/),
+      // Refused, or not connected within the bound before the refusal was read (a busy host): Redis is down either way.
+      expect.stringMatching(/^Lock backend unavailable: .*LockBackendError: .*(ECONNREFUSED|could not connect within \d+ ms)/),
       expect.stringMatching(/^Lock backend unavailable: .*LockLostError: /),
     ]);
   });
