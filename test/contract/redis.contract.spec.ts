@@ -2,22 +2,8 @@ import { Cluster, Redis } from 'ioredis';
 import { RedisLockProvider, type LockProvider } from 'nestjs-serialized';
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId } from '../support/timing';
+import { leftoverKeys } from '../redis/support/leftover-keys';
 import { describeLockProviderContract } from './lock-provider.contract';
-
-/**
- * Redis keys still under the provider's prefix, but for its fencing counter(s):
- * every lock, queue and heart-beat key must be gone once nobody holds or waits.
- */
-async function leftoverKeys(client: Redis, provider: RedisLockProvider, prefix: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    found.push(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  return found.filter((key) => !provider.isFencingCounter(key));
-}
 
 /** Deletes the fencing counters a suite's providers left (they never expire by design). */
 async function dropCounters(client: Redis, prefixes: Iterable<string>): Promise<void> {

@@ -3,6 +3,7 @@ import { LockBackendError, LockService, LockTimeoutError, RedisLockProvider, typ
 import { TEST_REDIS_URL } from '../support/services';
 import { uniqueId, waitFor } from '../support/timing';
 import { CpuHog } from './support/cpu-hog';
+import { leftoverKeys } from './support/leftover-keys';
 
 /**
  * A burst is overload, not an outage. Tens of thousands of acquisitions started at
@@ -33,17 +34,7 @@ describe('RedisLockProvider under a burst (overload is not an outage)', () => {
     providers.push(provider);
     return provider;
   };
-  /** Keys under the provider's prefix but its fencing counter(s). */
-  const leftovers = async (provider: RedisLockProvider, keyPrefix: string): Promise<string[]> => {
-    const found: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await inspector.scan(cursor, 'MATCH', `${keyPrefix}:*`, 'COUNT', 10_000);
-      found.push(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    return found.filter((key) => !provider.isFencingCounter(key));
-  };
+  const leftovers = (provider: RedisLockProvider, keyPrefix: string): Promise<string[]> => leftoverKeys(inspector, provider, keyPrefix);
   const outcomes = (results: PromiseSettledResult<unknown>[]): { ok: number; backend: number; timeout: number; other: unknown[] } => {
     const counted = { ok: 0, backend: 0, timeout: 0, other: [] as unknown[] };
     for (const result of results) {
