@@ -140,7 +140,17 @@ describe.each([['redis'], ['postgres'], ['mysql']])('key sets on a bad day, acro
       ITERATIONS: '0',
       LOCK_POOL_SIZE: '6',
     });
-    const env = { ACCOUNTS: accounts.join(','), MODE: 'random', HOW: 'set', ITERATIONS: '30', CONCURRENCY: '2' };
+    // Each lane's first transfer waits on the victim's held set. Drawn at random, all four could wait
+    // on acc-2 or acc-3 instead, and nobody would queue on acc-0 or acc-1 (what the test waits for
+    // before the kill) until their budgets ran out: "key held" for acc-3, failing with no defect.
+    const env = {
+      ACCOUNTS: accounts.join(','),
+      MODE: 'random',
+      HOW: 'set',
+      ITERATIONS: '30',
+      CONCURRENCY: '2',
+      FIRST: 'acc-0>acc-4,acc-5>acc-1',
+    };
     const others = [start('transfer-0', env), start('transfer-1', env)];
     await ready([victim, ...others]);
 

@@ -16,7 +16,8 @@
  * HEARTBEAT_MS (Redis), LOCK_POOL_SIZE and LOCK_DATABASE_URL (PostgreSQL: the lock
  * sessions' path, the balances staying on DATABASE_URL) for the provider, LINGER
  * (after `done`, keep the provider open until the next message), FAILURE_DETAIL
- * (each failure with its transfer and message, not its name only), and ROLE:
+ * (each failure with its transfer and message, not its name only), FIRST (a comma
+ * list of `from>to`: lane i's first transfer is the i-th, the rest as MODE says), and ROLE:
  * - `victim`: on `go`, holds ACCOUNTS[0..1] in one section that marks both rows
  *   (`inside` + 1000), replies {type:'holding', inside} and never ends; and asks for
  *   ACCOUNTS[2..3] as a set too, replying {type:'partial'} once it holds the first
@@ -171,12 +172,20 @@ async function main(): Promise<void> {
     maxCallMs = Math.max(maxCallMs, performance.now() - started);
   };
   let next = 0;
-  const lane = async () => {
+  const firsts = (process.env.FIRST ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((first) => first.split('>'));
+  const lane = async (_: unknown, index: number) => {
+    let first: string[] | undefined = firsts[index];
     while (next < iterations) {
       next++;
       let from = accounts[0];
       let to = accounts[1];
-      if (!pair) {
+      if (first) {
+        [from, to] = first;
+        first = undefined;
+      } else if (!pair) {
         from = accounts[Math.floor(Math.random() * accounts.length)];
         do to = accounts[Math.floor(Math.random() * accounts.length)];
         while (to === from);
