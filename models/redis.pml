@@ -113,7 +113,9 @@
  * becomes the holder) rode behind its process's place — or, following that place's
  * acquire, rode once its reply came — with maxPending waiters already linked: a rider
  * gets no reply at which the bound is checked. `rideOrRefuse`: a newcomer that would ride
- * behind maxPending linked waiters is refused (admit returns 'refuse').
+ * behind maxPending waiters is refused (the layer's `waitsThere`, asked before it rides).
+ * The count is the layer's (`wt`, `wn`): a waiter counts from its first place or ride
+ * until it is done, and one requeued and sent again keeps its count.
  * Checked once beyond the configured bounds (not in npm run model-check, too slow): 3 + 1
  * waiters without faults, strict 892 k states, cohort 1.03 M states, every property holds;
  * with CODE_AS_IS both refute P3 (with 2 + 1 waiters CODE_AS_IS holds: the race needs a
@@ -141,7 +143,8 @@
  *      asserted at the write: `lend` only grows through confirmed renewals, and a
  *      renewal in flight does not count), at its release (the release reply), and
  *      after a restart at the reconnect
- *   P7 (MAXP) at most maxPending waiters of a process are linked (places and riders);
+ *   P7 (MAXP) at most maxPending waiters of a process are counted (the layer's
+ *      `waitsThere`), so at most maxPending are linked (places and riders);
  *      a caller refused for maxPending is the newest of its process: no caller that came
  *      after it waits or was served
  *   P8 arrival order at the server: every grant of a free key by a script (acquire,
@@ -316,6 +319,8 @@ bool wr[NW];                  /* wrote */
 #ifdef MAXP
 bool rlo[NW];                 /* its release is on its way (the code's `held` keeps it until the reply) */
 bool rfz[NW];                 /* refused for maxPending (LockBusyError) */
+bool wt[NW];                  /* counted as a waiter of its process (LockLines.waitsThere): from its first place or ride until it is done */
+byte wn[2];                   /* each process's waiters counted so */
 #endif
 byte lst[2 * LM];             /* each process's linked waiters (places and riders), arrival order */
 byte lLen[2];
@@ -400,9 +405,16 @@ inline assertNewest(pp, x) {
   :: else -> break
   od
 }
-#define ROOM(pp) (lLen[pp] < MAXP)
+/* LockLines.waitsThere: a waiter counted once keeps its count (one requeued and sent again is not asked again) */
+#define MAYWAIT(pp, y) (wt[y] || wn[pp] < MAXP)
+inline countWaiter(pp, y) {
+  if
+  :: !wt[y] -> wt[y] = true; wn[pp]++; assert(wn[pp] <= MAXP)   /* P7 */
+  :: else -> skip
+  fi
+}
 #else
-#define ROOM(pp) true
+#define MAYWAIT(pp, y) true
 #endif
 
 inline pushRep(pp, k, w, tk, s, a, b, c, t, kp, hT, hF, hL, hFl, m1, m2, m3) {
@@ -853,6 +865,9 @@ inline settle(pp, x, final) {
   :: else -> fol[x] = NONE
   fi;
   ph[x] = final;
+#ifdef MAXP
+  if :: wt[x] -> wt[x] = false; wn[pp]-- :: else -> skip fi;   /* LockLines.leave: it counts no more */
+#endif
   requeue(pp)
 }
 
@@ -865,15 +880,18 @@ inline link(pp, x, a) {
   rkp[x] = (a == NONE -> 0 : plc[a])
 }
 
-/* admit (local-handoff/redis.riders.ts): a rider is a waiter; it gets no reply to be refused at, so it is refused here
-   when maxPending waiters of its process already wait (the defect P7 found: it rode) */
+/* admit (redis.backend.ts, asking the layer's LockLines.waitsThere before a waiter rides): a rider is a waiter; it
+   gets no reply to be refused at, so it is refused here when maxPending waiters of its process already wait (the
+   defect P7 found: it rode) */
 inline rideOrRefuse(pp, x, a) {
 #ifdef MAXP
   if
 #ifndef BROKEN_RIDER_MAXP
-  :: lLen[pp] >= MAXP -> TR("REFUSED rider w%d\n", x); assertNewest(pp, x); rfz[x] = true; settle(pp, x, gave_up)
+  :: !MAYWAIT(pp, x) -> TR("REFUSED rider w%d\n", x); assertNewest(pp, x); rfz[x] = true; settle(pp, x, gave_up)
+  :: else -> countWaiter(pp, x); link(pp, x, a)
+#else
+  :: true -> link(pp, x, a)
 #endif
-  :: else -> link(pp, x, a)
   fi
 #else
   link(pp, x, a)
@@ -1252,7 +1270,7 @@ inline onAcquire(pp) {
   :: tok[r2] == r3 && ph[r2] == confirming -> skip
   :: tok[r2] == r3 && ph[r2] == sending && r4 == SGRANT -> queueGrant(r2, r5, L, r8, r6, 0, 0)
 #ifdef MAXP
-  :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED && !ROOM(pp) ->
+  :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED && !MAYWAIT(pp, r2) ->
      /* let through in case it became the holder, and it did not: one waiter too many (LockBusyError) */
      TR("REFUSED w%d\n", r2);
      assertNewest(pp, r2);
@@ -1260,7 +1278,10 @@ inline onAcquire(pp) {
      settle(pp, r2, gave_up);
      outPush(pp, OLEAVE, NONE, r3, 0, 0)
 #endif
-  :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED && ROOM(pp) ->
+  :: tok[r2] == r3 && ph[r2] == sending && r4 == SQUEUED && MAYWAIT(pp, r2) ->
+#ifdef MAXP
+     countWaiter(pp, r2);
+#endif
      plc[r2] = r5;
      ph[r2] = queued;                                    /* place */
      listAppend(pp, r2);

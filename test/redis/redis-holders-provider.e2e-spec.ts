@@ -77,6 +77,24 @@ describe('RedisLockProvider: several holders of one key, per caller', () => {
     expect(await leftovers(key)).toEqual([]);
   });
 
+  it.each([
+    ['a writer', 'a reader', {}, { shared: true }],
+    ['a reader', 'a writer', { shared: true }, {}],
+  ])('maxPending counts writers and readers of one key together: %s waits, %s too many is refused', async (_, __, first, second) => {
+    const key = uniqueId('pending-mixed');
+    const held = await b.acquire(key);
+    const waiting = a.acquire(key, { ...first, maxPending: 1 });
+    await waitFor(async () => (await redis.zcard(a.redisKeysOf(key).queue)) === 1, 5000, 'the first waiter queued');
+    const refused = await errorOf(a.acquire(key, { ...second, maxPending: 1 }));
+    expect(refused).toBeInstanceOf(LockBusyError);
+    expect((refused as LockBusyError).reason).toBe('max-pending');
+    // Its place went with it: only the first waiter is queued.
+    expect(await redis.zcard(a.redisKeysOf(key).queue)).toBe(1);
+    await held.release();
+    await (await waiting).release();
+    expect(await leftovers(key)).toEqual([]);
+  });
+
   it('a waiter times out (LockTimeoutError) and one aborted leaves at once; their places go, and the next waiter behind them gets in', async () => {
     const key = uniqueId('timeout');
     const reader = await b.acquire(key, { shared: true });

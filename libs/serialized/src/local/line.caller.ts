@@ -5,14 +5,16 @@ import type { DeadlineLine, LinedDeadline } from '../internal/deadline.queue';
 export type CallerMode = 'wait' | 'try';
 
 /**
- * What a waiting caller's own events turn into: its deadline came, or its signal
- * aborted. One implementer (`LockLines`): a deadline and an abort listener fire on
- * their own, not as the answer to a call, so they can only be handed on to the
- * one writer of the line.
+ * What a waiting caller's own events turn into: its deadline came, its signal
+ * aborted, or (a backend asked on arrival) the backend granted or refused it. One
+ * implementer (`LockLines`): these fire on their own, not as the answer to a call,
+ * so they can only be handed on to the one writer of the line.
  */
 export interface CallerEnds {
   timedOut(caller: LineCaller<unknown>): void;
   aborted(caller: LineCaller<unknown>): void;
+  answered(caller: LineCaller<unknown>, lock: unknown): void;
+  failed(caller: LineCaller<unknown>, error: unknown): void;
 }
 
 /** The caller whose promise is being made: lets one shared executor fill in its resolvers (no closure per caller). */
@@ -44,6 +46,7 @@ export class LineCaller<L> implements LinedDeadline {
   rejectWith!: (error: unknown) => void;
   private answered = false;
   private started: number;
+  private there = false;
   /** The caller's answer: the lock, `null` (a try that found the key busy), or the error. */
   readonly promise: Promise<L | null>;
 
@@ -120,6 +123,33 @@ export class LineCaller<L> implements LinedDeadline {
     if (this.answered) return;
     this.answered = true;
     this.rejectWith(error);
+  }
+
+  /**
+   * Arrival mode: whether the backend keeps it waiting (a place in its queue, or a
+   * ride), counted as a waiter of this process (see `LockLines.waitsThere`).
+   */
+  get waitingThere(): boolean {
+    return this.there;
+  }
+
+  /** `waits-there`: it is counted as a waiter of this process (by its line, once). */
+  waitsThere(): void {
+    this.there = true;
+  }
+
+  /**
+   * Arrival mode: the backend granted it the key. Told to the layer at once, not
+   * through a promise, so the layer's count of this process's waiters is never
+   * behind the backend's.
+   */
+  granted(lock: L): void {
+    this.ends.answered(this as LineCaller<unknown>, lock);
+  }
+
+  /** Arrival mode: the backend refused it (`maxPending`, its error, shutdown), told to the layer at once. */
+  refused(error: unknown): void {
+    this.ends.failed(this as LineCaller<unknown>, error);
   }
 
   /** Its budget ran out (the deadline queue calls it). */

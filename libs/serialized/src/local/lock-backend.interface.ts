@@ -17,8 +17,8 @@ export interface LockBackend<L, K = never> {
    * and process at a time, when its turn in this process's line comes; the layer
    * hands the key on in-process. `arrival`: every caller asks at once on arrival,
    * so its place in the backend's own queue keeps the order of arrival across
-   * processes (Redis); `take` then answers a `wait` caller when it holds the key,
-   * and the backend hands the key on itself. Admission, budgets, timeouts, aborts,
+   * processes (Redis); `askOnArrival` then asks for a `wait` caller, and the
+   * backend hands the key on itself. Admission, budgets, timeouts, aborts,
    * shutdown and the holders stay the layer's either way.
    */
   readonly asksOn?: 'turn' | 'arrival';
@@ -44,9 +44,20 @@ export interface LockBackend<L, K = never> {
    * The caller's turn came (nobody of this process holds or asks for the key):
    * ask the backend. Resolves with the lock, with `null` when a try finds the key
    * busy, or rejects with the caller's error. A `wait` caller that learns it waits
-   * behind another process says so to the layer (`LockLines.waitsBehind`).
+   * behind another process says so to the layer (`LockLines.waitsBehind`). Arrival
+   * mode: every `try` caller (a `wait` caller asks through `askOnArrival`).
    */
   take(caller: LineCaller<L>): L | Promise<L | null>;
+
+  /**
+   * Arrival mode, a `wait` caller: ask the backend now. Its answer is told through
+   * the caller when the backend learns it — `caller.granted(lock)` once it holds
+   * the key, `caller.refused(error)` when it may not — not through a promise, so
+   * the layer's count of this process's waiters is never behind the backend's.
+   * When the backend keeps the caller waiting (a place in its queue, a ride on this
+   * process's hold), it asks `LockLines.waitsThere` first: the layer's `maxPending`.
+   */
+  askOnArrival?(caller: LineCaller<L>): void;
 
   /**
    * A key set at once (optional: without it a set is taken key by key). Each of

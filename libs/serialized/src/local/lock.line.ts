@@ -28,6 +28,8 @@ export class LockLine<L> {
   private firstCaller: LineCaller<L> | undefined = undefined;
   private lastCaller: LineCaller<L> | undefined = undefined;
   private count = 0;
+  /** Arrival mode: callers in line the backend keeps waiting (see `waitsThere`). */
+  private there = 0;
   private turnNow: Turn;
   private waitingBehind = false;
   private inFlight: Promise<unknown> | undefined = undefined;
@@ -132,6 +134,11 @@ export class LockLine<L> {
     return count + (this.togetherBehind?.size ?? 0);
   }
 
+  /** Arrival mode: callers in line the backend keeps waiting (the holder is never one). */
+  get thereCount(): number {
+    return this.there;
+  }
+
   /** Whether `lock` holds the key beside others (it entered through `enter` or `enteredTogether`). */
   holdsBeside(lock: L): boolean {
     return this.together?.has(lock) ?? false;
@@ -197,7 +204,14 @@ export class LockLine<L> {
     if (!caller.next) this.lastCaller = caller.prev;
     caller.unlink();
     this.count--;
+    if (caller.waitingThere) this.there--;
     return true;
+  }
+
+  /** `waits-there` (arrival mode): the backend keeps `caller`, in line, waiting; it counts until it leaves. */
+  waitsThere(caller: LineCaller<L>): void {
+    caller.waitsThere();
+    this.there++;
   }
 
   /** `ask`: the key's turn goes to a caller who asks the backend (a new run of local hand-offs starts). */

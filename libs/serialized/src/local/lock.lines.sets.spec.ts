@@ -37,6 +37,13 @@ class SetBackend implements LockBackend<SetLock> {
     this.takes.push({ caller, answer });
     return answer.promise;
   }
+  /** Asked on arrival (a waiter): answered through its caller when the test grants it. */
+  askOnArrival(caller: LineCaller<SetLock>): void {
+    void this.take(caller).then(
+      (lock) => caller.granted(lock!),
+      (error: unknown) => caller.refused(error),
+    );
+  }
   takeSet(callers: readonly LineCaller<SetLock>[]): Promise<SetLock[] | null> {
     this.log.push(`take set ${callers.map((caller) => `${caller.key}:${caller.mode}`).join(' ')}`);
     const answer = deferred<SetLock[] | null>();

@@ -418,11 +418,28 @@ class ArrivalBackend implements LockBackend<FakeLock> {
     this.asks.push({ caller, answer });
     return answer.promise;
   }
+  /** A waiter: answered through its caller, when the test settles its ask. */
+  askOnArrival(caller: LineCaller<FakeLock>): void {
+    this.log.push(`take ${caller.mode}`);
+    const answer = deferred<FakeLock | null>();
+    this.asks.push({ caller, answer });
+    answer.promise.then(
+      (lock) => caller.granted(lock!),
+      (error: unknown) => caller.refused(error),
+    );
+  }
   /** Grants the ask of the `n`th caller (0: the oldest still open). */
   grant(n = 0): FakeLock {
     const [{ caller, answer }] = this.asks.splice(n, 1);
     const lock = new FakeLock(caller.key, ++this.token, () => this.lines);
     answer.resolve(lock);
+    return lock;
+  }
+  /** Grants the `n`th caller at once, as a backend event (no promise between). */
+  grantNow(n = 0): FakeLock {
+    const [{ caller }] = this.asks.splice(n, 1);
+    const lock = new FakeLock(caller.key, ++this.token, () => this.lines);
+    caller.granted(lock);
     return lock;
   }
   withdraw(caller: LineCaller<FakeLock>): void {
@@ -494,6 +511,46 @@ describe('LockLines with a backend whose callers ask on arrival', () => {
     await expect(second).resolves.toBe(next);
     const done = next.release();
     backend.releases[1].resolve(undefined);
+    await done;
+    expect(lines.activeKeys).toBe(0);
+  });
+
+  it('waitsThere: maxPending counts the callers the backend keeps waiting, from then until they hold the key or leave', async () => {
+    const { backend, lines } = arriving();
+    const calls = [lines.acquire('k', { maxPending: 1 }), lines.acquire('k', { maxPending: 1 })];
+    const [first, second] = backend.asks.map((ask) => ask.caller);
+    expect(lines.waitsThere(first)).toBeUndefined();
+    // Counted once: the backend sending it anew (a ride that ended, a lost hand-off) asks again and keeps its count.
+    expect(lines.waitsThere(first)).toBeUndefined();
+    expect(lines.waitsThere(second)).toMatchObject({ name: 'LockBusyError', reason: 'max-pending', maxPending: 1 });
+    // A grant is told as the backend's event, not a promise later: the next caller asking in that same event may wait.
+    const holder = backend.grantNow(0);
+    expect(lines.waitsThere(second)).toBeUndefined();
+    await expect(calls[0]).resolves.toBe(holder);
+    // A newcomer while this process holds the key and one waits: refused on arrival.
+    await expect(lines.acquire('k', { maxPending: 1 })).rejects.toMatchObject({ reason: 'max-pending' });
+    // A counted caller that leaves (its budget, an abort) stops counting.
+    const abort = new AbortController();
+    const third = lines.acquire('k', { maxPending: 2, signal: abort.signal });
+    const thirdCaller = backend.asks.at(-1)!.caller;
+    expect(lines.waitsThere(thirdCaller)).toBeUndefined();
+    abort.abort(new Error('gone'));
+    await expect(third).rejects.toEqual(new Error('gone'));
+    backend.asks.splice(
+      backend.asks.findIndex((ask) => ask.caller === thirdCaller),
+      1,
+    );
+    const fourth = lines.acquire('k', { maxPending: 2 });
+    expect(lines.waitsThere(backend.asks.at(-1)!.caller)).toBeUndefined();
+    // Everyone runs in turn, and nothing is left.
+    for (const [n, call] of [calls[1], fourth].entries()) {
+      const releasing = (n === 0 ? holder : await calls[1]).release();
+      backend.releases[n].resolve(undefined);
+      await releasing;
+      await expect(call).resolves.toBe(backend.grantNow(0));
+    }
+    const done = (await fourth).release();
+    backend.releases[2].resolve(undefined);
     await done;
     expect(lines.activeKeys).toBe(0);
   });

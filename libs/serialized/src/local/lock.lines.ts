@@ -56,6 +56,11 @@ const IDLE: unique symbol = Symbol('idle');
 
 function noop(): void {}
 
+/** A lock granted to a caller that left: released a microtask later, outside the backend event that granted it. */
+function passOn(lock: { release(): Promise<void> }): void {
+  queueMicrotask(() => lock.release().catch(noop));
+}
+
 /** Whether a caller holds the key beside others (`concurrency` > 1 or `shared`), not alone. */
 function isShaped(caller: Pick<LineCaller<unknown>, 'limit' | 'shared'>): boolean {
   return caller.limit !== 1 || caller.shared;
@@ -110,6 +115,8 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
   ) {
     this.inProcess = backend.takeNow !== undefined;
     this.arrival = backend.asksOn === 'arrival';
+    if (this.arrival && backend.askOnArrival === undefined)
+      throw new Error('nestjs-serialized: a backend that asks on arrival answers its waiting callers through askOnArrival');
     this.together = this.inProcess || backend.holdsTogether === true;
     this.deadlines = settings.deadlines ?? new DeadlineQueue();
     this.waitTimeoutMs = settings.waitTimeoutMs ?? SERIALIZED_DEFAULTS.waitTimeoutMs;
@@ -579,11 +586,12 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
       this.stampScope.runInAsyncScope(() => setImmediate(this.onStamp));
     }
     options.signal?.addEventListener('abort', caller, { once: true });
-    const asked = this.taken(caller);
-    Promise.resolve(asked).then(
-      (lock) => this.answered(caller, lock),
-      (error: unknown) => this.failed(caller, error),
-    );
+    try {
+      this.backend.askOnArrival!(caller);
+    } catch (error) {
+      // A backend that throws instead is answered as any refusal, never thrown at the caller.
+      this.failed(caller as LineCaller<unknown>, error);
+    }
     return caller.promise as Promise<L>;
   }
 
@@ -653,29 +661,49 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
     return locks;
   }
 
-  /** `granted` (arrival mode): the backend answered the caller with the key. */
-  private answered(caller: LineCaller<L>, lock: L | null): void {
+  /**
+   * `waits-there` (arrival mode): the backend keeps `caller` waiting — a place in its
+   * queue, or a ride on this process's hold — so it counts as a waiter of this
+   * process until it holds the key or leaves. Returns the error for the caller
+   * itself when `maxPending` callers of this process wait there already (it is not
+   * counted, and the backend gives up its place): the holder never counts, and a
+   * caller counted once is not asked again (one the backend sends anew keeps its
+   * count). Every driver's `maxPending` is this and the admission on arrival.
+   */
+  waitsThere(caller: LineCaller<L>): LockBusyError | undefined {
+    const line = this.lines.get(caller.key);
+    if (caller.waitingThere || caller.settled || !(line instanceof LockLine)) return undefined;
+    if (line.thereCount >= caller.maxPending) return new LockBusyError(caller.key, 'max-pending', { maxPending: caller.maxPending });
+    line.waitsThere(caller);
+    return undefined;
+  }
+
+  /**
+   * CallerEnds, `granted` (arrival mode): the backend answered the caller with the key.
+   * Told while the backend carries out its own event, so a lock passed on here is
+   * released after it (a microtask later), never from within it.
+   */
+  answered(answeredCaller: LineCaller<unknown>, answer: unknown): void {
+    const caller = answeredCaller as LineCaller<L>;
+    const lock = answer as L;
     const line = this.lines.get(caller.key) as LockLine<L>;
-    if (lock === null) return;
     // Held until its release is answered (a drain waits for it), whoever runs.
     this.holderDrain.add(lock);
     // It left meanwhile (its budget ran out, it aborted, shutdown): the key goes on, never run.
-    if (!this.leave(caller)) {
-      lock.release().catch(noop);
-      return;
-    }
+    if (!this.leave(caller)) return passOn(lock);
     // Handed the key in the same tick the caller gave up: pass it on, never run.
     if (caller.signal?.aborted) {
       caller.reject(caller.signal.reason);
-      lock.release().catch(noop);
+      passOn(lock);
       return this.closeIfIdle(line);
     }
     line.enter(lock, caller.limit, caller.shared);
     caller.resolve(lock);
   }
 
-  /** `failed` (arrival mode): the backend refused the caller (busy, its error); nothing if it left already. */
-  private failed(caller: LineCaller<L>, error: unknown): void {
+  /** CallerEnds, `failed` (arrival mode): the backend refused the caller (busy, its error); nothing if it left already. */
+  failed(failedCaller: LineCaller<unknown>, error: unknown): void {
+    const caller = failedCaller as LineCaller<L>;
     const line = this.lines.get(caller.key) as LockLine<L>;
     if (!this.leave(caller)) return;
     caller.reject(error);

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
 import type { HandOffMode } from '../../acquire-options.interface';
-import { LockBackendError, LockBusyError, LockTimeoutError } from '../../errors/index';
+import { LockBackendError, LockTimeoutError } from '../../errors/index';
 import type { DeadlineQueue } from '../../internal/deadline.queue';
 import type { EventLoopStallMonitor } from '../../internal/event-loop-stall.monitor';
 import type { LineCaller } from '../../local/line.caller';
@@ -26,7 +26,7 @@ import { RedisWakeUps, type WakeUpListener } from './waiting/redis.wake-ups';
 import { ShapedCallers } from './waiting/shaped.callers';
 
 /** What the backend tells the provider's lines (the layer) of its own events, and asks of them. */
-type RedisLines = Pick<LockLines<RedisLock>, 'released' | 'heldCount' | 'closing'>;
+type RedisLines = Pick<LockLines<RedisLock>, 'released' | 'heldCount' | 'closing' | 'waitsThere'>;
 
 /** What the backend works with (built once by the provider). */
 export interface RedisBackendParts {
@@ -144,15 +144,19 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
 
   // ---- a new caller: send, or ride -------------------------------------------------
 
-  /**
-   * LockBackend: a caller arrived. A try takes the key if it is free and nobody
-   * waits (one round trip); a waiter's acquisition (mode "wait") is sent now, or it
-   * rides, and its promise settles when it holds the key or Redis refuses it.
-   */
+  /** LockBackend: a try arrived: it takes the key if it is free and nobody waits (one round trip). */
   take(caller: LineCaller<RedisLock>): Promise<RedisLock | null> {
     if (caller.limit !== 1 || caller.shared) return this.shaped.take(caller);
+    return this.tryTake(caller.key, caller.leaseMs ?? this.parts.leaseMs, caller.signal, caller.handoff);
+  }
+
+  /**
+   * LockBackend: a waiter arrived. Its acquisition (mode "wait") is sent now, or it
+   * rides; its caller is told when it holds the key or may not.
+   */
+  askOnArrival(caller: LineCaller<RedisLock>): void {
+    if (caller.limit !== 1 || caller.shared) return this.shaped.askOnArrival(caller);
     const leaseMs = caller.leaseMs ?? this.parts.leaseMs;
-    if (caller.mode === 'try') return this.tryTake(caller.key, leaseMs, caller.signal, caller.handoff);
     const key = caller.key;
     let queue = this.keys.get(key);
     if (!queue) {
@@ -163,7 +167,6 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     this.byToken.set(waiter.token, waiter);
     this.byCaller.set(caller, waiter);
     this.admit(waiter);
-    return waiter.promise;
   }
 
   /** LockBackend: the caller left (timeout, abort, shutdown): its place in Redis, if any, is given up. */
@@ -197,12 +200,13 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     const queue = waiter.queue;
     // A shaped waiter of this process queued for the key: nobody rides past it.
     const may = !this.closing && this.wakeUps.listening && this.tenures.on && !this.shaped.waits(queue.key);
-    const admission = admit(queue, may, () => this.tenures.mayRide(queue.key), waiter.maxPending);
-    if (admission.kind === 'follow') waiter.follow(admission.leader);
-    else if (admission.kind === 'ride') waiter.ride(admission.anchor);
-    else if (admission.kind === 'refuse')
-      this.giveUp(waiter, new LockBusyError(queue.key, 'max-pending', { maxPending: waiter.maxPending }), false);
-    else this.send(waiter);
+    const admission = admit(queue, may, () => this.tenures.mayRide(queue.key));
+    if (admission.kind === 'follow') return waiter.follow(admission.leader);
+    if (admission.kind === 'send') return this.send(waiter);
+    // A rider gets no reply to be refused at: the layer's bound is asked before it rides.
+    const refused = this.lines().waitsThere(waiter.caller);
+    if (refused) this.giveUp(waiter, refused, false);
+    else waiter.ride(admission.anchor);
   }
 
   /** Sends the waiter's acquisition (mode "wait") under its current owner token. */
@@ -261,10 +265,9 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
       return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs), true);
     }
-    // It was let through in case it became the holder, and it did not: one waiter too many.
-    if (waiter.queue.queued >= waiter.maxPending) {
-      return this.giveUp(waiter, new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }), true);
-    }
+    // It was let through in case it became the holder, and it did not: the layer's bound says whether it may wait.
+    const refused = this.lines().waitsThere(waiter.caller);
+    if (refused) return this.giveUp(waiter, refused, true);
     // Its deadline and abort listener run since the call; it now has a place.
     // A waiter of another process heard of behind this place while its reply was on the way closes it to riders.
     waiter.place(result.fence, this.tenures.floorOf(key));
@@ -345,7 +348,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
       // Handed over in the same tick the caller gave up (its abort not yet heard by the layer): pass it on, never run.
       this.finish(waiter, false, true);
       this.leave(key, keys, waiter.token);
-      waiter.reject(waiter.signal.reason);
+      waiter.caller.refused(waiter.signal.reason);
       return;
     }
     if (!commands.isFresh(since, px)) return this.confirm(waiter, fence);
@@ -355,7 +358,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     this.finish(waiter, true);
     const lock = this.lockFor(key, keys, waiter.token, fence, waiter.leaseMs, px, since, block, waiter.handoff);
     this.tenures.learned(key, waiter.notice);
-    waiter.resolve(lock);
+    waiter.caller.granted(lock);
   }
 
   /**
@@ -395,7 +398,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     if (mayHoldKey) this.leave(key, keys, waiter.token);
     if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs) {
       this.finish(waiter, false);
-      waiter.reject(new LockTimeoutError(key, waiter.waitTimeoutMs));
+      waiter.caller.refused(new LockTimeoutError(key, waiter.waitTimeoutMs));
       return;
     }
     if (waiter.phase === 'queued') this.sendAll(this.detach(waiter));
@@ -458,7 +461,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
   private giveUp(waiter: RedisWaiter, error: unknown, hasPlace = waiter.phase === 'queued' || waiter.phase === 'confirming'): void {
     if (waiter.done) return;
     this.finish(waiter, false);
-    waiter.reject(error);
+    waiter.caller.refused(error);
     // A waiter still sending is undone when its reply arrives.
     if (hasPlace) this.leave(waiter.queue.key, waiter.queue.keys, waiter.token);
   }
@@ -751,7 +754,7 @@ export class RedisBackend implements LockBackend<RedisLock>, WakeUpListener {
     );
     const queue = waiter.queue;
     this.finish(waiter, true);
-    waiter.resolve(lock);
+    waiter.caller.granted(lock);
     this.tenures.afterServe(key, serve.fence, waiter.leaseMs, queue.riders, (limit) => queue.frontRiders(limit));
   }
 

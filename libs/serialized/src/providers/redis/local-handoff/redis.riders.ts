@@ -4,7 +4,6 @@ import { Floor } from '../protocol/queue.floor';
 export interface RiderView<W> {
   /** Waiters whose acquisition or confirmation is on its way to Redis (the newcomer among them). */
   readonly asking: number;
-  readonly queued: number;
   /** The waiter whose acquire call went out last. */
   readonly leader: (W & { readonly phase: string }) | undefined;
   /** This process's last place in the Redis queue (queued), with the place of the first waiter of another process told behind it. */
@@ -13,15 +12,12 @@ export interface RiderView<W> {
 
 /**
  * Where a new waiter goes: behind a waiter on its way (`follow`), a rider (`ride`,
- * behind `anchor` or on the tenure), `send`, or `refuse` (it would ride while
- * `maxPending` waiters of this process already wait: a rider is a waiter, never the
- * caller about to become the holder).
+ * behind `anchor` or on the tenure), or `send`. A rider is a waiter, never the
+ * caller about to become the holder: the backend asks the layer's bound
+ * (`LockLines.waitsThere`) before it rides, as a place's reply does.
  */
 export type Admission<W> =
-  | { readonly kind: 'follow'; readonly leader: W }
-  | { readonly kind: 'ride'; readonly anchor: W | undefined }
-  | { readonly kind: 'send' }
-  | { readonly kind: 'refuse' };
+  { readonly kind: 'follow'; readonly leader: W } | { readonly kind: 'ride'; readonly anchor: W | undefined } | { readonly kind: 'send' };
 
 /**
  * Riders: waiters without a place of their own in the Redis queue (docs/protocol.md,
@@ -39,7 +35,7 @@ export type Admission<W> =
  * waiter of another process is known to wait for the key this process holds.
  * Decides only; the Redis backend (redis.backend.ts) carries it out.
  */
-export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () => boolean, maxPending: number): Admission<W> {
+export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () => boolean): Admission<W> {
   if (!may) return { kind: 'send' };
   if (queue.asking > 1) {
     // Someone of this process is on the way to a place (nobody may get ahead of it):
@@ -48,13 +44,6 @@ export function admit<W>(queue: RiderView<W>, may: boolean, mayRideTenure: () =>
   }
   const anchor = queue.lastPlace;
   // Behind this process's last place: only while nobody of another process is known to be queued behind it.
-  const ride: Admission<W> = anchor
-    ? anchor.notice === Floor.NONE
-      ? { kind: 'ride', anchor }
-      : { kind: 'send' }
-    : mayRideTenure()
-      ? { kind: 'ride', anchor: undefined }
-      : { kind: 'send' };
-  // A place's reply refuses one waiter too many (`queued >= maxPending`); a rider gets no reply, so it is refused here.
-  return ride.kind === 'ride' && queue.queued >= maxPending ? { kind: 'refuse' } : ride;
+  if (anchor) return anchor.notice === Floor.NONE ? { kind: 'ride', anchor } : { kind: 'send' };
+  return mayRideTenure() ? { kind: 'ride', anchor: undefined } : { kind: 'send' };
 }

@@ -42,10 +42,6 @@ export class RedisWaiter implements RedisCallOptions {
   handed = false;
   prev: RedisWaiter | undefined;
   next: RedisWaiter | undefined;
-  /** What the backend answers the layer's `take` with: the lock once it holds the key, or why not. */
-  readonly promise: Promise<RedisLock>;
-  resolve!: (lock: RedisLock) => void;
-  reject!: (error: unknown) => void;
 
   constructor(
     readonly queue: RedisQueueShare,
@@ -55,10 +51,6 @@ export class RedisWaiter implements RedisCallOptions {
     /** The layer's caller it waits for. */
     readonly caller: LineCaller<RedisLock>,
   ) {
-    this.promise = new Promise<RedisLock>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     queue.asking++;
   }
 
@@ -68,11 +60,6 @@ export class RedisWaiter implements RedisCallOptions {
 
   get signal(): AbortSignal | undefined {
     return this.caller.signal;
-  }
-
-  /** Most waiters of this process its call allows (`maxPending`): checked again when its reply shows it queued. */
-  get maxPending(): number {
-    return this.caller.maxPending;
   }
 
   /** How this caller, once holding, passes the key on (undefined: the provider's mode). */

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@nestjs/common';
-import { LockBackendError, LockBusyError, LockTimeoutError } from '../../../errors/index';
+import { LockBackendError, LockTimeoutError } from '../../../errors/index';
 import type { Deadline, DeadlineQueue } from '../../../internal/deadline.queue';
 import type { EventLoopStallMonitor } from '../../../internal/event-loop-stall.monitor';
 import type { LineCaller } from '../../../local/line.caller';
@@ -80,7 +80,7 @@ export class ShapedCallers {
   constructor(
     private readonly parts: ShapedCallersParts,
     /** The provider's lines: where the locks let go. */
-    private readonly lines: () => Pick<LockLines<RedisLock>, 'released'>,
+    private readonly lines: () => Pick<LockLines<RedisLock>, 'released' | 'waitsThere'>,
     /** The wake-up channel, where grants come as messages. */
     private readonly wakeUps: RedisWakeUps,
     /** A script passed a key to a plain waiter on its way: the backend's own hand-off path takes it. */
@@ -96,11 +96,6 @@ export class ShapedCallers {
     return this.keys.has(key);
   }
 
-  /** Shaped waiters of this process with a place in `key`'s queue. */
-  queued(key: string): number {
-    return this.keys.get(key)?.waiters.size ?? 0;
-  }
-
   /** No shaped caller of this process waits. */
   get idle(): boolean {
     return this.keys.size === 0 && this.byToken.size === 0;
@@ -111,17 +106,23 @@ export class ShapedCallers {
     return this.byCaller.has(caller);
   }
 
-  /** A shaped caller arrived: a try is answered at once (the lock or `null`), a waiter once it holds the key. */
+  /** A shaped try arrived: answered at once, the lock or `null`. */
   take(caller: LineCaller<RedisLock>): Promise<RedisLock | null> {
-    const leaseMs = caller.leaseMs ?? this.parts.leaseMs;
-    const keys = this.parts.keyspace.keysOf(caller.key);
-    const waiter = new ShapedWaiter(caller.key, keys, this.parts.tokens.next(leaseMs), leaseMs, caller);
-    if (caller.mode === 'try') return this.tryTake(waiter);
+    return this.tryTake(this.waiterOf(caller));
+  }
+
+  /** A shaped waiter arrived: its caller is told when it holds the key (or may not). */
+  askOnArrival(caller: LineCaller<RedisLock>): void {
+    const waiter = this.waiterOf(caller);
     this.byToken.set(waiter.token, waiter);
     this.byCaller.set(caller, waiter);
     this.parts.stalls.start();
     this.send(waiter);
-    return waiter.promise;
+  }
+
+  private waiterOf(caller: LineCaller<RedisLock>): ShapedWaiter {
+    const leaseMs = caller.leaseMs ?? this.parts.leaseMs;
+    return new ShapedWaiter(caller.key, this.parts.keyspace.keysOf(caller.key), this.parts.tokens.next(leaseMs), leaseMs, caller);
   }
 
   /** The caller left (timeout, abort, shutdown): its place, or a grant on its way, is given up. */
@@ -235,10 +236,11 @@ export class ShapedCallers {
           }
           if (performance.now() - waiter.startedAt >= waiter.waitTimeoutMs)
             return this.giveUp(waiter, new LockTimeoutError(key, waiter.waitTimeoutMs));
-          // Let through in case it would hold at once, and it did not: one waiter too many.
-          if (this.queued(key) >= waiter.maxPending) {
+          // Let through in case it would hold at once, and it did not: the layer's bound says whether it may wait.
+          const refused = this.lines().waitsThere(waiter.caller);
+          if (refused) {
             this.leave(key, keys, token);
-            return this.giveUp(waiter, new LockBusyError(key, 'max-pending', { maxPending: waiter.maxPending }), false);
+            return this.giveUp(waiter, refused, false);
           }
           waiter.place();
           this.shareOf(waiter).waiters.add(waiter);

@@ -20,10 +20,6 @@ export class ShapedWaiter implements RedisCallOptions {
   private phaseNow: ShapedPhase = 'sending';
   private tokenNow: string;
   private handedNow = false;
-  /** What the backend answers the layer's `take` with. */
-  readonly promise: Promise<RedisLock>;
-  private resolveWith!: (lock: RedisLock) => void;
-  private rejectWith!: (error: unknown) => void;
 
   constructor(
     readonly key: string,
@@ -34,10 +30,6 @@ export class ShapedWaiter implements RedisCallOptions {
     readonly caller: LineCaller<RedisLock>,
   ) {
     this.tokenNow = token;
-    this.promise = new Promise<RedisLock>((resolve, reject) => {
-      this.resolveWith = resolve;
-      this.rejectWith = reject;
-    });
   }
 
   /** Its limit as the scripts take it: the most holders it accepts, 0 when shared. */
@@ -75,10 +67,6 @@ export class ShapedWaiter implements RedisCallOptions {
     return this.caller.waitTimeoutMs;
   }
 
-  get maxPending(): number {
-    return this.caller.maxPending;
-  }
-
   get handoff(): HandOffMode | undefined {
     return this.caller.handoff;
   }
@@ -98,11 +86,11 @@ export class ShapedWaiter implements RedisCallOptions {
     this.move('confirm', 'confirming', 'sending', 'queued');
   }
 
-  /** `grant` (or `confirmed`): it holds `lock`. */
+  /** `grant` (or `confirmed`): it holds `lock` (told to its caller: the layer's). */
   grant(lock: RedisLock): void {
     this.move('grant', 'granted', 'sending', 'queued', 'confirming');
     this.handedNow = true;
-    this.resolveWith(lock);
+    this.caller.granted(lock);
   }
 
   /** `requeue`: it has nothing in Redis any more; it is sent again under `token`. */
@@ -115,7 +103,7 @@ export class ShapedWaiter implements RedisCallOptions {
   giveUp(error: unknown, handed = false): void {
     this.move('give-up', 'gave-up', 'sending', 'queued', 'confirming');
     this.handedNow = handed;
-    this.rejectWith(error);
+    this.caller.refused(error);
   }
 
   private move(transition: string, to: ShapedPhase, ...from: ShapedPhase[]): void {
