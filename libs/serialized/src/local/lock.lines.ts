@@ -668,7 +668,8 @@ export class LockLines<L extends { readonly key: string; release(): Promise<void
    * itself when `maxPending` callers of this process wait there already (it is not
    * counted, and the backend gives up its place): the holder never counts, and a
    * caller counted once is not asked again (one the backend sends anew keeps its
-   * count). Every driver's `maxPending` is this and the admission on arrival.
+   * count). With `waitsBehind` (backends asked on their turn), the one `maxPending`
+   * count of every driver.
    */
   waitsThere(caller: LineCaller<L>): LockBusyError | undefined {
     const line = this.lines.get(caller.key);
