@@ -420,10 +420,7 @@ class ArrivalBackend implements LockBackend<FakeLock> {
   }
   /** A waiter: answered through its caller, when the test settles its ask. */
   askOnArrival(caller: LineCaller<FakeLock>): void {
-    this.log.push(`take ${caller.mode}`);
-    const answer = deferred<FakeLock | null>();
-    this.asks.push({ caller, answer });
-    answer.promise.then(
+    void this.take(caller).then(
       (lock) => caller.granted(lock!),
       (error: unknown) => caller.refused(error),
     );
