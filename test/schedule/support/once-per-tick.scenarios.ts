@@ -7,6 +7,8 @@ import { overlappingPairs, runsPerTick, sleep, TickCluster } from './tick-cluste
 
 /** How long each scenario watches its instances tick. */
 const WATCH_MS = 7000;
+/** How long a run's finish may take to reach the backend after its body returned, on a busy host. */
+const FINISH_MS = 300;
 
 export function describeOncePerTick(driver: 'redis' | 'postgres'): void {
   describe(`three instances on ${driver}, clocks in step`, () => {
@@ -32,13 +34,22 @@ export function describeOncePerTick(driver: 'redis' | 'postgres'): void {
       // Spread over the instances as they win the claims (not asserted: any one may win every tick).
     });
 
-    it('never runs a 2.5 s body beside its previous run: the ticks that fire meanwhile are skipped', () => {
-      const runs = cluster.runs('long');
+    it('never runs a 2.2 s body beside its previous run: the ticks that fire meanwhile are skipped', () => {
+      const runs = cluster.runs('long').sort((a, b) => a.start - b.start);
       expect(runs.length).toBeGreaterThanOrEqual(2);
       expect(overlappingPairs(runs)).toEqual([]);
-      // The tick after a run ends is claimed: one run every third tick.
-      const starts = runs.map((run) => Math.floor(run.start / 1000)).sort((a, b) => a - b);
-      for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBe(3);
+      // The first tick after a run ends is claimed: one run every third tick when runs start
+      // on time. A run that started late (its instance starved of CPU) may end so close to
+      // the next tick that its finish reaches the backend after that tick's claims: then the
+      // tick after is the one, and only then.
+      const notNext = runs.slice(1).flatMap((run, i) => {
+        const tick = Math.floor(run.start / 1000);
+        const previousEnd = runs[i].end;
+        const first = Math.ceil(previousEnd / 1000);
+        const last = Math.ceil((previousEnd + FINISH_MS) / 1000);
+        return tick >= first && tick <= last ? [] : [{ previousEnd, start: run.start, tick, first, last }];
+      });
+      expect(notNext).toEqual([]);
     });
 
     it('runs each epoch-aligned 500 ms tick of @Interval(500) at most once', () => {
@@ -111,8 +122,12 @@ export function describeOncePerTick(driver: 'redis' | 'postgres'): void {
         expect(starts.filter((start) => Math.floor(start / 1000) * 1000 <= deadTick)).toEqual([]);
         // Nothing starts while the dead run's lease (1500 ms from its claim) may still hold it...
         expect(starts[0] - deadTick).toBeGreaterThanOrEqual(1500);
-        // ...and the first tick after the lease runs on a survivor.
-        expect(Math.floor(starts[0] / 1000) * 1000 - deadTick).toBe(2000);
+        // ...and the first tick after the lease runs on a survivor. The victim stalled from its
+        // claim, just before its `started`, so its lease ended by first.start + 1500: the tick
+        // 2 s after the dead one when the victim started in the first half of its second.
+        const survivorTick = Math.floor(starts[0] / 1000) * 1000;
+        expect(survivorTick).toBeLessThanOrEqual(Math.ceil(((first.start as number) + 1500) / 1000) * 1000);
+        if ((first.start as number) - deadTick < 500) expect(survivorTick - deadTick).toBe(2000);
       } finally {
         await cluster.stop();
       }

@@ -7,9 +7,10 @@
  * instance's clock shift, see clock-offset.ts).
  *
  * Groups: `fast` (every-second cron, 1 ms body), `naive` (the same job guarded by a
- * reject-mode lock instead: the negative control), `long` (every-second cron, 2.5 s
+ * reject-mode lock instead: the negative control), `long` (every-second cron, 2.2 s
  * body), `interval` (`@Interval(500)`, 1 ms body), `shared` (two every-second
- * methods sharing one `name`), `crash` (every-second cron, 3 s body, `leaseMs: 1500`).
+ * methods sharing one `name`), `crash` (every-second cron, `leaseMs: 1500`, a body that stalls
+ * its process's event loop from its first moment until the test kills it).
  *
  * Messages: {type:'ready', pid}, {type:'run', job, pid, start, end} (start/end by
  * this process's own clock, offset included), {type:'started', job, pid, start}
@@ -67,7 +68,7 @@ class LongJob {
   @OncePerTick()
   @Cron('* * * * * *')
   async long(): Promise<void> {
-    await body('long', 2500);
+    await body('long', 2200);
   }
 }
 
@@ -99,11 +100,12 @@ class SharedJobs {
 class CrashJob {
   @Cron('* * * * * *')
   @OncePerTick({ leaseMs: 1500 })
-  async slow(): Promise<void> {
-    const start = Date.now();
-    send({ type: 'started', job: 'crash', start });
-    await sleep(3000);
-    send({ type: 'run', job: 'crash', start, end: Date.now() });
+  slow(): void {
+    send({ type: 'started', job: 'crash', start: Date.now() });
+    // Stalled from the claim on, so no renewal runs however late the test's kill lands:
+    // the lease ends 1500 ms after the claim, as if the process had died there.
+    // (The IPC message above is written before this blocks.)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60_000);
   }
 }
 
