@@ -6,6 +6,7 @@ import type { LockBackend } from '../../local/lock-backend.interface';
 import type { LockLines } from '../../local/lock.lines';
 import { SessionLivenessMonitor } from '../sessions/session-liveness.monitor';
 import { SessionAttempts } from '../sessions/session-attempts.registry';
+import { closeSessionBackend } from '../sessions/session-backend.shutdown';
 import { MysqlLockAttempt } from './mysql-lock.attempt';
 import { mysqlLockName } from './mysql-lock.name';
 import { MysqlLock } from './mysql.lock';
@@ -16,9 +17,6 @@ import type { MysqlSessions } from './mysql.sessions';
 type MysqlLines = Pick<LockLines<MysqlLock>, 'waitsBehind' | 'heldCount' | 'released'>;
 
 const KEY_HELD_HERE = 'key held (or asked for by an earlier caller of this process)';
-const NO_LONGER_WATCHED =
-  'the provider shut down past its grace period and stopped watching its MySQL session (the session keeps the lock until release)';
-
 /**
  * The MySQL / MariaDB backend: named locks (`GET_LOCK` / `RELEASE_LOCK`) on the
  * sessions of the library's own pool. What is MySQL's lives here and in the
@@ -121,15 +119,11 @@ export class MysqlBackend implements LockBackend<MysqlLock> {
     this.attempts.abortAll(error);
   }
 
-  /** After shutdown: stops the checks, tells holders past the grace period, closes the lock pool. */
-  async close(holders: Iterable<MysqlLock>): Promise<void> {
-    this.monitor.stop();
-    const still = [...holders];
-    for (const lock of still) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
-    // Killed waits end their sessions as soon as the server answers the kill.
-    await this.attempts.settled(this.sessions.connectTimeoutMs);
-    for (const lock of still) lock.session.unref();
-    await this.sessions.pool.close();
+  /** After shutdown: stops the session checks, tells holders past the grace period, closes the lock pool. */
+  close(holders: Iterable<MysqlLock>): Promise<void> {
+    const { monitor, attempts } = this;
+    const { pool, connectTimeoutMs } = this.sessions;
+    return closeSessionBackend({ monitor, attempts, pool, connectTimeoutMs, server: 'MySQL' }, holders);
   }
 
   /** `lock.extend()`: the session answers now, or it is ended (which tells the holder). */

@@ -12,6 +12,7 @@ import { ShapedLockAttempt } from './shaped-lock.attempt';
 import { slotKeyOf } from './lock.session';
 import { LockAttempt } from './lock.attempt';
 import { SessionAttempts } from '../sessions/session-attempts.registry';
+import { closeSessionBackend } from '../sessions/session-backend.shutdown';
 import type { LockSession, UnownedLock } from './lock.session';
 import type { LockSessions } from './lock.sessions';
 import { PostgresLock, type HandOffRun } from './postgres.lock';
@@ -34,9 +35,6 @@ export interface HandedLock {
 type PostgresLines = Pick<LockLines<PostgresLock, HandedLock>, 'waitsBehind' | 'heldCount' | 'released'>;
 
 const KEY_HELD_HERE = 'key held (or asked for by an earlier caller of this process)';
-const NO_LONGER_WATCHED =
-  'the provider shut down past its grace period and stopped watching its PostgreSQL session (the session keeps the lock until release)';
-
 /**
  * The PostgreSQL backend: session-level advisory locks on the sessions of the
  * library's own pool. The layer lets one caller per key and process ask at a time
@@ -225,17 +223,10 @@ export class PostgresBackend implements LockBackend<PostgresLock, HandedLock> {
   }
 
   /** After shutdown: stops the session checks, tells holders past the grace period, closes the lock pool. */
-  async close(holders: Iterable<PostgresLock>): Promise<void> {
-    this.monitor.stop();
-    const still = [...holders];
-    // Nothing watches the sessions still held past the grace period any more (and
-    // they no longer keep the process alive): their holders are told now.
-    for (const lock of still) if (!lock.released) lock.markLost(new LockLostError(lock.key, NO_LONGER_WATCHED));
-    // Aborted waits end their sessions as soon as the server answers the cancel.
-    await this.attempts.settled(this.sessions.connectTimeoutMs);
-    // Sessions still held past the grace period stay until their holders release them, without keeping the process alive.
-    for (const lock of still) lock.session.unref();
-    await this.sessions.pool.close();
+  close(holders: Iterable<PostgresLock>): Promise<void> {
+    const { monitor, attempts } = this;
+    const { pool, connectTimeoutMs } = this.sessions;
+    return closeSessionBackend({ monitor, attempts, pool, connectTimeoutMs, server: 'PostgreSQL' }, holders);
   }
 
   private holderOf(key: string, fencingToken: bigint, lockKey: string, session: LockSession, run: HandOffRun | undefined): PostgresLock {
