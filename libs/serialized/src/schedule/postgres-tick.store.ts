@@ -1,5 +1,5 @@
 import type { ClientConfig, Pool } from 'pg';
-import { LockBackendError } from '../errors';
+import { PostgresRecordTable } from '../providers/postgres/postgres-record.table';
 import { ONCE_PER_TICK_DEFAULTS } from './once-per-tick.defaults';
 import { TICK_STATEMENTS } from './postgres-tick.statements';
 import type { TickClaim, TickClaimRequest, TickStore } from './tick.store';
@@ -25,29 +25,30 @@ const QUERY_TIMEOUT_MS = 5000;
 /**
  * Tick records in a PostgreSQL table (`nestjs_serialized_ticks`, created if missing
  * unless `createSchema` is off), one row per name, reached through a small pool of
- * their own: never the lock sessions, never the app's pool. Each step is one
- * autocommit statement on the server's clock (`TICK_STATEMENTS`).
+ * their own (see `PostgresRecordTable`). Each step is one autocommit statement on
+ * the server's clock (`TICK_STATEMENTS`).
  */
 export class PostgresTickStore implements TickStore {
-  private readonly pool: Pool;
-  private ready: Promise<void> | undefined;
+  private readonly table: PostgresRecordTable;
 
   constructor(private readonly options: PostgresTickStoreOptions) {
-    this.pool = new options.pg.Pool({
-      ...options.config,
-      application_name: `nestjs-serialized-ticks:${options.keyPrefix}`.slice(0, 63),
+    this.table = new PostgresRecordTable({
+      pg: options.pg,
+      config: options.config,
+      what: 'tick',
+      tableName: ONCE_PER_TICK_DEFAULTS.pgTable,
+      statements: TICK_STATEMENTS,
+      createSchema: options.createSchema,
+      schemaLock: SCHEMA_LOCK,
+      applicationName: `nestjs-serialized-ticks:${options.keyPrefix}`.slice(0, 63),
       max: POOL_SIZE,
-      idleTimeoutMillis: 10_000,
-      connectionTimeoutMillis: options.connectTimeoutMs,
-      query_timeout: QUERY_TIMEOUT_MS,
-      allowExitOnIdle: true,
+      connectTimeoutMs: options.connectTimeoutMs,
+      queryTimeoutMs: QUERY_TIMEOUT_MS,
     });
-    // An idle connection that drops must not crash the process; the next query reconnects.
-    this.pool.on('error', () => undefined);
   }
 
   async claim({ name, tick, owner, leaseMs, maxAheadMs }: TickClaimRequest): Promise<TickClaim> {
-    const [row] = await this.query(TICK_STATEMENTS.claim, [this.rowKey(name), tick, leaseMs, owner, maxAheadMs]);
+    const [row] = await this.table.query(TICK_STATEMENTS.claim, [this.rowKey(name), tick, leaseMs, owner, maxAheadMs]);
     const [claimed, now, lastTick, runningUntil] = row as [number, string, string | null, string | null];
     const backendNow = Number(now);
     if (claimed === 1) return { claimed: true, backendNow };
@@ -59,56 +60,18 @@ export class PostgresTickStore implements TickStore {
   }
 
   async renew(name: string, owner: string, leaseMs: number): Promise<boolean> {
-    return (await this.query(TICK_STATEMENTS.renew, [this.rowKey(name), owner, leaseMs])).length === 1;
+    return (await this.table.query(TICK_STATEMENTS.renew, [this.rowKey(name), owner, leaseMs])).length === 1;
   }
 
   async finish(name: string, owner: string): Promise<void> {
-    await this.query(TICK_STATEMENTS.finish, [this.rowKey(name), owner]);
+    await this.table.query(TICK_STATEMENTS.finish, [this.rowKey(name), owner]);
   }
 
-  async close(): Promise<void> {
-    await this.pool.end();
+  close(): Promise<void> {
+    return this.table.close();
   }
 
   private rowKey(name: string): string {
     return `${this.options.keyPrefix}:${name}`;
-  }
-
-  private async query(text: string, values: unknown[]): Promise<unknown[][]> {
-    try {
-      await (this.ready ??= this.prepare().catch((error) => {
-        this.ready = undefined;
-        throw error;
-      }));
-      return (await this.pool.query({ text, values, rowMode: 'array' })).rows;
-    } catch (error) {
-      throw new LockBackendError(`PostgreSQL cannot be used for tick records: ${(error as Error).message}`, { cause: error });
-    }
-  }
-
-  /** Makes sure the table exists: created once if allowed, otherwise a message with the SQL to run. */
-  private async prepare(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      const { rows } = await client.query({ text: TICK_STATEMENTS.exists, values: [TICK_STATEMENTS.table], rowMode: 'array' });
-      if (rows[0][0] === true) return;
-      const table = ONCE_PER_TICK_DEFAULTS.pgTable;
-      if (!this.options.createSchema)
-        throw new Error(`the tick table ${table} is missing and createSchema is off; create it once with:\n${TICK_STATEMENTS.schema}`);
-      try {
-        await client.query('BEGIN');
-        await client.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`);
-        await client.query(TICK_STATEMENTS.schema);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw new Error(
-          `cannot create the tick table ${table} (${(error as Error).message}); create it once with:\n${TICK_STATEMENTS.schema}`,
-          { cause: error },
-        );
-      }
-    } finally {
-      client.release();
-    }
   }
 }
