@@ -27,31 +27,12 @@ export async function unlockSession(
   const session = lock.session;
   session.letGo(lock as PostgresLock);
   if (session.dead) return undefined; // the session ended, and its locks with it
-  let unlocked: unknown;
-  try {
-    [unlocked] = onlyIfWaited ? await session.unlockIfWaited(statements, lock.lockKey) : await session.unlock(statements, lock.lockKey);
-    if (onlyIfWaited && unlocked === null) return KEPT;
-  } catch (error) {
-    pool.discard(session, error instanceof Error ? error : new Error(String(error)));
-    // The session ended before the unlock was confirmed: the lock went with it, and
-    // possibly while the holder still worked (the socket's end had not reached us).
-    // The holder is told rather than told nothing.
-    return new LockLostError(
-      lock.key,
-      `its PostgreSQL session ended before the release was confirmed (${(error as Error)?.message ?? error})`,
-      error,
-    );
-  }
-  if (unlocked === true) {
-    pool.release(session);
-    return undefined;
-  }
-  // Other locks of this session are suspect too: ending it frees them and tells their holders.
-  pool.discard(session, new Error('pg_advisory_unlock returned false'));
-  return new LockLostError(
-    lock.key,
-    'PostgreSQL reported at release that its session did not hold the advisory lock (pg_advisory_unlock returned false); its session was closed',
-  );
+  return givenBack(lock, pool, 'pg_advisory_unlock', async () => {
+    const [unlocked] = onlyIfWaited
+      ? await session.unlockIfWaited(statements, lock.lockKey)
+      : await session.unlock(statements, lock.lockKey);
+    return onlyIfWaited && unlocked === null ? KEPT : unlocked === true;
+  });
 }
 
 /** Checks `lock`'s session now (`lock.extend()`); a session that fails the check is ended. */
@@ -78,9 +59,31 @@ export async function unlockBesideSession(
   session.letGo(lock as PostgresLock);
   if (session.dead) return undefined;
   const { slotKey, shape } = lock.beside!;
-  let row: unknown[];
+  return givenBack(lock, pool, 'pg_advisory_unlock_shared', async () => {
+    const row = await session.giveBackShaped(statements, lock.lockKey, shape, slotKey);
+    // Each lock given back answers true: the key, the marks, and a group's slot.
+    return row.slice(0, 1 + shape.marks.length + (slotKey === undefined ? 0 : 1)).every((held) => held === true);
+  });
+}
+
+/**
+ * Runs the statements that give `lock` back on its session (`send`: whether the
+ * session held all it gave back) and settles the session: back to the pool when it
+ * did, ended otherwise. A session that ended before the answer took the lock with
+ * it, possibly while the holder still worked (the socket's end had not reached us),
+ * and one that did not hold the lock has other suspect locks (ending it frees them
+ * and tells their holders): either way the holder is told, rather than told nothing.
+ */
+async function givenBack<T extends boolean | typeof KEPT>(
+  lock: Pick<PostgresLock, 'key' | 'session'>,
+  pool: LockSessionPool<LockSession>,
+  unlockCall: string,
+  send: () => Promise<T>,
+): Promise<LockLostError | undefined | Exclude<T, boolean>> {
+  const session = lock.session;
+  let held: T;
   try {
-    row = await session.giveBackShaped(statements, lock.lockKey, shape, slotKey);
+    held = await send();
   } catch (error) {
     pool.discard(session, error instanceof Error ? error : new Error(String(error)));
     return new LockLostError(
@@ -89,14 +92,14 @@ export async function unlockBesideSession(
       error,
     );
   }
-  // Each lock given back answers true: the key, the marks, and a group's slot.
-  if (row.slice(0, 1 + shape.marks.length + (slotKey === undefined ? 0 : 1)).every((held) => held === true)) {
+  if (held === KEPT) return KEPT as Exclude<T, boolean>;
+  if (held === true) {
     pool.release(session);
     return undefined;
   }
-  pool.discard(session, new Error('pg_advisory_unlock_shared returned false'));
+  pool.discard(session, new Error(`${unlockCall} returned false`));
   return new LockLostError(
     lock.key,
-    'PostgreSQL reported at release that its session did not hold the advisory lock (pg_advisory_unlock returned false); its session was closed',
+    `PostgreSQL reported at release that its session did not hold the advisory lock (${unlockCall} returned false); its session was closed`,
   );
 }
