@@ -31,8 +31,17 @@ export class RedisCallErrors {
     return error;
   }
 
-  unreachable(key: string, what: string): LockBackendError {
-    const why = this.lastError ? ` (last error: ${this.lastError.message})` : '';
+  /**
+   * Redis cannot be reached: `what` happened. The message names the connection's
+   * last error, or, when it reported none yet (a slow connect on a busy host),
+   * `status`: what the connection was doing.
+   */
+  unreachable(key: string, what: string, status?: string): LockBackendError {
+    const why = this.lastError
+      ? ` (last error: ${this.lastError.message})`
+      : status
+        ? ` (the connection was ${status} and had reported no error)`
+        : '';
     return new LockBackendError(`Redis is unreachable: ${what}${why}`, { key, cause: this.lastError });
   }
 

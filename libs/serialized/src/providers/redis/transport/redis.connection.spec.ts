@@ -203,4 +203,26 @@ describe('RedisConnection: the backend bound is a bound on silence, not on laten
     expect(second.value).toBe('OK');
     await connection.close();
   });
+
+  it('names what the connection was doing when it did not connect in time, or its last error', async () => {
+    const { client, sent, command, make } = fakeClient();
+    client.status = 'connecting';
+    const connection = make();
+    const silent = outcome(connection.run('k', command('first')));
+    await until(() => silent.settled);
+    expect(sent).toEqual([]);
+    expect(silent.error).toBeInstanceOf(LockBackendError);
+    expect((silent.error as Error).message).toContain(
+      `could not connect within ${BOUND_MS} ms (the connection was connecting and had reported no error)`,
+    );
+    expect(connection.mayHaveRun(silent.error)).toBe(false);
+
+    connection.onError(new Error('connect ECONNREFUSED 127.0.0.1:1'));
+    const refused = outcome(connection.run('k', command('second')));
+    await until(() => refused.settled);
+    expect((refused.error as Error).message).toContain(
+      `could not connect within ${BOUND_MS} ms (last error: connect ECONNREFUSED 127.0.0.1:1)`,
+    );
+    await connection.close();
+  });
 });

@@ -109,7 +109,7 @@ export class RedisConnection {
     this.slotOf = this.isCluster ? options.slotOf : undefined;
     this.maxInFlight = Math.max(1, Math.floor(options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT));
     this.gate = new RedisReadinessGate(this.deadlines, this.clock, this.timeoutMs, (key) =>
-      this.errors.unsent(this.errors.unreachable(key, `could not connect within ${this.timeoutMs} ms`)),
+      this.errors.unsent(this.errors.unreachable(key, `could not connect within ${this.timeoutMs} ms`, this.client.status)),
     );
     this.wire = new RedisWire(this.client, this.isCluster, this.deadlines, this.clock, this.errors, this.timeoutMs, this.maxInFlight);
     this.stream = new ReplyStream(this.wire);
