@@ -1,5 +1,16 @@
 import 'reflect-metadata';
-import { Controller, Get, HttpException, Injectable, Module, Param, Post, Query, type INestApplication } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  HttpException,
+  Injectable,
+  Module,
+  Param,
+  Post,
+  Query,
+  type INestApplication,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterDrizzleOrm } from '@nestjs-cls/transactional-adapter-drizzle-orm';
@@ -57,6 +68,7 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
   const max = options.poolSize ?? 10;
   let poolStats: () => { total: number; idle: number; waiting: number } = () => ({ total: 0, idle: 0, waiting: 0 });
   let appPool: Pool | undefined;
+  let appDataSource: DataSource | undefined;
 
   @Injectable()
   class Rewards {
@@ -207,6 +219,7 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
           useFactory: async () => {
             const dataSource = new DataSource({ type: 'postgres', url: options.databaseUrl, extra: { max }, entities: [] });
             await dataSource.initialize();
+            appDataSource = dataSource;
             const pool = (dataSource.driver as unknown as { master: Pool }).master;
             appPool = pool;
             poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
@@ -227,8 +240,21 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
           },
         };
 
+  /**
+   * The app's pool ends with the app, as in an app of the docs: in
+   * `onApplicationShutdown`, after `SerializedModule`'s drain (`beforeApplicationShutdown`)
+   * let the holders finish their transactions. (Nest's application object cannot
+   * be patched: its proxy ignores assignments, so a wrapped `app.close` never ran.)
+   */
   @Module({ providers: [adapterModule], exports: [adapterModule.provide] })
-  class DatabaseModule {}
+  class DatabaseModule implements OnApplicationShutdown {
+    async onApplicationShutdown(): Promise<void> {
+      const pool = appPool;
+      appPool = undefined;
+      if (options.adapter === 'typeorm') await appDataSource?.destroy();
+      else await pool?.end();
+    }
+  }
 
   const adapter =
     options.adapter === 'typeorm'
@@ -252,15 +278,6 @@ export async function createTransactionApp(options: TransactionAppOptions): Prom
   class AppModule {}
 
   const app = await NestFactory.create(AppModule, { logger: false, abortOnError: false });
-  const shutdown = async () => {
-    if (options.adapter === 'typeorm') await app.get(DataSource).destroy();
-    else await (app.get(DRIZZLE) as { $client: Pool }).$client.end();
-  };
-  const close = app.close.bind(app);
-  app.close = async () => {
-    await close();
-    await shutdown();
-  };
   const endListeners = () =>
     Math.max(0, ...((appPool as unknown as { _clients?: Client[] })?._clients ?? []).map((client) => client.listenerCount('end')));
   return { app, pool: () => poolStats(), endListeners };
