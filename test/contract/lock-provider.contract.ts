@@ -64,7 +64,7 @@ export interface ContractSubject {
   unownedLocks?(provider: LockProvider): Promise<number>;
   /** Whether one key may have several holders at once (`concurrency`, `shared`): the holders section runs (test/contract/holders.contract.ts). */
   readonly holdsTogether?: boolean;
-  /** Optional clean-up after the whole suite (close shared clients). */
+  /** Optional clean-up after the whole file, both contracts (close shared clients). */
   afterAll?(): Promise<void>;
 }
 
@@ -84,6 +84,11 @@ const HOLDERS = [
  * in-process queue) and in another instance (the backend's queue).
  */
 export function describeLockProviderContract(subject: ContractSubject): void {
+  // After every test of the file, the run contract's too: its instances use the
+  // subject's shared clients (a Cluster client the app passes in), which only this closes.
+  afterAll(async () => {
+    await subject.afterAll?.();
+  });
   describe(`LockProvider contract: ${subject.name}`, () => {
     const open = new Set<LockProvider>();
     const make = async (options?: ProviderOptionsForTest) => {
@@ -111,10 +116,6 @@ export function describeLockProviderContract(subject: ContractSubject): void {
       await Promise.all(providers.map((p) => p.close()));
       expect({ unownedLocks: unowned.reduce((sum, n) => sum + n, 0) }).toEqual({ unownedLocks: 0 });
     });
-    afterAll(async () => {
-      await subject.afterAll?.();
-    });
-
     if (subject.holdsTogether) describeHoldersContract({ makeWithOther, noLeftovers });
 
     it('excludes: concurrent read-modify-write on one key loses no update and never overlaps', async () => {

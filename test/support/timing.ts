@@ -1,5 +1,7 @@
 /** Small helpers for tests that assert order and overlap, never speed. */
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+// Unref'd: a sleep raced against an outcome (`Promise.race([outcome, sleep(5000)])`) must not
+// keep jest's worker alive after the file; the worker's IPC channel keeps it running meanwhile.
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 /** Records how many callers are inside a critical section at once. */
 export class OverlapProbe {
