@@ -1,8 +1,4 @@
 import { LockLostError } from '../../errors';
-import type { LockSessionPool } from './lock-session.pool';
-import type { PooledSession } from './lock-session.request';
-import type { SessionAttempts } from './session-attempts.registry';
-import type { SessionLivenessMonitor } from './session-liveness.monitor';
 
 /** What a session backend's shutdown needs of each lock still held past the grace period. */
 interface StillHeld {
@@ -12,11 +8,14 @@ interface StillHeld {
   markLost(error: LockLostError): void;
 }
 
-/** The parts of a session backend (PostgreSQL, MySQL) that its shutdown ends, in order. */
-export interface SessionBackendParts<C extends PooledSession & { kill(reason: Error): void }> {
-  readonly monitor: Pick<SessionLivenessMonitor<C>, 'stop'>;
-  readonly attempts: Pick<SessionAttempts<C, never>, 'settled'>;
-  readonly pool: Pick<LockSessionPool<C>, 'close'>;
+/**
+ * The parts of a session backend (PostgreSQL, MySQL) that its shutdown ends, in order:
+ * its `SessionLivenessMonitor`, its `SessionAttempts` and its `LockSessionPool`.
+ */
+export interface SessionBackendParts {
+  readonly monitor: { stop(): void };
+  readonly attempts: { settled(timeoutMs: number): Promise<void> };
+  readonly pool: { close(): Promise<void> };
   readonly connectTimeoutMs: number;
   /** The server's name, as the lost locks' message says it. */
   readonly server: 'PostgreSQL' | 'MySQL';
@@ -27,10 +26,7 @@ export interface SessionBackendParts<C extends PooledSession & { kill(reason: Er
  * checks, tells holders past the grace period, lets aborted waits end their
  * sessions, and closes the lock pool.
  */
-export async function closeSessionBackend<C extends PooledSession & { kill(reason: Error): void }>(
-  parts: SessionBackendParts<C>,
-  holders: Iterable<StillHeld>,
-): Promise<void> {
+export async function closeSessionBackend(parts: SessionBackendParts, holders: Iterable<StillHeld>): Promise<void> {
   parts.monitor.stop();
   const still = [...holders];
   // Nothing watches the sessions still held past the grace period any more (and
