@@ -26,13 +26,13 @@ function freshName(): string {
   return name;
 }
 
-function tableOf(name: string, createSchema: boolean): PostgresRecordTable {
+function tableOf(name: string, createSchema: boolean, statements: RecordTableSchema = schemaOf(name)): PostgresRecordTable {
   return new PostgresRecordTable({
     pg,
     config: { connectionString: TEST_DATABASE_URL },
     what: 'sample',
     tableName: name,
-    statements: schemaOf(name),
+    statements,
     createSchema,
     schemaLock: 7_349_120_999,
     applicationName: 'nestjs-serialized-record-table-test',
@@ -94,19 +94,7 @@ describe('PostgresRecordTable', () => {
 
   it('says why the table could not be created, with the SQL to run, and changes nothing', async () => {
     const name = freshName();
-    const broken = new PostgresRecordTable({
-      pg,
-      config: { connectionString: TEST_DATABASE_URL },
-      what: 'sample',
-      tableName: name,
-      statements: { ...schemaOf(name), schema: `CREATE TABLE "${name}" (k nosuchtype);` },
-      createSchema: true,
-      schemaLock: 7_349_120_999,
-      applicationName: 'nestjs-serialized-record-table-test',
-      max: 1,
-      connectTimeoutMs: 5000,
-      queryTimeoutMs: 5000,
-    });
+    const broken = tableOf(name, true, { ...schemaOf(name), schema: `CREATE TABLE "${name}" (k nosuchtype);` });
     try {
       const error = await broken.query('SELECT 1', []).then(
         () => undefined,
